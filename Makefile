@@ -1,0 +1,38 @@
+# The two commands that matter: `make demo` and `make test`.
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed-dev
+
+.PHONY: test demo bench lint typecheck unit integration clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	touch $(STAMP)
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check src tests benchmarks
+	$(VENV)/bin/ruff format --check src tests benchmarks
+
+typecheck: $(STAMP)
+	$(VENV)/bin/mypy --strict src tests
+
+unit: $(STAMP)
+	$(VENV)/bin/pytest -q tests/unit
+
+integration: $(STAMP)
+	$(VENV)/bin/pytest -q tests/integration
+
+test: lint typecheck $(STAMP)
+	$(VENV)/bin/pytest -q tests
+
+demo: $(STAMP)
+	$(PY) -m kafkaline.testing.demo
+
+bench: $(STAMP)
+	@echo "make bench: the benchmark harness arrives with the speed issue (#5); nothing to run yet."
+
+clean:
+	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

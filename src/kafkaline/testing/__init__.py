@@ -1,0 +1,30 @@
+"""Test helpers: a real Kafka-protocol broker on a loopback port.
+
+>>> from kafkaline.testing import LocalBroker
+>>> with LocalBroker() as broker:                            # doctest: +SKIP
+...     broker.create_topic("events", partitions=6)
+...     print(broker.bootstrap_servers)
+127.0.0.1:40771
+
+Importing this package starts nothing.
+"""
+
+from kafkaline.errors import BrokerBinaryNotFound
+from kafkaline.testing.broker import STORAGE_KINDS, LocalBroker, resolve_broker_bin
+from kafkaline.testing.errors import (
+    BrokerStartError,
+    BrokerStartTimeoutError,
+    LocalBrokerError,
+    TopicCreationError,
+)
+
+__all__ = [
+    "STORAGE_KINDS",
+    "BrokerBinaryNotFound",
+    "BrokerStartError",
+    "BrokerStartTimeoutError",
+    "LocalBroker",
+    "LocalBrokerError",
+    "TopicCreationError",
+    "resolve_broker_bin",
+]

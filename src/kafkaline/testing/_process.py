@@ -1,0 +1,88 @@
+"""Child processes that cannot outlive the Python process that started them, and their logs."""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import signal
+import subprocess
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+
+# From <linux/prctl.h>.
+_PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent_hook() -> Callable[[], None] | None:
+    """A preexec_fn that makes the Linux kernel SIGKILL the child when its parent dies, even
+    when the parent is SIGKILLed and no Python cleanup runs. None where that is unavailable.
+
+    The libc lookup happens here, in the parent: between fork and exec the child should do as
+    little as possible.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    prctl.argtypes = [ctypes.c_int, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong, ctypes.c_ulong]
+    prctl.restype = ctypes.c_int
+    parent_pid = os.getpid()
+
+    def die_with_parent() -> None:
+        prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+        # The parent may have died between fork and prctl; then no signal will ever come.
+        if os.getppid() != parent_pid:
+            os._exit(1)
+
+    return die_with_parent
+
+
+def spawn_tied_to_parent(
+    argv: Sequence[str], *, env: Mapping[str, str], log_path: Path
+) -> subprocess.Popen[bytes]:
+    """Start ``argv`` with stdout and stderr appended to ``log_path``.
+
+    A file, not a pipe: nobody reads a pipe while the tests run, and a full pipe would block
+    the child. The child gets its own session so a Ctrl-C in the terminal reaches Python (which
+    then stops the child in order) instead of killing the child behind our back.
+
+    Linux caveat of PR_SET_PDEATHSIG: the signal fires when the *thread* that spawned the child
+    exits, so spawn from a thread that lives as long as the child should (e.g. the main one).
+    """
+    with open(log_path, "ab") as log_file:  # the child keeps its own descriptor
+        return subprocess.Popen(
+            list(argv),
+            stdin=subprocess.DEVNULL,
+            stdout=log_file,
+            stderr=subprocess.STDOUT,
+            env=dict(env),
+            start_new_session=True,
+            preexec_fn=_die_with_parent_hook(),
+        )
+
+
+def kill_and_reap(process: subprocess.Popen[bytes], timeout: float) -> None:
+    """SIGKILL ``process`` (if still running) and wait until it has exited.
+
+    SIGKILL rather than SIGTERM: Tansu keeps its port for up to 5 s after SIGTERM while it
+    drains client connections, and a broker started on that port meanwhile panics.
+    """
+    process.kill()  # a no-op once Popen has seen the exit
+    process.wait(timeout=timeout)
+
+
+def tail_of_log(log_path: Path, max_lines: int = 40, max_bytes: int = 16_384) -> str:
+    """The last lines of a log file, for error messages; a note instead if it is unreadable."""
+    try:
+        with open(log_path, "rb") as log_file:
+            log_file.seek(0, os.SEEK_END)
+            size = log_file.tell()
+            log_file.seek(max(size - max_bytes, 0))
+            data = log_file.read()
+    except OSError as exc:
+        return f"(log {log_path} unreadable: {exc})"
+    lines = data.decode("utf-8", errors="replace").splitlines()
+    return "\n".join(lines[-max_lines:])

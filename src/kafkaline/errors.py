@@ -1130,3 +1130,21 @@ def raise_for_code(code: int, message: str | None = None) -> None:
     """Raise the broker error for ``code`` unless it is 0 (no error)."""
     if code:
         raise error_for_code(code)(message)
+
+
+# --------------------------------------------------------------------------- protocol errors
+# Appended by the protocol layer: named local errors for the wire codec and framing.
+
+
+class EncodeError(ProtocolError, ValueError):
+    """A message could not be encoded: a value does not fit its wire type (out of range,
+    too long, None where the version does not allow null) or the version is not supported."""
+
+
+class InvalidFrameSizeError(DecodeError):
+    """A response frame announced a size that is negative or larger than the allowed maximum."""
+
+
+class CorrelationIdMismatchError(ProtocolError):
+    """A response carried a correlation id other than the one of the oldest request in flight
+    on that connection (Kafka answers requests on a connection in order)."""

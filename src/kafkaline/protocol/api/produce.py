@@ -1,0 +1,163 @@
+"""Produce (API key 0): write record batches to partition leaders.
+
+kafkaline implements v3+ only: v3 is the first version that carries record batch v2.
+
+    ProduceRequest v3-8                     v9+ (flexible): compact strings/arrays/bytes,
+      transactional_id   nullable string     tagged fields after every struct
+      acks               int16
+      timeout_ms         int32
+      topic_data         [TopicProduceData]
+        name             string
+        partition_data   [PartitionProduceData]
+          index          int32
+          records        nullable bytes (one or more record batches, see kafkaline.record)
+
+    ProduceResponse v3+
+      responses          [TopicProduceResponse]
+        name             string
+        partition_responses [PartitionProduceResponse]
+          index, error_code, base_offset, log_append_time_ms, log_start_offset (v5+),
+          record_errors (v8+), error_message (v8+), current_leader (tag 0, v10+)
+      throttle_time_ms   int32
+      node_endpoints     [NodeEndpoint] (tag 0, v10+)
+
+A request with ``acks=0`` gets no response at all.
+"""
+
+# kafka_field() returns a dataclasses.field(), which ruff cannot know.
+# ruff: noqa: RUF009
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kafkaline.protocol.schema import (
+    INT16,
+    INT32,
+    INT64,
+    RECORDS,
+    STRING,
+    Records,
+    Request,
+    Response,
+    Struct,
+    Versions,
+    array_of,
+    kafka_field,
+    struct_of,
+)
+
+# --------------------------------------------------------------------------- response
+
+
+@dataclass(slots=True, kw_only=True)
+class BatchIndexAndErrorMessage(Struct):
+    """A record that made the broker drop the whole batch (v8+)."""
+
+    batch_index: int = kafka_field(INT32, "8+")
+    batch_index_error_message: str | None = kafka_field(STRING, "8+", nullable="8+", default=None)
+
+
+@dataclass(slots=True, kw_only=True)
+class LeaderIdAndEpoch(Struct):
+    """The partition's current leader, sent with NOT_LEADER_OR_FOLLOWER (KIP-951)."""
+
+    leader_id: int = kafka_field(INT32, "10+", default=-1)
+    leader_epoch: int = kafka_field(INT32, "10+", default=-1)
+
+
+@dataclass(slots=True, kw_only=True)
+class PartitionProduceResponse(Struct):
+    """The outcome of producing to one partition."""
+
+    index: int = kafka_field(INT32, "0+")
+    error_code: int = kafka_field(INT16, "0+")
+    base_offset: int = kafka_field(INT64, "0+")
+    log_append_time_ms: int = kafka_field(INT64, "2+", default=-1)
+    log_start_offset: int = kafka_field(INT64, "5+", default=-1)
+    record_errors: list[BatchIndexAndErrorMessage] = kafka_field(
+        array_of(BatchIndexAndErrorMessage), "8+"
+    )
+    error_message: str | None = kafka_field(STRING, "8+", nullable="8+", default=None)
+    current_leader: LeaderIdAndEpoch = kafka_field(
+        struct_of(LeaderIdAndEpoch), "10+", tagged="10+", tag=0
+    )
+
+
+@dataclass(slots=True, kw_only=True)
+class TopicProduceResponse(Struct):
+    """The outcomes for one topic."""
+
+    name: str = kafka_field(STRING, "0+")
+    partition_responses: list[PartitionProduceResponse] = kafka_field(
+        array_of(PartitionProduceResponse), "0+"
+    )
+
+
+@dataclass(slots=True, kw_only=True)
+class NodeEndpoint(Struct):
+    """Where to reach a new leader named in ``current_leader`` (KIP-951)."""
+
+    node_id: int = kafka_field(INT32, "10+")
+    host: str = kafka_field(STRING, "10+")
+    port: int = kafka_field(INT32, "10+")
+    rack: str | None = kafka_field(STRING, "10+", nullable="10+", default=None)
+
+
+@dataclass(slots=True, kw_only=True)
+class ProduceResponse(Response):
+    """The broker's answer to a ProduceRequest with acks != 0."""
+
+    API_KEY = 0
+    VALID_VERSIONS = Versions.parse("3-11")
+    FLEXIBLE_VERSIONS = Versions.parse("9+")
+
+    responses: list[TopicProduceResponse] = kafka_field(array_of(TopicProduceResponse), "0+")
+    throttle_time_ms: int = kafka_field(INT32, "1+", default=0)
+    node_endpoints: list[NodeEndpoint] = kafka_field(
+        array_of(NodeEndpoint), "10+", tagged="10+", tag=0
+    )
+
+
+# --------------------------------------------------------------------------- request
+
+
+@dataclass(slots=True, kw_only=True)
+class PartitionProduceData(Struct):
+    """Record batches for one partition."""
+
+    index: int = kafka_field(INT32, "0+")
+    records: Records | None = kafka_field(RECORDS, "0+", nullable="0+")
+
+
+@dataclass(slots=True, kw_only=True)
+class TopicProduceData(Struct):
+    """Record batches for the partitions of one topic."""
+
+    name: str = kafka_field(STRING, "0+")
+    partition_data: list[PartitionProduceData] = kafka_field(array_of(PartitionProduceData), "0+")
+
+
+@dataclass(slots=True, kw_only=True)
+class ProduceRequest(Request):
+    """Write record batches to partition leaders.
+
+    >>> request = ProduceRequest(acks=-1, timeout_ms=30_000, topic_data=[
+    ...     TopicProduceData(name="t", partition_data=[
+    ...         PartitionProduceData(index=0, records=b"...batch bytes...")])])
+    >>> body = request.encode(9)
+    """
+
+    API_KEY = 0
+    VALID_VERSIONS = Versions.parse("3-11")
+    FLEXIBLE_VERSIONS = Versions.parse("9+")
+    RESPONSE_TYPE = ProduceResponse
+
+    transactional_id: str | None = kafka_field(STRING, "3+", nullable="3+", default=None)
+    acks: int = kafka_field(INT16, "0+")
+    timeout_ms: int = kafka_field(INT32, "0+")
+    topic_data: list[TopicProduceData] = kafka_field(array_of(TopicProduceData), "0+")
+
+    def has_response(self) -> bool:
+        """With ``acks=0`` the broker sends no response."""
+        return self.acks != 0

@@ -1,0 +1,554 @@
+"""Declarative, versioned message schemas and the generic encoder/decoder that walks them.
+
+A Kafka struct is a slotted, keyword-only dataclass whose fields are declared with
+:func:`kafka_field`, in wire order, mirroring Apache Kafka's ``message/*.json`` schemas::
+
+    @dataclass(slots=True, kw_only=True)
+    class PartitionProduceData(Struct):
+        index: int = kafka_field(INT32, "0+")
+        records: Records | None = kafka_field(RECORDS, "0+", nullable="0+")
+
+The first time a struct is used at a given (version, flexible) pair, its fields are compiled
+into a flat list of reader/writer functions (memoised, never mutated afterwards), so encoding and
+decoding walk a short list instead of re-interpreting the schema per field.
+
+Flexible versions (KIP-482) change three things, all handled here: strings, bytes and arrays
+use compact (uvarint) lengths; every struct ends with a tagged-field section; fields may be
+tagged (written only when they differ from their default, ordered by tag).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, ClassVar, Generic, TypeAlias, TypeVar, cast, overload
+
+from kafkaline.errors import DecodeError, EncodeError
+from kafkaline.protocol import primitives as p
+from kafkaline.protocol.primitives import Buffer, Reader
+
+T = TypeVar("T")
+S = TypeVar("S", bound="Struct")
+R = TypeVar("R", bound="Message")
+
+#: The type of ``records`` fields: a record batch (or several) as raw bytes. The record batch
+#: format itself lives in :mod:`kafkaline.record`.
+Records: TypeAlias = bytes | bytearray | memoryview
+
+ReadFn: TypeAlias = Callable[[Reader], Any]
+WriteFn: TypeAlias = Callable[[bytearray, Any], None]
+
+
+# --------------------------------------------------------------------------- versions
+
+
+@dataclass(frozen=True, slots=True)
+class Versions:
+    """An inclusive version range as Kafka's schemas spell it: ``"3+"``, ``"0-2"``, ``"0"``,
+    ``"none"``. ``high`` is None for an open range; an empty range has ``high < low``."""
+
+    low: int
+    high: int | None
+
+    @classmethod
+    def parse(cls, text: str) -> Versions:
+        """Parse ``"3+"``, ``"0-2"``, ``"5"`` or ``"none"``."""
+        text = text.strip()
+        if text == "none":
+            return cls(0, -1)
+        if text.endswith("+"):
+            return cls(int(text[:-1]), None)
+        low, sep, high = text.partition("-")
+        return cls(int(low), int(high) if sep else int(low))
+
+    def __contains__(self, version: object) -> bool:
+        if not isinstance(version, int):
+            return False
+        return self.low <= version and (self.high is None or version <= self.high)
+
+    def is_empty(self) -> bool:
+        """True for ``"none"``."""
+        return self.high is not None and self.high < self.low
+
+    def __str__(self) -> str:
+        if self.is_empty():
+            return "none"
+        if self.high is None:
+            return f"{self.low}+"
+        if self.high == self.low:
+            return str(self.low)
+        return f"{self.low}-{self.high}"
+
+
+NO_VERSIONS = Versions(0, -1)
+
+
+# --------------------------------------------------------------------------- field kinds
+
+
+@dataclass(frozen=True, slots=True)
+class Codec:
+    """How one field is read and written at one (version, flexible, nullable) combination."""
+
+    read: ReadFn
+    write: WriteFn
+
+
+class Kind(Generic[T]):
+    """The wire type of a field. ``kafka_type`` is the type as Kafka's JSON schemas spell it
+    (``"int32"``, ``"string"``, ``"[]int32"``, ``"[]TopicProduceData"``, ``"records"``)."""
+
+    __slots__ = ()
+
+    @property
+    def kafka_type(self) -> str:
+        raise NotImplementedError
+
+    def new_default(self) -> T:
+        """A fresh default value (0, "", empty list, a default struct, ...)."""
+        raise NotImplementedError
+
+    def codec(self, version: int, flexible: bool, nullable: bool) -> Codec:
+        """The reader/writer for this kind at a version."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"Kind({self.kafka_type})"
+
+
+class _Scalar(Kind[T]):
+    """A type whose encoding never depends on the version: ints, bool, float64, uuid."""
+
+    __slots__ = ("_default", "_name", "_read", "_write")
+
+    def __init__(self, name: str, read: ReadFn, write: WriteFn, default: T) -> None:
+        self._name = name
+        self._read = read
+        self._write = write
+        self._default = default
+
+    @property
+    def kafka_type(self) -> str:
+        return self._name
+
+    def new_default(self) -> T:
+        return self._default
+
+    def codec(self, version: int, flexible: bool, nullable: bool) -> Codec:
+        if nullable:
+            raise TypeError(f"{self._name} cannot be nullable")
+        return Codec(self._read, self._write)
+
+
+class _Variable(Kind[T]):
+    """string, bytes and records: length-prefixed, compact in flexible versions."""
+
+    __slots__ = ("_codecs", "_default", "_name")
+
+    def __init__(self, name: str, default: T, codecs: dict[tuple[bool, bool], Codec]) -> None:
+        self._name = name
+        self._default = default
+        self._codecs = codecs
+
+    @property
+    def kafka_type(self) -> str:
+        return self._name
+
+    def new_default(self) -> T:
+        return self._default
+
+    def codec(self, version: int, flexible: bool, nullable: bool) -> Codec:
+        return self._codecs[(flexible, nullable)]
+
+
+def _bytes_codecs() -> dict[tuple[bool, bool], Codec]:
+    return {
+        (False, False): Codec(Reader.bytes_, p.write_bytes),
+        (False, True): Codec(Reader.nullable_bytes, p.write_nullable_bytes),
+        (True, False): Codec(Reader.compact_bytes, p.write_compact_bytes),
+        (True, True): Codec(Reader.compact_nullable_bytes, p.write_compact_nullable_bytes),
+    }
+
+
+INT8: Kind[int] = _Scalar("int8", Reader.int8, p.write_int8, 0)
+INT16: Kind[int] = _Scalar("int16", Reader.int16, p.write_int16, 0)
+INT32: Kind[int] = _Scalar("int32", Reader.int32, p.write_int32, 0)
+INT64: Kind[int] = _Scalar("int64", Reader.int64, p.write_int64, 0)
+UINT16: Kind[int] = _Scalar("uint16", Reader.uint16, p.write_uint16, 0)
+UINT32: Kind[int] = _Scalar("uint32", Reader.uint32, p.write_uint32, 0)
+FLOAT64: Kind[float] = _Scalar("float64", Reader.float64, p.write_float64, 0.0)
+BOOL: Kind[bool] = _Scalar("bool", Reader.boolean, p.write_bool, False)
+UUID: Kind[uuid.UUID] = _Scalar("uuid", Reader.uuid, p.write_uuid, uuid.UUID(int=0))
+STRING: Kind[str] = _Variable(
+    "string",
+    "",
+    {
+        (False, False): Codec(Reader.string, p.write_string),
+        (False, True): Codec(Reader.nullable_string, p.write_nullable_string),
+        (True, False): Codec(Reader.compact_string, p.write_compact_string),
+        (True, True): Codec(Reader.compact_nullable_string, p.write_compact_nullable_string),
+    },
+)
+BYTES: Kind[Buffer] = _Variable("bytes", b"", _bytes_codecs())
+RECORDS: Kind[Records] = _Variable("records", b"", _bytes_codecs())
+
+
+class _ArrayOf(Kind[list[T]]):
+    __slots__ = ("item",)
+
+    def __init__(self, item: Kind[T]) -> None:
+        self.item = item
+
+    @property
+    def kafka_type(self) -> str:
+        return "[]" + self.item.kafka_type
+
+    def new_default(self) -> list[T]:
+        return []
+
+    def codec(self, version: int, flexible: bool, nullable: bool) -> Codec:
+        item = self.item.codec(version, flexible, nullable=False)
+        read_item = item.read
+        write_item = item.write
+        read_array: Callable[[Reader, ReadFn], Any]
+        write_array: Callable[[bytearray, Any, WriteFn], None]
+        if flexible:
+            read_array = Reader.compact_nullable_array if nullable else Reader.compact_array
+            write_array = p.write_compact_nullable_array if nullable else p.write_compact_array
+        else:
+            read_array = Reader.nullable_array if nullable else Reader.array
+            write_array = p.write_nullable_array if nullable else p.write_array
+
+        def read(reader: Reader) -> list[Any] | None:
+            return read_array(reader, read_item)
+
+        def write(out: bytearray, items: Any) -> None:
+            write_array(out, items, write_item)
+
+        return Codec(read, write)
+
+
+class _StructOf(Kind[S]):
+    __slots__ = ("struct_type",)
+
+    def __init__(self, struct_type: type[S]) -> None:
+        self.struct_type = struct_type
+
+    @property
+    def kafka_type(self) -> str:
+        return self.struct_type.__name__
+
+    def new_default(self) -> S:
+        return self.struct_type()
+
+    def codec(self, version: int, flexible: bool, nullable: bool) -> Codec:
+        if nullable:
+            raise TypeError("nullable structs are not supported (no declared API uses them)")
+        compiled = compile_struct(self.struct_type, version, flexible)
+        return Codec(compiled.read, compiled.write)
+
+
+@overload
+def array_of(item: type[S]) -> Kind[list[S]]: ...
+@overload
+def array_of(item: Kind[T]) -> Kind[list[T]]: ...
+def array_of(item: type[Struct] | Kind[Any]) -> Kind[list[Any]]:
+    """An array of a kind (``array_of(INT32)``) or of a struct (``array_of(TopicProduceData)``)."""
+    if isinstance(item, Kind):
+        return _ArrayOf(item)
+    return _ArrayOf(_StructOf(item))
+
+
+def struct_of(struct_type: type[S]) -> Kind[S]:
+    """A single nested struct field (Kafka's non-array struct types, e.g. ``CurrentLeader``)."""
+    return _StructOf(struct_type)
+
+
+# --------------------------------------------------------------------------- field declaration
+
+_SPEC_KEY = "kafkaline.protocol"
+
+
+@dataclass(frozen=True, slots=True)
+class FieldSpec:
+    """Everything the wire needs to know about one field, as in Kafka's JSON schema."""
+
+    kind: Kind[Any]
+    versions: Versions
+    nullable_versions: Versions
+    tagged_versions: Versions
+    tag: int | None
+    #: Overrides the message's flexible versions for this field (RequestHeader.ClientId).
+    flexible_versions: Versions | None
+
+
+class _Missing:
+    pass
+
+
+_MISSING: Any = _Missing()
+
+
+@overload
+def kafka_field(
+    kind: Kind[T],
+    versions: str,
+    *,
+    nullable: None = None,
+    tagged: str | None = None,
+    tag: int | None = None,
+    default: T = _MISSING,
+    flexible: str | None = None,
+) -> T: ...
+@overload
+def kafka_field(
+    kind: Kind[T],
+    versions: str,
+    *,
+    nullable: str,
+    tagged: str | None = None,
+    tag: int | None = None,
+    default: T | None = _MISSING,
+    flexible: str | None = None,
+) -> T | None: ...
+def kafka_field(
+    kind: Kind[Any],
+    versions: str,
+    *,
+    nullable: str | None = None,
+    tagged: str | None = None,
+    tag: int | None = None,
+    default: Any = _MISSING,
+    flexible: str | None = None,
+) -> Any:
+    """Declare a dataclass field's wire format.
+
+    ``versions``, ``nullable`` (nullableVersions), ``tagged`` (taggedVersions) and ``flexible``
+    (a field-level flexibleVersions override) use Kafka's range syntax. ``default`` is the
+    schema's default; without one the kind's default applies (0, "", [], a default struct).
+    """
+    if (tagged is None) != (tag is None):
+        raise TypeError("a tagged field needs both tagged= and tag=")
+    spec = FieldSpec(
+        kind=kind,
+        versions=Versions.parse(versions),
+        nullable_versions=Versions.parse(nullable) if nullable else NO_VERSIONS,
+        tagged_versions=Versions.parse(tagged) if tagged else NO_VERSIONS,
+        tag=tag,
+        flexible_versions=Versions.parse(flexible) if flexible else None,
+    )
+    metadata = {_SPEC_KEY: spec}
+    if default is not _MISSING:
+        return dataclasses.field(default=default, metadata=metadata)
+    return dataclasses.field(default_factory=kind.new_default, metadata=metadata)
+
+
+@dataclass(frozen=True, slots=True)
+class DeclaredField:
+    """A struct field as declared: its Python name and its wire spec."""
+
+    name: str
+    spec: FieldSpec
+    #: The default value (a fresh one for mutable kinds).
+    default: Any
+
+
+def declared_fields(struct_type: type[Struct]) -> tuple[DeclaredField, ...]:
+    """The declared fields of a struct, in wire order."""
+    fields = []
+    for field in dataclasses.fields(cast(Any, struct_type)):
+        spec = field.metadata.get(_SPEC_KEY)
+        if not isinstance(spec, FieldSpec):
+            raise TypeError(f"{struct_type.__name__}.{field.name} is not a kafka_field()")
+        if field.default is not dataclasses.MISSING:
+            default = field.default
+        elif field.default_factory is not dataclasses.MISSING:
+            default = field.default_factory()
+        else:  # pragma: no cover - kafka_field always sets one
+            raise TypeError(f"{struct_type.__name__}.{field.name} has no default")
+        fields.append(DeclaredField(field.name, spec, default))
+    return tuple(fields)
+
+
+# --------------------------------------------------------------------------- structs
+
+
+class Struct:
+    """Base of every declared Kafka struct. Subclasses are slotted keyword-only dataclasses."""
+
+    __slots__ = ()
+
+
+@dataclass(frozen=True, slots=True)
+class _TaggedField:
+    tag: int
+    name: str
+    codec: Codec
+    default: Any
+
+
+class CompiledStruct:
+    """A struct's fields at one (version, flexible) pair, flattened for fast walking."""
+
+    __slots__ = ("_flexible", "_regular", "_struct_type", "_tagged", "_tagged_by_tag")
+
+    def __init__(self, struct_type: type[Struct], version: int, flexible: bool) -> None:
+        self._struct_type = struct_type
+        self._flexible = flexible
+        regular: list[tuple[str, ReadFn, WriteFn]] = []
+        tagged: list[_TaggedField] = []
+        for field in declared_fields(struct_type):
+            spec = field.spec
+            if version not in spec.versions:
+                continue
+            field_flexible = (
+                flexible if spec.flexible_versions is None else version in spec.flexible_versions
+            )
+            codec = spec.kind.codec(version, field_flexible, version in spec.nullable_versions)
+            if flexible and version in spec.tagged_versions and spec.tag is not None:
+                tagged.append(_TaggedField(spec.tag, field.name, codec, field.default))
+            else:
+                regular.append((field.name, codec.read, codec.write))
+        tagged.sort(key=lambda field: field.tag)
+        self._regular = tuple(regular)
+        self._tagged = tuple(tagged)
+        self._tagged_by_tag = {field.tag: field for field in tagged}
+
+    def read(self, reader: Reader) -> Any:
+        """Decode one struct."""
+        values = {name: read(reader) for name, read, _ in self._regular}
+        if self._flexible:
+            for _ in range(reader.tagged_field_count()):
+                tag = reader.unsigned_varint()
+                size = reader.unsigned_varint()
+                field_reader = reader.sub_reader(size)
+                field = self._tagged_by_tag.get(tag)
+                if field is None:
+                    continue  # unknown tags are skipped: they are how Kafka adds fields
+                values[field.name] = field.codec.read(field_reader)
+                field_reader.expect_end(f"tagged field {tag} of {self._struct_type.__name__}")
+        return self._struct_type(**values)
+
+    def write(self, out: bytearray, struct: Any) -> None:
+        """Encode one struct."""
+        for name, _, write in self._regular:
+            try:
+                write(out, getattr(struct, name))
+            except (TypeError, AttributeError, ValueError) as exc:
+                raise self._encode_error(name, exc) from None
+        if self._flexible:
+            self._write_tagged(out, struct)
+
+    def _encode_error(self, name: str, exc: Exception) -> EncodeError:
+        # Nested structs prefix their own path, so the message reads outermost first.
+        return EncodeError(f"{self._struct_type.__name__}.{name}: {exc}")
+
+    def _write_tagged(self, out: bytearray, struct: Any) -> None:
+        if not self._tagged:
+            out.append(0)
+            return
+        present: list[tuple[int, bytearray]] = []
+        for field in self._tagged:
+            value = getattr(struct, field.name)
+            if value != field.default:
+                data = bytearray()
+                try:
+                    field.codec.write(data, value)
+                except (TypeError, AttributeError, ValueError) as exc:
+                    raise self._encode_error(field.name, exc) from None
+                present.append((field.tag, data))
+        p.write_tagged_fields(out, present)
+
+
+# Memo of compiled structs. Schemas are constants, so this only ever caches pure results; a race
+# between threads at worst compiles the same struct twice.
+_COMPILED: dict[tuple[type[Struct], int, bool], CompiledStruct] = {}
+
+
+def compile_struct(struct_type: type[Struct], version: int, flexible: bool) -> CompiledStruct:
+    """The compiled form of a struct at a version (memoised: schemas are constant)."""
+    key = (struct_type, version, flexible)
+    compiled = _COMPILED.get(key)
+    if compiled is None:
+        compiled = _COMPILED.setdefault(key, CompiledStruct(struct_type, version, flexible))
+    return compiled
+
+
+# --------------------------------------------------------------------------- messages
+
+
+class Message(Struct):
+    """A top-level versioned message: a request or response body, or a header."""
+
+    __slots__ = ()
+
+    #: The versions kafkaline implements (may start above Kafka's validVersions).
+    VALID_VERSIONS: ClassVar[Versions]
+    #: The versions that use the flexible (KIP-482) encoding.
+    FLEXIBLE_VERSIONS: ClassVar[Versions]
+
+    @classmethod
+    def is_flexible(cls, version: int) -> bool:
+        """Whether ``version`` uses compact encodings and tagged fields."""
+        return version in cls.FLEXIBLE_VERSIONS
+
+    def encode_into(self, out: bytearray, version: int) -> None:
+        """Append this message's body at ``version`` to ``out``."""
+        cls = type(self)
+        if version not in cls.VALID_VERSIONS:
+            raise EncodeError(
+                f"{cls.__name__} version {version} is not supported "
+                f"(kafkaline implements {cls.VALID_VERSIONS})"
+            )
+        compile_struct(cls, version, version in cls.FLEXIBLE_VERSIONS).write(out, self)
+
+    def encode(self, version: int) -> bytes:
+        """This message's body at ``version`` (no size prefix, no header)."""
+        out = bytearray()
+        self.encode_into(out, version)
+        return bytes(out)
+
+    @classmethod
+    def decode(cls: type[R], data: Buffer, version: int) -> R:
+        """Decode a body at ``version``; all of ``data`` must be consumed.
+
+        Raises :class:`~kafkaline.errors.DecodeError` on truncated, malformed or trailing bytes.
+        """
+        return decode_message(cls, Reader(data), version)
+
+
+def decode_message(cls: type[R], reader: Reader, version: int) -> R:
+    """Decode one ``cls`` body at ``version`` from the rest of ``reader``."""
+    if version not in cls.VALID_VERSIONS:
+        raise DecodeError(
+            f"{cls.__name__} version {version} is not supported "
+            f"(kafkaline implements {cls.VALID_VERSIONS})"
+        )
+    message: R = compile_struct(cls, version, version in cls.FLEXIBLE_VERSIONS).read(reader)
+    reader.expect_end(f"{cls.__name__} v{version}")
+    return message
+
+
+class Response(Message):
+    """Base of every response body."""
+
+    __slots__ = ()
+
+    API_KEY: ClassVar[int]
+
+
+class Request(Message):
+    """Base of every request body."""
+
+    __slots__ = ()
+
+    API_KEY: ClassVar[int]
+
+    #: The response class the broker answers with.
+    RESPONSE_TYPE: ClassVar[type[Response]]
+
+    def has_response(self) -> bool:
+        """Whether the broker answers this request (False only for Produce with acks=0)."""
+        return True

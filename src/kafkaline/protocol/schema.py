@@ -519,14 +519,21 @@ class Message(Struct):
         return decode_message(cls, Reader(data), version)
 
 
-def decode_message(cls: type[R], reader: Reader, version: int) -> R:
-    """Decode one ``cls`` body at ``version`` from the rest of ``reader``."""
+def read_message(cls: type[R], reader: Reader, version: int) -> R:
+    """Read one ``cls`` at ``version`` from ``reader``, leaving any bytes after it unread."""
     if version not in cls.VALID_VERSIONS:
         raise DecodeError(
             f"{cls.__name__} version {version} is not supported "
             f"(kafkaline implements {cls.VALID_VERSIONS})"
         )
     message: R = compile_struct(cls, version, version in cls.FLEXIBLE_VERSIONS).read(reader)
+    return message
+
+
+def decode_message(cls: type[R], reader: Reader, version: int) -> R:
+    """Decode one ``cls`` at ``version`` from the rest of ``reader``; trailing bytes are an
+    error (they mean the peer used another version than we think)."""
+    message = read_message(cls, reader, version)
     reader.expect_end(f"{cls.__name__} v{version}")
     return message
 

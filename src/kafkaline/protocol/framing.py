@@ -1,0 +1,255 @@
+"""The client side of a Kafka connection as a sans-I/O state machine, in the style of h11.
+
+Feed it requests and bytes; it hands back bytes to write and decoded responses. It never
+touches a socket, a thread or a clock::
+
+    protocol = ClientProtocol("my-client")
+    sock.sendall(protocol.send(MetadataRequest(topics=None), version=12))
+    while (item := protocol.next_response()) is None:
+        protocol.receive_data(sock.recv(65536))
+    correlation_id, metadata = item
+
+Frame layout, both directions: ``int32 size`` then ``size`` bytes of header + body (see
+:mod:`kafkaline.protocol.headers`). Kafka answers the requests of one connection in the order
+it received them, so each response must carry the correlation id of the oldest request still
+waiting; anything else means the stream is out of step and the connection must be closed.
+Requests that get no response (Produce with acks=0) are never waited for; if a broker answers
+one anyway (Tansu 0.6 does), the answer is dropped.
+
+After :meth:`ClientProtocol.next_response` raises, the object is unusable: every later call
+raises a :class:`~kafkaline.errors.ProtocolError` too, and the connection must be closed.
+"""
+
+from __future__ import annotations
+
+import struct
+from collections import deque
+from dataclasses import dataclass
+
+from kafkaline.errors import (
+    CorrelationIdMismatchError,
+    InvalidFrameSizeError,
+    ProtocolError,
+)
+from kafkaline.protocol.headers import (
+    RequestHeader,
+    ResponseHeader,
+    request_header_version,
+    response_header_version,
+)
+from kafkaline.protocol.primitives import Buffer, Reader
+from kafkaline.protocol.schema import Request, Response, read_message
+
+#: Largest response frame accepted by default (librdkafka's receive.message.max.bytes default
+#: is 100 MB; a Fetch response is bounded by the request's max_bytes anyway).
+DEFAULT_MAX_FRAME_SIZE = 100 * 1024 * 1024
+
+_SIZE = struct.Struct(">i")
+_MAX_CORRELATION_ID = 0x7FFF_FFFF
+_MAX_UNANSWERED_REMEMBERED = 10_000
+
+
+@dataclass(frozen=True, slots=True)
+class InFlightRequest:
+    """A request sent and waiting for its response."""
+
+    correlation_id: int
+    api_key: int
+    version: int
+    response_type: type[Response]
+    #: False for Produce with acks=0: Kafka sends nothing back.
+    expects_response: bool
+
+
+class ClientProtocol:
+    """Frames requests and parses responses for one connection.
+
+    ``client_id`` goes into every request header. ``max_frame_size`` bounds the size a response
+    frame may announce; a larger (or negative) size raises
+    :class:`~kafkaline.errors.InvalidFrameSizeError` before anything is allocated.
+    """
+
+    __slots__ = (
+        "_buffer",
+        "_client_id",
+        "_error",
+        "_in_flight",
+        "_last_correlation_id",
+        "_max_frame_size",
+        "_next_correlation_id",
+    )
+
+    def __init__(
+        self,
+        client_id: str | None,
+        *,
+        max_frame_size: int = DEFAULT_MAX_FRAME_SIZE,
+        first_correlation_id: int = 0,
+    ) -> None:
+        if max_frame_size < 0:
+            raise ValueError(f"max_frame_size must be >= 0, got {max_frame_size}")
+        if not 0 <= first_correlation_id <= _MAX_CORRELATION_ID:
+            raise ValueError(f"first_correlation_id out of range: {first_correlation_id}")
+        self._client_id = client_id
+        self._max_frame_size = max_frame_size
+        self._next_correlation_id = first_correlation_id
+        self._last_correlation_id = -1
+        self._in_flight: deque[InFlightRequest] = deque()
+        self._buffer = bytearray()
+        self._error: ProtocolError | None = None
+
+    # ----------------------------------------------------------------------- state
+
+    @property
+    def last_correlation_id(self) -> int:
+        """The correlation id given to the most recent :meth:`send` (-1 before the first)."""
+        return self._last_correlation_id
+
+    @property
+    def in_flight(self) -> tuple[InFlightRequest, ...]:
+        """Requests sent whose responses have not been returned yet, oldest first (including
+        recent ones that expect no response)."""
+        return tuple(self._in_flight)
+
+    @property
+    def awaiting_responses(self) -> int:
+        """How many sent requests still expect a response."""
+        return sum(1 for request in self._in_flight if request.expects_response)
+
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes received but not yet returned as a response (a partial frame, or more)."""
+        return len(self._buffer)
+
+    def _check_usable(self) -> None:
+        if self._error is not None:
+            raise ProtocolError(f"connection is unusable after an earlier error: {self._error}")
+
+    def _fail(self, error: ProtocolError) -> ProtocolError:
+        self._error = error
+        return error
+
+    # ----------------------------------------------------------------------- sending
+
+    def send(self, request: Request, version: int) -> bytearray:
+        """Frame ``request`` at ``version``: size, header (with a fresh correlation id), body.
+
+        Returns the bytes to write, as one buffer (record bytes are copied into it once).
+        If the request expects a response, it is remembered so the response can be decoded.
+        Raises :class:`~kafkaline.errors.EncodeError` if the request cannot be encoded at
+        ``version``; nothing is remembered then.
+        """
+        self._check_usable()
+        correlation_id = self._next_correlation_id
+        flexible = request.is_flexible(version)
+        header = RequestHeader(
+            request_api_key=request.API_KEY,
+            request_api_version=version,
+            correlation_id=correlation_id,
+            client_id=self._client_id,
+        )
+        frame = bytearray(4)  # room for the size, patched below
+        header.encode_into(frame, request_header_version(flexible))
+        request.encode_into(frame, version)
+        _SIZE.pack_into(frame, 0, len(frame) - 4)
+
+        self._last_correlation_id = correlation_id
+        self._next_correlation_id = (
+            0 if correlation_id == _MAX_CORRELATION_ID else correlation_id + 1
+        )
+        expects_response = request.has_response()
+        in_flight = self._in_flight
+        in_flight.append(
+            InFlightRequest(
+                correlation_id, request.API_KEY, version, request.RESPONSE_TYPE, expects_response
+            )
+        )
+        # Requests that expect no response are remembered only so that a broker that answers
+        # them anyway (Tansu) does not break the stream; bound how many are kept.
+        while len(in_flight) > _MAX_UNANSWERED_REMEMBERED and not in_flight[0].expects_response:
+            in_flight.popleft()
+        return frame
+
+    # ----------------------------------------------------------------------- receiving
+
+    def receive_data(self, data: Buffer) -> None:
+        """Add bytes read from the connection (any amount: partial or several frames)."""
+        self._check_usable()
+        self._buffer += data
+
+    def next_response(self) -> tuple[int, Response] | None:
+        """The next complete response as ``(correlation_id, response)``, or None if more bytes
+        are needed.
+
+        Raises :class:`~kafkaline.errors.InvalidFrameSizeError` for a negative or too large
+        frame size, :class:`~kafkaline.errors.CorrelationIdMismatchError` for a response to no
+        request or to another request than the oldest in flight, and
+        :class:`~kafkaline.errors.DecodeError` for a body that does not decode.
+        """
+        self._check_usable()
+        while True:
+            frame = self._next_frame()
+            if frame is None:
+                return None
+            try:
+                result = self._decode_frame(frame)
+            except ProtocolError as error:
+                raise self._fail(error) from None
+            if result is not None:
+                return result
+            # That frame answered a request that expected no answer; it was dropped.
+
+    def _next_frame(self) -> bytes | None:
+        buffer = self._buffer
+        if len(buffer) < 4:
+            return None
+        size: int = _SIZE.unpack_from(buffer, 0)[0]
+        if size < 0 or size > self._max_frame_size:
+            raise self._fail(
+                InvalidFrameSizeError(
+                    f"response frame size {size} is outside 0..{self._max_frame_size}"
+                )
+            )
+        if len(buffer) < 4 + size:
+            return None
+        with memoryview(buffer) as view:
+            frame = view[4 : 4 + size].tobytes()  # one copy; the view is released before del
+        # Deleting from the front of a bytearray is cheap in CPython (it moves a start index).
+        del buffer[: 4 + size]
+        return frame
+
+    def _decode_frame(self, frame: bytes) -> tuple[int, Response] | None:
+        # Every response header version starts with the correlation id.
+        correlation_id = Reader(frame).int32()
+        in_flight = self._in_flight
+        # Requests that expect no response (acks=0) and are older than this one were, as Kafka
+        # specifies, not answered: forget them.
+        while (
+            in_flight
+            and not in_flight[0].expects_response
+            and in_flight[0].correlation_id != correlation_id
+        ):
+            in_flight.popleft()
+        if not in_flight:
+            raise CorrelationIdMismatchError(
+                f"received a response with correlation id {correlation_id} "
+                "but no request is waiting for one"
+            )
+        expected = in_flight[0]
+        if correlation_id != expected.correlation_id:
+            raise CorrelationIdMismatchError(
+                f"response has correlation id {correlation_id}, expected "
+                f"{expected.correlation_id} ({expected.response_type.__name__} "
+                f"v{expected.version})"
+            )
+        in_flight.popleft()
+        if not expected.expects_response:
+            # Kafka never answers acks=0 Produce, but Tansu 0.6 does: drop the answer.
+            return None
+        flexible = expected.response_type.is_flexible(expected.version)
+        reader = Reader(frame)
+        read_message(ResponseHeader, reader, response_header_version(expected.api_key, flexible))
+        response = expected.response_type.decode(
+            memoryview(frame)[reader.position :], expected.version
+        )
+        return correlation_id, response

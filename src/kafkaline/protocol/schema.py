@@ -118,7 +118,7 @@ class Kind(Generic[T]):
         return f"Kind({self.kafka_type})"
 
 
-class _Scalar(Kind[T]):
+class ScalarKind(Kind[T]):
     """A type whose encoding never depends on the version: ints, bool, float64, uuid."""
 
     __slots__ = ("_default", "_name", "_read", "_write")
@@ -142,8 +142,8 @@ class _Scalar(Kind[T]):
         return Codec(self._read, self._write)
 
 
-class _Variable(Kind[T]):
-    """string, bytes and records: length-prefixed, compact in flexible versions."""
+class LengthPrefixedKind(Kind[T]):
+    """string, bytes and records: length-prefixed, compact (uvarint) in flexible versions."""
 
     __slots__ = ("_codecs", "_default", "_name")
 
@@ -172,16 +172,16 @@ def _bytes_codecs() -> dict[tuple[bool, bool], Codec]:
     }
 
 
-INT8: Kind[int] = _Scalar("int8", Reader.int8, p.write_int8, 0)
-INT16: Kind[int] = _Scalar("int16", Reader.int16, p.write_int16, 0)
-INT32: Kind[int] = _Scalar("int32", Reader.int32, p.write_int32, 0)
-INT64: Kind[int] = _Scalar("int64", Reader.int64, p.write_int64, 0)
-UINT16: Kind[int] = _Scalar("uint16", Reader.uint16, p.write_uint16, 0)
-UINT32: Kind[int] = _Scalar("uint32", Reader.uint32, p.write_uint32, 0)
-FLOAT64: Kind[float] = _Scalar("float64", Reader.float64, p.write_float64, 0.0)
-BOOL: Kind[bool] = _Scalar("bool", Reader.boolean, p.write_bool, False)
-UUID: Kind[uuid.UUID] = _Scalar("uuid", Reader.uuid, p.write_uuid, uuid.UUID(int=0))
-STRING: Kind[str] = _Variable(
+INT8: Kind[int] = ScalarKind("int8", Reader.int8, p.write_int8, 0)
+INT16: Kind[int] = ScalarKind("int16", Reader.int16, p.write_int16, 0)
+INT32: Kind[int] = ScalarKind("int32", Reader.int32, p.write_int32, 0)
+INT64: Kind[int] = ScalarKind("int64", Reader.int64, p.write_int64, 0)
+UINT16: Kind[int] = ScalarKind("uint16", Reader.uint16, p.write_uint16, 0)
+UINT32: Kind[int] = ScalarKind("uint32", Reader.uint32, p.write_uint32, 0)
+FLOAT64: Kind[float] = ScalarKind("float64", Reader.float64, p.write_float64, 0.0)
+BOOL: Kind[bool] = ScalarKind("bool", Reader.boolean, p.write_bool, False)
+UUID: Kind[uuid.UUID] = ScalarKind("uuid", Reader.uuid, p.write_uuid, uuid.UUID(int=0))
+STRING: Kind[str] = LengthPrefixedKind(
     "string",
     "",
     {
@@ -191,11 +191,13 @@ STRING: Kind[str] = _Variable(
         (True, True): Codec(Reader.compact_nullable_string, p.write_compact_nullable_string),
     },
 )
-BYTES: Kind[Buffer] = _Variable("bytes", b"", _bytes_codecs())
-RECORDS: Kind[Records] = _Variable("records", b"", _bytes_codecs())
+BYTES: Kind[Buffer] = LengthPrefixedKind("bytes", b"", _bytes_codecs())
+RECORDS: Kind[Records] = LengthPrefixedKind("records", b"", _bytes_codecs())
 
 
-class _ArrayOf(Kind[list[T]]):
+class ArrayKind(Kind[list[T]]):
+    """An array of ``item``: int32 count, or compact (uvarint count + 1) in flexible versions."""
+
     __slots__ = ("item",)
 
     def __init__(self, item: Kind[T]) -> None:
@@ -230,7 +232,9 @@ class _ArrayOf(Kind[list[T]]):
         return Codec(read, write)
 
 
-class _StructOf(Kind[S]):
+class StructKind(Kind[S]):
+    """A nested struct, encoded inline (plus its tagged fields in flexible versions)."""
+
     __slots__ = ("struct_type",)
 
     def __init__(self, struct_type: type[S]) -> None:
@@ -257,13 +261,13 @@ def array_of(item: Kind[T]) -> Kind[list[T]]: ...
 def array_of(item: type[Struct] | Kind[Any]) -> Kind[list[Any]]:
     """An array of a kind (``array_of(INT32)``) or of a struct (``array_of(TopicProduceData)``)."""
     if isinstance(item, Kind):
-        return _ArrayOf(item)
-    return _ArrayOf(_StructOf(item))
+        return ArrayKind(item)
+    return ArrayKind(StructKind(item))
 
 
 def struct_of(struct_type: type[S]) -> Kind[S]:
     """A single nested struct field (Kafka's non-array struct types, e.g. ``CurrentLeader``)."""
-    return _StructOf(struct_type)
+    return StructKind(struct_type)
 
 
 # --------------------------------------------------------------------------- field declaration

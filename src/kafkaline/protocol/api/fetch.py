@@ -107,7 +107,7 @@ class PartitionData(Struct):
         array_of(AbortedTransaction), "4+", nullable="4+"
     )
     preferred_read_replica: int = kafka_field(INT32, "11+", default=-1)
-    records: Records | None = kafka_field(RECORDS, "0+", nullable="0+")
+    records: Records | None = kafka_field(RECORDS, "0+", nullable="0+", default=None)
 
 
 @dataclass(slots=True, kw_only=True)

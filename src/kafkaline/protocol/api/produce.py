@@ -127,7 +127,7 @@ class PartitionProduceData(Struct):
     """Record batches for one partition."""
 
     index: int = kafka_field(INT32, "0+")
-    records: Records | None = kafka_field(RECORDS, "0+", nullable="0+")
+    records: Records | None = kafka_field(RECORDS, "0+", nullable="0+", default=None)
 
 
 @dataclass(slots=True, kw_only=True)

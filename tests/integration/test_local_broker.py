@@ -9,6 +9,7 @@ import socket
 import stat
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 from collections.abc import Iterator
@@ -264,6 +265,22 @@ def test_broker_dies_with_a_killed_python_process() -> None:
     finally:
         owner.kill()
         owner.wait(timeout=10)
+
+
+def test_broker_started_from_a_short_lived_thread_outlives_the_thread() -> None:
+    # PR_SET_PDEATHSIG fires when the forking *thread* exits; LocalBroker forks from a thread
+    # of its own so that a thread pool or asyncio.to_thread can start it.
+    broker = LocalBroker()
+    starter = threading.Thread(target=broker.start)
+    starter.start()
+    starter.join()
+    try:
+        pid = broker.pid
+        assert pid is not None
+        assert not _wait_until_gone(pid, timeout=0.5)
+        assert _api_versions_ready(broker.host, broker.port, timeout=2.0)
+    finally:
+        broker.close()
 
 
 # ---------------------------------------------------------------------- clear failures

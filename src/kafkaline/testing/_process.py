@@ -4,11 +4,15 @@ from __future__ import annotations
 
 import ctypes
 import os
+import queue
 import signal
 import subprocess
 import sys
+import threading
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Future
 from pathlib import Path
+from typing import TypeAlias
 
 # From <linux/prctl.h>.
 _PR_SET_PDEATHSIG = 1
@@ -50,7 +54,7 @@ def spawn_tied_to_parent(
     then stops the child in order) instead of killing the child behind our back.
 
     Linux caveat of PR_SET_PDEATHSIG: the signal fires when the *thread* that spawned the child
-    exits, so spawn from a thread that lives as long as the child should (e.g. the main one).
+    exits, so call this from a thread that lives as long as the child should: a SpawnThread.
     """
     with open(log_path, "ab") as log_file:  # the child keeps its own descriptor
         return subprocess.Popen(
@@ -62,6 +66,61 @@ def spawn_tied_to_parent(
             start_new_session=True,
             preexec_fn=_die_with_parent_hook(),
         )
+
+
+_SpawnJob: TypeAlias = (
+    "tuple[Callable[[], subprocess.Popen[bytes]], Future[subprocess.Popen[bytes]]]"
+)
+
+
+class SpawnThread:
+    """Starts child processes from one thread that lives until :meth:`close`.
+
+    Why: PR_SET_PDEATHSIG fires when the *thread* that forked the child exits, not the process.
+    A broker started from a short-lived thread (a thread pool, ``asyncio.to_thread``) would be
+    SIGKILLed the moment that thread finished. Forked from here, children die with the process
+    (or at ``close()``, after which their owner has killed them anyway).
+    """
+
+    def __init__(self, name: str) -> None:
+        self._jobs: queue.SimpleQueue[_SpawnJob | None] = queue.SimpleQueue()
+        # A daemon: it must not keep the interpreter alive; at exit it dies with the process.
+        self._thread = threading.Thread(target=self._serve, name=name, daemon=True)
+        self._thread.start()
+
+    def spawn(
+        self, argv: Sequence[str], *, env: Mapping[str, str], log_path: Path
+    ) -> subprocess.Popen[bytes]:
+        """:func:`spawn_tied_to_parent`, run on this thread; returns once the child runs."""
+        if not self._thread.is_alive():
+            raise RuntimeError("SpawnThread is closed")
+        result: Future[subprocess.Popen[bytes]] = Future()
+        self._jobs.put((lambda: spawn_tied_to_parent(argv, env=env, log_path=log_path), result))
+        try:
+            return result.result()
+        except BaseException:
+            # Interrupted while waiting (Ctrl-C): nobody will own the child, so kill it as soon
+            # as it exists. A no-op when the spawn itself failed.
+            result.add_done_callback(_kill_if_spawned)
+            raise
+
+    def close(self) -> None:
+        """Let the thread finish (after any spawn already asked for). Idempotent."""
+        self._jobs.put(None)
+
+    def _serve(self) -> None:
+        while (job := self._jobs.get()) is not None:
+            spawn, result = job
+            if result.set_running_or_notify_cancel():
+                try:
+                    result.set_result(spawn())
+                except BaseException as exc:  # handed to the waiting caller, who re-raises
+                    result.set_exception(exc)
+
+
+def _kill_if_spawned(result: Future[subprocess.Popen[bytes]]) -> None:
+    if not result.cancelled() and result.exception() is None:
+        kill_and_reap(result.result(), timeout=10.0)
 
 
 def kill_and_reap(process: subprocess.Popen[bytes], timeout: float) -> None:

@@ -17,7 +17,7 @@ import urllib.request
 from pathlib import Path
 
 from kafkaline.testing._ports import LOOPBACK
-from kafkaline.testing._process import spawn_tied_to_parent, tail_of_log
+from kafkaline.testing._process import SpawnThread, tail_of_log
 from kafkaline.testing.errors import BrokerStartError, BrokerStartTimeoutError
 
 BUCKET = "tansu"
@@ -64,7 +64,9 @@ def _http(method: str, url: str) -> int:
         return exc.code
 
 
-def start_s3_server(port: int, log_path: Path, timeout: float) -> subprocess.Popen[bytes]:
+def start_s3_server(
+    port: int, log_path: Path, timeout: float, spawner: SpawnThread
+) -> subprocess.Popen[bytes]:
     """Start ``moto.server`` on ``127.0.0.1:port``, wait until it answers, create the bucket.
 
     Raises BrokerStartError (moto missing, or it exited) or BrokerStartTimeoutError, with the
@@ -73,7 +75,7 @@ def start_s3_server(port: int, log_path: Path, timeout: float) -> subprocess.Pop
     if not _moto_server_installed():
         raise BrokerStartError(INSTALL_HINT)
     argv = [sys.executable, "-m", "moto.server", "-H", LOOPBACK, "-p", str(port)]
-    process = spawn_tied_to_parent(argv, env=dict(os.environ), log_path=log_path)
+    process = spawner.spawn(argv, env=dict(os.environ), log_path=log_path)
     try:
         _wait_until_ready(process, port, log_path, time.monotonic() + timeout)
         status = _http("PUT", f"{endpoint(port)}/{BUCKET}")

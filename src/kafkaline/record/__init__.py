@@ -1,0 +1,55 @@
+"""Record batch v2 (magic 2), sans-I/O: build and read batches, varints, CRC-32C, codecs.
+
+Imports nothing from kafkaline but :mod:`kafkaline.errors`. Modules:
+
+* ``builder``: :class:`RecordBatchBuilder` (append records, seal, build wire bytes) and
+  :func:`build_record_batch`;
+* ``record_encoder``: :func:`encode_records`, the bulk encoder of a records section;
+* ``reader``: :func:`read_record_batches` / :func:`iter_record_batches`;
+* ``compression``: :func:`compress` / :func:`decompress` for none, gzip, snappy, lz4, zstd;
+* ``control``: transaction markers; ``crc``: CRC-32C; ``varint``: zigzag varints;
+* ``batch_format``: the batch header layout and attribute bits.
+"""
+
+from kafkaline.record.batch_format import Header, Headers, TimestampType
+from kafkaline.record.builder import (
+    DEFAULT_BATCH_SIZE_LIMIT,
+    RecordBatchBuilder,
+    build_record_batch,
+)
+from kafkaline.record.compression import (
+    DEFAULT_MAX_DECOMPRESSED_SIZE,
+    CompressionType,
+    compress,
+    decompress,
+)
+from kafkaline.record.control import ControlRecord, ControlRecordType
+from kafkaline.record.crc import crc32c
+from kafkaline.record.reader import (
+    Record,
+    RecordBatch,
+    iter_record_batches,
+    read_record_batches,
+)
+from kafkaline.record.record_encoder import encode_records
+
+__all__ = [
+    "DEFAULT_BATCH_SIZE_LIMIT",
+    "DEFAULT_MAX_DECOMPRESSED_SIZE",
+    "CompressionType",
+    "ControlRecord",
+    "ControlRecordType",
+    "Header",
+    "Headers",
+    "Record",
+    "RecordBatch",
+    "RecordBatchBuilder",
+    "TimestampType",
+    "build_record_batch",
+    "compress",
+    "crc32c",
+    "decompress",
+    "encode_records",
+    "iter_record_batches",
+    "read_record_batches",
+]

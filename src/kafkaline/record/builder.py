@@ -1,0 +1,552 @@
+"""Building one record batch v2: cheap appends, one encoding pass when sealed.
+
+``append`` only keeps references to the key, value and timestamp and adds an upper bound of the
+record's size to a running estimate (one comparison and one addition past the type checks).
+The records are encoded by :func:`~kafkaline.record.record_encoder.encode_record_chunk` when the
+batch is sealed, or earlier in chunks when the estimate reaches the size limit: the encoded
+chunk's exact size then replaces the estimate, so a batch fills to within one record of its
+limit although the per-record bound is loose (36 bytes of overhead, for ~8 real).
+
+The producer id, epoch and base sequence live in the header only, outside the encoded records:
+:meth:`RecordBatchBuilder.set_producer_state` may change them after sealing (sequences are
+assigned when a batch is drained), and :meth:`RecordBatchBuilder.build` then only re-packs the
+61-byte header and re-computes the CRC.
+
+Example::
+
+    builder = RecordBatchBuilder(compression=CompressionType.LZ4, batch_size_limit=16384)
+    for value in values:
+        if builder.append(now_ms, None, value) is None:
+            break  # full: start a new batch
+    builder.set_producer_state(producer_id=7, producer_epoch=0, base_sequence=42)
+    wire_bytes = builder.build()
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_right
+from collections.abc import Sequence
+from itertools import accumulate
+
+from kafkaline.errors import IllegalStateError, RecordTooLargeError
+from kafkaline.record.batch_format import (
+    ATTR_CONTROL,
+    ATTR_TIMESTAMP_TYPE,
+    ATTR_TRANSACTIONAL,
+    BATCH_HEADER,
+    BATCH_HEADER_SIZE,
+    CRC_OFFSET,
+    CRC_SPAN_START,
+    LOG_OVERHEAD,
+    MAGIC,
+    MAX_BATCH_SIZE,
+    NO_PARTITION_LEADER_EPOCH,
+    NO_PRODUCER_EPOCH,
+    NO_PRODUCER_ID,
+    NO_SEQUENCE,
+    Headers,
+    TimestampType,
+)
+from kafkaline.record.compression import (
+    CompressionType,
+    compress,
+    compression_type,
+    resolve_compression_level,
+)
+from kafkaline.record.crc import crc32c
+from kafkaline.record.record_encoder import (
+    RECORD_OVERHEAD_BOUND,
+    as_bytes,
+    encode_headers,
+    encode_record_chunk,
+)
+from kafkaline.record.varint import INT64_MAX, INT64_MIN
+
+#: Kafka's default ``batch.size``.
+DEFAULT_BATCH_SIZE_LIMIT = 16384
+
+_INT16 = range(-(1 << 15), 1 << 15)
+_INT32 = range(-(1 << 31), 1 << 31)
+_INT64 = range(INT64_MIN, INT64_MAX + 1)
+_CLOSED = -1  # a limit no estimate is below: every append takes the slow path, which refuses
+
+
+def _check_range(name: str, value: int, allowed: range) -> int:
+    if not isinstance(value, int) or value not in allowed:
+        raise ValueError(f"{name} {value!r} is outside {allowed.start}..{allowed.stop - 1}")
+    return value
+
+
+class RecordBatchBuilder:
+    """Accumulates records for one partition and encodes them as one record batch v2.
+
+    Not thread-safe: the accumulator that owns a batch serialises access to it.
+
+    ``batch_size_limit`` caps the estimated size of the batch (Kafka's ``batch.size``): the
+    first record always fits, later ones are refused once the estimate would pass the limit.
+    With compression, ``estimated_compression_ratio`` (compressed / uncompressed, as the
+    producer observed on earlier batches; 1.0 = assume none) lets more records in, as Java's
+    producer does. ``log_append_time`` is the batch's max timestamp when ``timestamp_type`` is
+    LOG_APPEND_TIME (brokers and tests build such batches; producers do not).
+    """
+
+    __slots__ = (
+        "_attributes",
+        "_base_offset",
+        "_base_sequence",
+        "_base_timestamp",
+        "_built",
+        "_chunks",
+        "_closed",
+        "_compression",
+        "_compression_level",
+        "_encoded_count",
+        "_encoded_size",
+        "_estimate",
+        "_estimated_compression_ratio",
+        "_header_blocks",
+        "_keys",
+        "_limit",
+        "_log_append_time",
+        "_max_timestamp",
+        "_partition_leader_epoch",
+        "_payload",
+        "_producer_epoch",
+        "_producer_id",
+        "_record_count",
+        "_size_limit",
+        "_timestamps",
+        "_uncompressed_size",
+        "_values",
+    )
+
+    def __init__(
+        self,
+        *,
+        compression: int = CompressionType.NONE,
+        compression_level: int | None = None,
+        batch_size_limit: int = DEFAULT_BATCH_SIZE_LIMIT,
+        estimated_compression_ratio: float = 1.0,
+        base_offset: int = 0,
+        partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,
+        producer_id: int = NO_PRODUCER_ID,
+        producer_epoch: int = NO_PRODUCER_EPOCH,
+        base_sequence: int = NO_SEQUENCE,
+        is_transactional: bool = False,
+        is_control: bool = False,
+        timestamp_type: TimestampType = TimestampType.CREATE_TIME,
+        log_append_time: int | None = None,
+    ) -> None:
+        self._compression = compression_type(compression)
+        resolve_compression_level(self._compression, compression_level)  # validates it
+        self._compression_level = compression_level
+        if not BATCH_HEADER_SIZE < batch_size_limit <= MAX_BATCH_SIZE:
+            raise ValueError(
+                f"batch_size_limit {batch_size_limit} is outside "
+                f"{BATCH_HEADER_SIZE + 1}..{MAX_BATCH_SIZE}"
+            )
+        if not 0.0 < estimated_compression_ratio <= 1.0:
+            raise ValueError(
+                f"estimated_compression_ratio {estimated_compression_ratio} is outside (0, 1]"
+            )
+        if timestamp_type is TimestampType.LOG_APPEND_TIME:
+            if log_append_time is None:
+                raise ValueError("LOG_APPEND_TIME batches need log_append_time")
+            _check_range("log_append_time", log_append_time, _INT64)
+        self._size_limit = batch_size_limit
+        self._estimated_compression_ratio = estimated_compression_ratio
+        # The estimate counts uncompressed bytes; scaling the limit instead of every record
+        # keeps the ratio off the hot path.
+        self._limit = BATCH_HEADER_SIZE + int(
+            (batch_size_limit - BATCH_HEADER_SIZE) / estimated_compression_ratio
+        )
+        self._base_offset = _check_range("base_offset", base_offset, _INT64)
+        self._partition_leader_epoch = _check_range(
+            "partition_leader_epoch", partition_leader_epoch, _INT32
+        )
+        self._producer_id = NO_PRODUCER_ID
+        self._producer_epoch = NO_PRODUCER_EPOCH
+        self._base_sequence = NO_SEQUENCE
+        self.set_producer_state(producer_id, producer_epoch, base_sequence)
+        self._attributes = (
+            self._compression
+            | (ATTR_TIMESTAMP_TYPE if timestamp_type is TimestampType.LOG_APPEND_TIME else 0)
+            | (ATTR_TRANSACTIONAL if is_transactional else 0)
+            | (ATTR_CONTROL if is_control else 0)
+        )
+        self._log_append_time = log_append_time
+        self._timestamps: list[int] = []
+        self._keys: list[bytes | None] = []
+        self._values: list[bytes | None] = []
+        self._header_blocks: dict[int, bytes] = {}
+        self._estimate = BATCH_HEADER_SIZE
+        self._chunks: list[bytes] = []
+        self._encoded_count = 0
+        self._encoded_size = 0
+        self._closed = False
+        self._record_count = 0
+        self._base_timestamp = 0
+        self._max_timestamp = 0
+        self._payload: bytes | None = None
+        self._uncompressed_size = 0
+        self._built: bytes | None = None
+
+    # ------------------------------------------------------------------------- appending
+
+    def append(
+        self,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Headers | None = None,
+    ) -> int | None:
+        """Add a record; return its offset delta (0, 1, 2 ...), or ``None`` when it does not
+        fit under the size limit or the batch is closed.
+
+        ``timestamp`` is epoch milliseconds (int64; not range-checked here, the producer
+        validates user timestamps; an out-of-range one fails at :meth:`seal`). ``key`` and
+        ``value`` are kept by reference; a ``bytearray`` or ``memoryview`` is copied first.
+        ``headers`` is a sequence of ``(str, bytes | None)``.
+
+        Raises :class:`RecordTooLargeError` if a single record would not fit any batch (2 GiB),
+        ``TypeError`` for a key, value or header of the wrong type.
+        """
+        # Hot path: bytes and an int, no headers, room left. Everything else (null values,
+        # headers, bytearrays, a full or closed batch) goes the slow way.
+        if type(value) is bytes and type(timestamp) is int and not headers:
+            if key is None:
+                size = self._estimate + RECORD_OVERHEAD_BOUND + len(value)
+            elif type(key) is bytes:
+                size = self._estimate + RECORD_OVERHEAD_BOUND + len(value) + len(key)
+            else:
+                return self._append_slow(timestamp, key, value, headers)
+            if size <= self._limit:
+                index = len(self._values)
+                self._values.append(value)
+                self._keys.append(key)
+                self._timestamps.append(timestamp)
+                self._estimate = size
+                return index
+        return self._append_slow(timestamp, key, value, headers)
+
+    def _append_slow(
+        self,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Headers | None,
+    ) -> int | None:
+        if self._closed:
+            return None
+        if not isinstance(timestamp, int):
+            raise TypeError(f"timestamp must be int milliseconds, not {type(timestamp).__name__}")
+        key = None if key is None else as_bytes(key, "key")
+        value = None if value is None else as_bytes(value, "value")
+        header_block = encode_headers(headers) if headers else None
+        size = (
+            RECORD_OVERHEAD_BOUND
+            + (len(key) if key is not None else 0)
+            + (len(value) if value is not None else 0)
+            + (len(header_block) if header_block is not None else 0)
+        )
+        index = len(self._values)
+        if index == 0:
+            if BATCH_HEADER_SIZE + size > MAX_BATCH_SIZE:
+                raise RecordTooLargeError(
+                    f"a record of about {size} bytes cannot fit a record batch "
+                    f"(at most {MAX_BATCH_SIZE} bytes)"
+                )
+        elif self._estimate + size > self._limit:
+            self._encode_pending()  # the estimate becomes exact for what is encoded
+            if self._estimate + size > self._limit:
+                return None
+        self._values.append(value)
+        self._keys.append(key)
+        self._timestamps.append(timestamp)
+        if header_block is not None:
+            self._header_blocks[index] = header_block
+        self._estimate += size
+        return index
+
+    def append_many(
+        self,
+        keys: Sequence[bytes | None],
+        values: Sequence[bytes | None],
+        timestamps: Sequence[int] | int,
+        headers: Sequence[Headers | None] | None = None,
+    ) -> int:
+        """Bulk :meth:`append`: add records from parallel sequences (``timestamps`` may be one
+        int for all) in order, as many as fit; return how many were added.
+
+        Faster per record than :meth:`append`: sizes are summed with C-level ``map``/``sum``
+        and the lists are extended by slices.
+        """
+        count = len(values)
+        if len(keys) != count or (headers is not None and len(headers) != count):
+            raise ValueError("keys, values and headers must have the same length")
+        if isinstance(timestamps, int):
+            timestamp_list: Sequence[int] = [timestamps] * count
+        elif len(timestamps) != count:
+            raise ValueError("timestamps must be one int or one per record")
+        else:
+            timestamp_list = timestamps
+        if self._closed or count == 0:
+            return 0
+        if not set(map(type, timestamp_list)) <= {int}:
+            raise TypeError("timestamps must be int milliseconds")
+        if not set(map(type, keys)) <= _BYTES_OR_NONE:
+            keys = [None if k is None else as_bytes(k, "key") for k in keys]
+        if not set(map(type, values)) <= _BYTES_OR_NONE:
+            values = [None if v is None else as_bytes(v, "value") for v in values]
+        header_blocks = {}
+        if headers is not None:
+            header_blocks = {i: encode_headers(h) for i, h in enumerate(headers) if h}
+        # filter(None, ...) drops nulls (and empty bytes, which add nothing).
+        total = (
+            RECORD_OVERHEAD_BOUND * count
+            + sum(map(len, filter(None, keys)))
+            + sum(map(len, filter(None, values)))
+            + sum(map(len, header_blocks.values()))
+        )
+        if self._values and self._estimate + total > self._limit:
+            self._encode_pending()
+        taken = count
+        if self._estimate + total > self._limit:
+            running = list(accumulate(self._record_bounds(keys, values, header_blocks)))
+            taken = bisect_right(running, self._limit - self._estimate)
+            if taken == 0:
+                if self._values:
+                    return 0
+                taken = 1  # the first record always fits
+            total = running[taken - 1]
+        first = len(self._values)
+        if first == 0 and BATCH_HEADER_SIZE + total > MAX_BATCH_SIZE:
+            raise RecordTooLargeError(
+                f"records of about {total} bytes cannot fit a record batch "
+                f"(at most {MAX_BATCH_SIZE} bytes)"
+            )
+        self._values.extend(values[:taken])
+        self._keys.extend(keys[:taken])
+        self._timestamps.extend(timestamp_list[:taken])
+        for i, block in header_blocks.items():
+            if i < taken:
+                self._header_blocks[first + i] = block
+        self._estimate += total
+        return taken
+
+    @staticmethod
+    def _record_bounds(
+        keys: Sequence[bytes | None],
+        values: Sequence[bytes | None],
+        header_blocks: dict[int, bytes],
+    ) -> list[int]:
+        bounds = [
+            RECORD_OVERHEAD_BOUND
+            + (len(k) if k is not None else 0)
+            + (len(v) if v is not None else 0)
+            for k, v in zip(keys, values, strict=True)
+        ]
+        for i, block in header_blocks.items():
+            bounds[i] += len(block)
+        return bounds
+
+    def _encode_pending(self) -> None:
+        start = self._encoded_count
+        end = len(self._values)
+        if start == end:
+            return
+        blocks = {i - start: b for i, b in self._header_blocks.items() if i >= start}
+        chunk = encode_record_chunk(
+            self._timestamps[start:] if start else self._timestamps,
+            self._keys[start:] if start else self._keys,
+            self._values[start:] if start else self._values,
+            blocks,
+            self._timestamps[0],
+            start,
+        )
+        self._chunks.append(chunk)
+        self._encoded_count = end
+        self._encoded_size += len(chunk)
+        self._estimate = BATCH_HEADER_SIZE + self._encoded_size
+
+    # ----------------------------------------------------------------------- sealing
+
+    def close_for_appends(self) -> None:
+        """Refuse further appends (they return ``None``); the records stay unencoded until
+        :meth:`seal` or :meth:`build`. Cheap: for the user thread, encoding is the sender's."""
+        self._closed = True
+        self._limit = _CLOSED
+
+    def seal(self) -> None:
+        """Close for appends, encode and compress the records once. Idempotent.
+
+        Raises :class:`IllegalStateError` for a batch without records, ``ValueError`` for a
+        timestamp outside int64.
+        """
+        if self._payload is not None:
+            return
+        if not self._values:
+            raise IllegalStateError("cannot seal a record batch without records")
+        self.close_for_appends()
+        self._encode_pending()
+        records = self._chunks[0] if len(self._chunks) == 1 else b"".join(self._chunks)
+        self._base_timestamp = self._timestamps[0]
+        self._max_timestamp = (
+            self._log_append_time if self._log_append_time is not None else max(self._timestamps)
+        )
+        for name, value in (("base", self._base_timestamp), ("max", self._max_timestamp)):
+            _check_range(f"{name} timestamp", value, _INT64)
+        payload = (
+            compress(self._compression, records, self._compression_level)
+            if self._compression
+            else records
+        )
+        if BATCH_HEADER_SIZE + len(payload) > MAX_BATCH_SIZE:
+            raise RecordTooLargeError(
+                f"record batch of {BATCH_HEADER_SIZE + len(payload)} bytes exceeds the "
+                f"{MAX_BATCH_SIZE}-byte maximum"
+            )
+        self._record_count = len(self._values)
+        self._uncompressed_size = len(records)
+        self._payload = payload
+        # The encoded bytes now hold everything: drop the references to the callers' objects.
+        self._keys = []
+        self._values = []
+        self._chunks = []
+        self._header_blocks = {}
+        self._timestamps = []
+
+    def set_producer_state(self, producer_id: int, producer_epoch: int, base_sequence: int) -> None:
+        """Set the idempotence fields (``-1, -1, -1`` when not idempotent). Allowed at any
+        time, also after sealing: the records are not re-encoded, only the header and CRC."""
+        self._producer_id = _check_range("producer_id", producer_id, _INT64)
+        self._producer_epoch = _check_range("producer_epoch", producer_epoch, _INT16)
+        self._base_sequence = _check_range("base_sequence", base_sequence, _INT32)
+        self._built = None
+
+    def build(self) -> bytes:
+        """The batch's wire bytes (sealing it first if needed). Cached until the producer
+        state changes."""
+        if self._built is None:
+            self.seal()
+            payload = self._payload
+            if payload is None:  # pragma: no cover - seal() either sets it or raises
+                raise IllegalStateError("record batch has no payload after sealing")
+            header = BATCH_HEADER.pack(
+                self._base_offset,
+                BATCH_HEADER_SIZE - LOG_OVERHEAD + len(payload),
+                self._partition_leader_epoch,
+                MAGIC,
+                0,  # CRC, filled in below
+                self._attributes,
+                self._record_count - 1,
+                self._base_timestamp,
+                self._max_timestamp,
+                self._producer_id,
+                self._producer_epoch,
+                self._base_sequence,
+                self._record_count,
+            )
+            crc = crc32c(payload, crc32c(header[CRC_SPAN_START:]))
+            self._built = b"".join(
+                (header[:CRC_OFFSET], crc.to_bytes(4, "big"), header[CRC_SPAN_START:], payload)
+            )
+        return self._built
+
+    # ------------------------------------------------------------------------ inspecting
+
+    def __len__(self) -> int:
+        """Number of records appended."""
+        return self._record_count if self._payload is not None else len(self._values)
+
+    @property
+    def is_closed(self) -> bool:
+        """Whether appends are refused (after :meth:`close_for_appends` or :meth:`seal`)."""
+        return self._closed
+
+    @property
+    def is_sealed(self) -> bool:
+        """Whether the records are encoded (after :meth:`seal` or :meth:`build`)."""
+        return self._payload is not None
+
+    @property
+    def is_full(self) -> bool:
+        """Closed, or holding records with an estimate at or past the size limit (as Java's
+        ``MemoryRecordsBuilder.isFull``)."""
+        return self._closed or (bool(self._values) and self._estimate >= self._limit)
+
+    @property
+    def estimated_size_in_bytes(self) -> int:
+        """The batch's size on the wire: exact once sealed; before, an upper bound of the
+        uncompressed size scaled by ``estimated_compression_ratio``."""
+        if self._payload is not None:
+            return BATCH_HEADER_SIZE + len(self._payload)
+        records = self._estimate - BATCH_HEADER_SIZE
+        return BATCH_HEADER_SIZE + int(records * self._estimated_compression_ratio)
+
+    @property
+    def uncompressed_records_size(self) -> int:
+        """Bytes of the encoded records before compression (0 until sealed)."""
+        return self._uncompressed_size
+
+    @property
+    def compression(self) -> CompressionType:
+        """The batch's codec."""
+        return self._compression
+
+    @property
+    def size_limit(self) -> int:
+        """The ``batch_size_limit`` this builder was made with."""
+        return self._size_limit
+
+    @property
+    def producer_id(self) -> int:
+        """Producer id in the header (-1 when not idempotent)."""
+        return self._producer_id
+
+    @property
+    def producer_epoch(self) -> int:
+        """Producer epoch in the header (-1 when not idempotent)."""
+        return self._producer_epoch
+
+    @property
+    def base_sequence(self) -> int:
+        """Sequence number of the first record (-1 when not idempotent)."""
+        return self._base_sequence
+
+
+_BYTES_OR_NONE = {bytes, type(None)}
+
+
+def build_record_batch(
+    keys: Sequence[bytes | None],
+    values: Sequence[bytes | None],
+    timestamps: Sequence[int] | int,
+    headers: Sequence[Headers | None] | None = None,
+    *,
+    compression: int = CompressionType.NONE,
+    compression_level: int | None = None,
+    base_offset: int = 0,
+    producer_id: int = NO_PRODUCER_ID,
+    producer_epoch: int = NO_PRODUCER_EPOCH,
+    base_sequence: int = NO_SEQUENCE,
+    is_transactional: bool = False,
+) -> bytes:
+    """One batch holding all the given records, whatever their size; see
+    :class:`RecordBatchBuilder` for the parameters.
+
+    >>> len(build_record_batch([None], [b"v"], 0))
+    69
+    """
+    builder = RecordBatchBuilder(
+        compression=compression,
+        compression_level=compression_level,
+        batch_size_limit=MAX_BATCH_SIZE,
+        base_offset=base_offset,
+        producer_id=producer_id,
+        producer_epoch=producer_epoch,
+        base_sequence=base_sequence,
+        is_transactional=is_transactional,
+    )
+    builder.append_many(keys, values, timestamps, headers)
+    return builder.build()

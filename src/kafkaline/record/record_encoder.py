@@ -1,0 +1,256 @@
+"""Encoding the records section of a batch: many records in one pass.
+
+Record layout (v2), every integer a zigzag varint (see ``varint``)::
+
+    field            encoding   notes
+    length           varint     bytes of the record after this field
+    attributes       int8       0 (unused)
+    timestamp_delta  varlong    timestamp - batch base_timestamp (may be negative)
+    offset_delta     varint     position in the batch: 0, 1, 2 ...
+    key_length       varint     -1 for a null key
+    key              bytes
+    value_length     varint     -1 for a null value
+    value            bytes
+    header_count     varint
+    headers          header_key_length varint, key (UTF-8), header_value_length varint
+                     (-1 for null), value; repeated header_count times
+
+Speed: this is the producer's per-record cost, so the common case avoids per-field function
+calls. Every record becomes a tuple of ready-made pieces (varints looked up in
+:func:`~kafkaline.record.varint.small_varint_table`, key and value by reference) and one
+``bytes.join`` copies them all once. Measured on the project's machine for 100-byte values with
+10-byte keys: ~0.4 us/record this way, ~0.7 us with a general per-record encoder, and ~1 us
+with column-wise ``map()`` passes (more passes cost more than they save). Anything the fast
+loops do not cover (null values, headers, negative timestamp deltas, fields of 8 KiB or more)
+goes through the general path, per chunk.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import cast
+
+from kafkaline.record.batch_format import Headers
+from kafkaline.record.varint import (
+    INT64_MAX,
+    INT64_MIN,
+    encode_varint,
+    encode_varlong,
+    small_varint_table,
+)
+
+#: An upper bound of a record's size beyond its key, value and header bytes: length (5),
+#: attributes (1), timestamp delta (10), offset delta (5), key length (5), value length (5),
+#: header count (5). The same bound librdkafka uses. Keeping it a constant makes the running
+#: estimate one addition per record; ``RecordBatchBuilder`` corrects it to the exact size when
+#: a batch gets close to its limit.
+RECORD_OVERHEAD_BOUND = 36
+
+_NULL_LENGTH = b"\x01"  # varint(-1)
+_EMPTY = b"\x00"  # varint(0): attributes, a zero delta, no headers
+
+
+def encode_headers(headers: Headers) -> bytes:
+    """The ``header_count`` and headers fields for ``headers``, as one bytes block.
+
+    Keys must be ``str`` (encoded UTF-8), values ``bytes`` or ``None``.
+    """
+    pieces = [encode_varint(len(headers))]
+    for key, value in headers:
+        if not isinstance(key, str):
+            raise TypeError(f"header key must be str, not {type(key).__name__}")
+        key_bytes = key.encode("utf-8")
+        pieces.append(encode_varint(len(key_bytes)))
+        pieces.append(key_bytes)
+        if value is None:
+            pieces.append(_NULL_LENGTH)
+        else:
+            value_bytes = as_bytes(value, "header value")
+            pieces.append(encode_varint(len(value_bytes)))
+            pieces.append(value_bytes)
+    return b"".join(pieces)
+
+
+def as_bytes(data: object, what: str) -> bytes:
+    """``data`` as ``bytes`` (copying a bytearray or memoryview, so later changes by the caller
+    cannot reach an encoded batch); ``TypeError`` for anything else."""
+    if isinstance(data, bytes):
+        return data
+    if isinstance(data, bytearray):
+        return bytes(data)
+    if isinstance(data, memoryview):
+        return data.tobytes()
+    raise TypeError(f"{what} must be bytes, not {type(data).__name__}")
+
+
+def encode_records(
+    keys: Sequence[bytes | None],
+    values: Sequence[bytes | None],
+    timestamps: Sequence[int] | int,
+    headers: Sequence[Headers | None] | None = None,
+    *,
+    base_timestamp: int | None = None,
+    first_offset_delta: int = 0,
+) -> bytes:
+    """Encode records into the (uncompressed) records section of a batch.
+
+    ``keys``, ``values`` and (if given) ``headers`` are parallel sequences; ``timestamps`` is a
+    parallel sequence of epoch milliseconds or one int for every record. Deltas are taken from
+    ``base_timestamp`` (default: the first record's timestamp) and offset deltas count up from
+    ``first_offset_delta``, so a batch can be encoded in several chunks.
+
+    >>> encode_records([b"k"], [b"v"], 1_700_000_000_000).hex()
+    '10000000026b027600'
+    """
+    count = len(values)
+    if len(keys) != count or (headers is not None and len(headers) != count):
+        raise ValueError("keys, values and headers must have the same length")
+    if not isinstance(timestamps, int) and len(timestamps) != count:
+        raise ValueError("timestamps must be one int or one per record")
+    if count == 0:
+        return b""
+    if base_timestamp is None:
+        base_timestamp = timestamps if isinstance(timestamps, int) else timestamps[0]
+    header_blocks = None
+    if headers is not None:
+        header_blocks = {i: encode_headers(h) for i, h in enumerate(headers) if h}
+    # Copy anything that is not bytes (and reject what is not bytes-like) up front: the fast
+    # loops take len() as the byte length. set(map(type)) runs in C, ~15 ns a record.
+    if not set(map(type, keys)) <= _KEY_TYPES:
+        keys = [None if k is None else as_bytes(k, "key") for k in keys]
+    if not set(map(type, values)) <= _KEY_TYPES:
+        values = [None if v is None else as_bytes(v, "value") for v in values]
+    return encode_record_chunk(
+        timestamps, keys, values, header_blocks, base_timestamp, first_offset_delta
+    )
+
+
+_KEY_TYPES = {bytes, type(None)}
+
+
+def encode_record_chunk(
+    timestamps: Sequence[int] | int,
+    keys: Sequence[bytes | None],
+    values: Sequence[bytes | None],
+    header_blocks: Mapping[int, bytes] | None,
+    base_timestamp: int,
+    first_offset_delta: int,
+) -> bytes:
+    """Encode validated records (keys and values ``bytes`` or ``None``; ``header_blocks`` from
+    :func:`encode_headers`, keyed by position in this chunk). The builder's entry point."""
+    count = len(values)
+    if first_offset_delta < 0:
+        raise ValueError(f"first_offset_delta {first_offset_delta} is negative")
+    if not header_blocks:
+        try:
+            fast = _encode_fast(timestamps, keys, values, base_timestamp, first_offset_delta)
+        except (IndexError, TypeError):
+            # A field too big for the small-varint table, a null value, or a non-int timestamp:
+            # the general path handles the first two and reports the last clearly.
+            fast = None
+        if fast is not None:
+            return fast
+    if isinstance(timestamps, int):
+        timestamps = [timestamps] * count
+    blocks = header_blocks or {}
+    return b"".join(
+        [
+            _encode_record_general(
+                first_offset_delta + i,
+                timestamps[i],
+                base_timestamp,
+                keys[i],
+                values[i],
+                blocks.get(i, _EMPTY),
+            )
+            for i in range(count)
+        ]
+    )
+
+
+def _encode_fast(
+    timestamps: Sequence[int] | int,
+    keys: Sequence[bytes | None],
+    values: Sequence[bytes | None],
+    base: int,
+    first: int,
+) -> bytes | None:
+    """The hot loops; ``None`` when the input is not theirs to encode. Raises IndexError or
+    TypeError (caught by the caller) when a field falls outside the small-varint table."""
+    varints, sizes = small_varint_table()
+    count = len(values)
+    offsets = range(first, first + count)
+    out: list[bytes] = []
+    push = out.extend
+    keyless = keys.count(None) == count
+    # Null keys (when not all are null) or values raise TypeError at len(): the caller then
+    # takes the general path.
+    key_bytes = cast(Sequence[bytes], keys)
+    value_bytes = cast(Sequence[bytes], values)
+    if isinstance(timestamps, int) or timestamps.count(timestamps[0]) == count:
+        # One timestamp for all: attributes and timestamp delta make one constant piece.
+        delta = (timestamps if isinstance(timestamps, int) else timestamps[0]) - base
+        if delta < 0:
+            return None
+        head = _EMPTY + varints[delta]
+        fixed = len(head) + 1  # + header count
+        if keyless:
+            fixed += 1  # key length -1
+            for i, v in zip(offsets, value_bytes, strict=True):
+                vl = len(v)
+                push((varints[sizes[i] + sizes[vl] + vl + fixed], head, varints[i],
+                      _NULL_LENGTH, varints[vl], v, _EMPTY))  # fmt: skip
+        else:
+            for i, k, v in zip(offsets, key_bytes, value_bytes, strict=True):
+                kl = len(k)
+                vl = len(v)
+                push((varints[sizes[i] + sizes[kl] + sizes[vl] + kl + vl + fixed], head,
+                      varints[i], varints[kl], k, varints[vl], v, _EMPTY))  # fmt: skip
+    else:
+        if min(timestamps) < base:
+            return None  # negative deltas would index the table from its end
+        if keyless:
+            for i, t, v in zip(offsets, timestamps, value_bytes, strict=True):
+                d = t - base
+                vl = len(v)
+                push((varints[sizes[d] + sizes[i] + sizes[vl] + vl + 3], _EMPTY, varints[d],
+                      varints[i], _NULL_LENGTH, varints[vl], v, _EMPTY))  # fmt: skip
+        else:
+            for i, t, k, v in zip(offsets, timestamps, key_bytes, value_bytes, strict=True):
+                d = t - base
+                kl = len(k)
+                vl = len(v)
+                push((varints[sizes[d] + sizes[i] + sizes[kl] + sizes[vl] + kl + vl + 2],
+                      _EMPTY, varints[d], varints[i], varints[kl], k, varints[vl], v,
+                      _EMPTY))  # fmt: skip
+    return b"".join(out)
+
+
+def _encode_record_general(
+    offset_delta: int,
+    timestamp: int,
+    base_timestamp: int,
+    key: bytes | None,
+    value: bytes | None,
+    header_block: bytes,
+) -> bytes:
+    if not isinstance(timestamp, int):
+        raise TypeError(f"timestamp must be int milliseconds, not {type(timestamp).__name__}")
+    if not INT64_MIN <= timestamp <= INT64_MAX:
+        raise ValueError(f"timestamp {timestamp} is outside the int64 range")
+    delta = timestamp - base_timestamp
+    if not INT64_MIN <= delta <= INT64_MAX:
+        raise ValueError(
+            f"timestamp {timestamp} is too far from the batch's base timestamp {base_timestamp}"
+        )
+    pieces = [_EMPTY, encode_varlong(delta), encode_varint(offset_delta)]
+    for field, what in ((key, "key"), (value, "value")):
+        if field is None:
+            pieces.append(_NULL_LENGTH)
+        else:
+            data = as_bytes(field, what)
+            pieces.append(encode_varint(len(data)))
+            pieces.append(data)
+    pieces.append(header_block)
+    body = b"".join(pieces)
+    return encode_varint(len(body)) + body

@@ -24,20 +24,15 @@ from __future__ import annotations
 
 import struct
 from collections import deque
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from kafkaline.errors import (
     CorrelationIdMismatchError,
     InvalidFrameSizeError,
     ProtocolError,
 )
-from kafkaline.protocol.headers import (
-    RequestHeader,
-    ResponseHeader,
-    request_header_version,
-    response_header_version,
-)
-from kafkaline.protocol.primitives import Buffer, Reader
+from kafkaline.protocol.headers import ResponseHeader, response_header_version
+from kafkaline.protocol.primitives import Buffer, Reader, write_nullable_string
 from kafkaline.protocol.schema import Request, Response, read_message
 
 #: Largest response frame accepted by default (librdkafka's receive.message.max.bytes default
@@ -45,12 +40,13 @@ from kafkaline.protocol.schema import Request, Response, read_message
 DEFAULT_MAX_FRAME_SIZE = 100 * 1024 * 1024
 
 _SIZE = struct.Struct(">i")
+# size, request_api_key, request_api_version, correlation_id
+_SIZE_AND_HEADER = struct.Struct(">ihhi")
 _MAX_CORRELATION_ID = 0x7FFF_FFFF
 _MAX_UNANSWERED_REMEMBERED = 10_000
 
 
-@dataclass(frozen=True, slots=True)
-class InFlightRequest:
+class InFlightRequest(NamedTuple):
     """A request sent and waiting for its response."""
 
     correlation_id: int
@@ -71,7 +67,7 @@ class ClientProtocol:
 
     __slots__ = (
         "_buffer",
-        "_client_id",
+        "_encoded_client_id",
         "_error",
         "_in_flight",
         "_last_correlation_id",
@@ -90,7 +86,9 @@ class ClientProtocol:
             raise ValueError(f"max_frame_size must be >= 0, got {max_frame_size}")
         if not 0 <= first_correlation_id <= _MAX_CORRELATION_ID:
             raise ValueError(f"first_correlation_id out of range: {first_correlation_id}")
-        self._client_id = client_id
+        client_id_bytes = bytearray()
+        write_nullable_string(client_id_bytes, client_id)  # never compact, even in header v2
+        self._encoded_client_id = bytes(client_id_bytes)
         self._max_frame_size = max_frame_size
         self._next_correlation_id = first_correlation_id
         self._last_correlation_id = -1
@@ -141,15 +139,15 @@ class ClientProtocol:
         """
         self._check_usable()
         correlation_id = self._next_correlation_id
-        flexible = request.is_flexible(version)
-        header = RequestHeader(
-            request_api_key=request.API_KEY,
-            request_api_version=version,
-            correlation_id=correlation_id,
-            client_id=self._client_id,
+        # The size is patched in at the end; the header is written by hand from the
+        # pre-encoded client id (RequestHeader declares the same layout; a test checks they
+        # agree), which halves the per-request framing cost.
+        frame = bytearray(
+            _SIZE_AND_HEADER.pack(0, request.API_KEY, version, correlation_id)
+            + self._encoded_client_id
         )
-        frame = bytearray(4)  # room for the size, patched below
-        header.encode_into(frame, request_header_version(flexible))
+        if request.is_flexible(version):
+            frame.append(0)  # request header v2: no tagged fields
         request.encode_into(frame, version)
         _SIZE.pack_into(frame, 0, len(frame) - 4)
 

@@ -32,7 +32,7 @@ from __future__ import annotations
 import struct
 import uuid
 from collections.abc import Callable, Sequence
-from typing import TypeAlias, TypeVar
+from typing import Any, TypeAlias, TypeVar
 
 from kafkaline.errors import DecodeError, EncodeError
 
@@ -128,6 +128,15 @@ class Reader:
         return Reader(self._data, pos, pos + size)
 
     # ----------------------------------------------------------------------- fixed width
+
+    def unpack(self, packer: struct.Struct) -> tuple[Any, ...]:
+        """Read several fixed-width fields at once with a precompiled ``struct.Struct``."""
+        pos = self._pos
+        size = packer.size
+        if pos + size > self._end:
+            raise self._truncated(size, "fixed-width fields")
+        self._pos = pos + size
+        return packer.unpack_from(self._data, pos)
 
     def int8(self) -> int:
         """Read a signed 8-bit integer."""

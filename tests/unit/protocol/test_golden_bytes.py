@@ -153,3 +153,11 @@ def test_api_versions_response_falls_back_to_v0_body() -> None:
     assert [(key.api_key, key.min_version, key.max_version) for key in response.api_keys] == [
         (18, 0, 2)
     ]
+
+
+def test_records_may_be_any_bytes_like_object() -> None:
+    request = produce_request()
+    expected = request.encode(9)
+    for records in (bytearray(RECORDS), memoryview(RECORDS)):
+        request.topic_data[0].partition_data[0].records = records
+        assert request.encode(9) == expected

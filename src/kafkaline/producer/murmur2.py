@@ -25,6 +25,10 @@ _SEED: Final = 0x9747B28C
 _M: Final = 0x5BD1E995
 _MASK: Final = 0xFFFFFFFF
 _unpack_from = struct.unpack_from
+# Precompiled little-endian word readers for keys up to 128 bytes: building the format and
+# looking it up in struct's cache each call cost ~15-20% of a short key's hash (measured: a
+# 10-byte key 1.65 -> 1.42 us, a 36-byte key 3.97 -> 3.26 us, CPython 3.11).
+_WORD_READERS: Final = tuple(struct.Struct(f"<{n}I").unpack_from for n in range(33))
 
 
 def murmur2(data: bytes | bytearray | memoryview) -> int:
@@ -35,7 +39,8 @@ def murmur2(data: bytes | bytearray | memoryview) -> int:
     if words:
         # One C-level unpack of every whole word beats per-byte indexing ~2x. Each step is
         # Java's k *= m; k ^= k >>> 24; k *= m; h *= m; h ^= k, masked to 32 bits.
-        for k in _unpack_from(f"<{words}I", data):
+        unpacked = _WORD_READERS[words](data) if words <= 32 else _unpack_from(f"<{words}I", data)
+        for k in unpacked:
             k = k * _M & _MASK
             h = (h * _M ^ (k ^ k >> 24) * _M) & _MASK
     tail = length & 3

@@ -14,6 +14,7 @@ except :mod:`kafkaline.errors`.
 from kafkaline.protocol.framing import DEFAULT_MAX_FRAME_SIZE, ClientProtocol, InFlightRequest
 from kafkaline.protocol.schema import Message, Request, Response, Versions
 from kafkaline.protocol.versions import (
+    CLIENT_VERSIONS,
     SUPPORTED_VERSIONS,
     VersionRange,
     broker_version_ranges,
@@ -22,6 +23,7 @@ from kafkaline.protocol.versions import (
 )
 
 __all__ = [
+    "CLIENT_VERSIONS",
     "DEFAULT_MAX_FRAME_SIZE",
     "SUPPORTED_VERSIONS",
     "ClientProtocol",

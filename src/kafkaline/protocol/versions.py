@@ -38,6 +38,15 @@ def _supported_versions() -> dict[int, VersionRange]:
 #: API key -> the versions kafkaline can encode and decode.
 SUPPORTED_VERSIONS: Mapping[int, VersionRange] = _supported_versions()
 
+_ADD_PARTITIONS_TO_TXN = 24
+
+#: The ranges a client should offer: SUPPORTED_VERSIONS, except AddPartitionsToTxn, whose v4+
+#: (batched, several transactions) is for brokers only; clients send v3 at most (KIP-890).
+CLIENT_VERSIONS: Mapping[int, VersionRange] = {
+    **SUPPORTED_VERSIONS,
+    _ADD_PARTITIONS_TO_TXN: VersionRange(SUPPORTED_VERSIONS[_ADD_PARTITIONS_TO_TXN].min, 3),
+}
+
 #: API key -> Kafka's name for it, for messages.
 API_NAMES: Mapping[int, str] = {
     request_type.API_KEY: request_type.__name__.removesuffix("Request")
@@ -81,11 +90,11 @@ def highest_common_version(api_key: int, ours: VersionRange, theirs: VersionRang
 
 def choose_versions(
     broker: Mapping[int, VersionRange],
-    ours: Mapping[int, VersionRange] = SUPPORTED_VERSIONS,
+    ours: Mapping[int, VersionRange] = CLIENT_VERSIONS,
     required: Iterable[int] = (),
 ) -> dict[int, int]:
-    """API key -> the version to use, for every API in ``ours`` that shares a version with
-    ``broker``.
+    """API key -> the version to use, for every API in ``ours`` (by default
+    :data:`CLIENT_VERSIONS`) that shares a version with ``broker``.
 
     APIs listed in ``required`` must have a common version, else
     :class:`~kafkaline.errors.NoCompatibleVersionError` is raised; others are left out of the

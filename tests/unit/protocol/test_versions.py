@@ -6,6 +6,7 @@ import pytest
 
 from kafkaline.errors import NoCompatibleVersionError
 from kafkaline.protocol import (
+    CLIENT_VERSIONS,
     SUPPORTED_VERSIONS,
     VersionRange,
     broker_version_ranges,
@@ -62,3 +63,9 @@ def test_broker_version_ranges_from_api_versions_response() -> None:
         ]
     )
     assert broker_version_ranges(response) == {0: VersionRange(0, 11), 18: VersionRange(0, 4)}
+
+
+def test_clients_offer_add_partitions_to_txn_up_to_v3_only() -> None:
+    assert SUPPORTED_VERSIONS[24] == VersionRange(0, 5)
+    assert CLIENT_VERSIONS[24] == VersionRange(0, 3)
+    assert choose_versions({24: VersionRange(0, 5)}) == {24: 3}

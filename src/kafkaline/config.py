@@ -463,10 +463,15 @@ _JAVA_KEYS_NOT_SUPPORTED: Final[frozenset[str]] = frozenset(
 _JAVA_PREFIXES_NOT_SUPPORTED: Final[tuple[str, ...]] = ("ssl.", "sasl.")
 
 
-def _unknown_key_error(key: str) -> ConfigError:
+def _unknown_key_error(key: str, *, java_names_allowed: bool) -> ConfigError:
     if key in _JAVA_KEYS_NOT_SUPPORTED or key.startswith(_JAVA_PREFIXES_NOT_SUPPORTED):
         return ConfigError(f"{key} is a Java producer setting that kafkaline does not support yet")
-    known = [*_BY_NAME, *_BY_JAVA_NAME, *_JAVA_LEVEL_KEYS]
+    if not java_names_allowed and key in _BY_JAVA_NAME:
+        return ConfigError(
+            f"{key!r} is a Java property name: use {_BY_JAVA_NAME[key].name!r} here, or "
+            "ProducerConfig.from_properties() for Java names"
+        )
+    known = [*_BY_NAME, *_BY_JAVA_NAME, *_JAVA_LEVEL_KEYS] if java_names_allowed else [*_BY_NAME]
     close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return ConfigError(f"{key!r} is not a producer setting{hint}")
@@ -696,7 +701,7 @@ class ProducerConfig:
         """
         for key in kwargs:
             if key not in _BY_NAME:
-                raise _unknown_key_error(key)
+                raise _unknown_key_error(key, java_names_allowed=False)
         if "bootstrap_servers" not in kwargs:
             raise ConfigError("bootstrap_servers is required: e.g. 'localhost:9092'")
         return cls(**kwargs)  # type: ignore[arg-type]
@@ -705,7 +710,7 @@ class ProducerConfig:
         """A copy with some settings changed, validated like :meth:`from_kwargs`."""
         for key in changes:
             if key not in _BY_NAME:
-                raise _unknown_key_error(key)
+                raise _unknown_key_error(key, java_names_allowed=False)
         return replace(self, **changes)  # type: ignore[arg-type]
 
     @classmethod
@@ -736,7 +741,7 @@ class ProducerConfig:
                 continue
             setting = _BY_JAVA_NAME.get(key) or _BY_NAME.get(key)
             if setting is None:
-                raise _unknown_key_error(key)
+                raise _unknown_key_error(key, java_names_allowed=True)
             if setting.name in given_as:
                 raise ConfigError(
                     f"{setting.name} is given twice, as {given_as[setting.name]!r} and {key!r}"

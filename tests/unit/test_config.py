@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
+import pickle
 import random
 import re
 from typing import Any
@@ -551,3 +552,29 @@ def test_backoff_stays_within_jitter_of_the_exponential_and_never_exceeds_max(
         assert int(exact * 0.8) - 1 <= delay <= exact * 1.2
     else:
         assert delay == base
+
+
+def test_a_java_name_passed_as_keyword_points_to_our_name() -> None:
+    with pytest.raises(ConfigError) as caught:
+        ProducerConfig.from_kwargs(**{"bootstrap_servers": SERVERS, "linger.ms": 5})
+    assert str(caught.value) == (
+        "'linger.ms' is a Java property name: use 'linger_ms' here, or "
+        "ProducerConfig.from_properties() for Java names"
+    )
+
+
+def test_config_survives_pickling() -> None:
+    # Spark ships configurations to executors by pickling them.
+    config = make(
+        linger_ms=20,
+        acks=1,
+        value_serializer=JsonSerializer(),
+        key_serializer=StringSerializer(),
+        partitioner=RoundRobinPartitioner(),
+    )
+    copy = pickle.loads(pickle.dumps(config))
+    assert copy.linger_ms == 20 and copy.acks == 1 and not copy.idempotent
+    assert isinstance(copy.value_serializer, JsonSerializer)
+    assert copy.value_serializer.serialize("t", {"a": 1}, None) == b'{"a":1}'
+    assert isinstance(copy.partitioner, RoundRobinPartitioner)
+    assert pickle.loads(pickle.dumps(config.retry_backoff)) == config.retry_backoff

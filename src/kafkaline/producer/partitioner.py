@@ -206,6 +206,14 @@ class RoundRobinPartitioner:
     def close(self) -> None:
         """Nothing to release."""
 
+    def __getstate__(self) -> dict[str, object]:
+        # Counters restart in a copy (e.g. one shipped to a Spark executor); itertools.count
+        # itself is not picklable from Python 3.14 on.
+        return {}
+
+    def __setstate__(self, state: dict[str, object]) -> None:
+        self._counters = {}
+
 
 class PartitionSelector:
     """Decides each record's partition in Java's order (see the module docstring).

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from collections.abc import Sequence
 
 import pytest
@@ -181,3 +182,12 @@ def test_static_cluster() -> None:
     assert (cluster.partition_count("t"), list(available)) == (3, [0, 2])
     with pytest.raises(KeyError):
         cluster.partition_count("unknown")
+
+
+def test_round_robin_copies_restart_their_counters() -> None:
+    partitioner = RoundRobinPartitioner()
+    cluster = StaticCluster({"t": 3})
+    take(partitioner, "t", cluster, 2)
+    copy = pickle.loads(pickle.dumps(partitioner))
+    assert take(copy, "t", cluster, 2) == [0, 1]
+    assert take(partitioner, "t", cluster, 1) == [2]

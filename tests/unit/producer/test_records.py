@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import pickle
 
 import pytest
 
@@ -48,3 +49,10 @@ def test_record_metadata_is_a_named_tuple() -> None:
     assert not RecordMetadata("events", 2, -1, -1, -1, -1).has_offset()
     assert not RecordMetadata("events", 2, -1, -1, -1, -1).has_timestamp()
     assert tuple(metadata) == ("events", 2, 41, 1_700_000_000_000, 6, -1)
+
+
+def test_records_and_metadata_survive_pickling() -> None:
+    record: ProducerRecord[bytes, bytes] = ProducerRecord("t", b"v", b"k", [("h", b"1")], 2, 5)
+    assert pickle.loads(pickle.dumps(record)) == record
+    metadata = RecordMetadata("t", 2, 41, 5, 1, 1)
+    assert pickle.loads(pickle.dumps(metadata)) == metadata

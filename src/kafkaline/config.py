@@ -601,10 +601,10 @@ class ProducerConfig:
         # raise for max_in_flight when acks/retries have already turned a defaulted idempotence
         # off: there is no idempotent producer left for the limit to protect.
         requested = self.enable_idempotence
+        conflicts: list[str] = []
         if requested is False:
             idempotent = False
         else:
-            conflicts = []
             if self.acks != ACKS_ALL:
                 conflicts.append(f"acks={self.acks} (needs 'all')")
             if self.retries == 0:
@@ -629,7 +629,7 @@ class ProducerConfig:
             why = (
                 "enable_idempotence=False"
                 if requested is False
-                else "idempotence is off (acks or retries conflict)"
+                else f"idempotence is off because of {' and '.join(conflicts)}"
             )
             raise ConfigError(
                 f"transactional_id={self.transactional_id!r} requires idempotence, but {why}"

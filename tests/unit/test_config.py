@@ -464,7 +464,7 @@ def test_transactional_id_requires_idempotence() -> None:
     assert config.transactional and config.idempotent
     with pytest.raises(ConfigError, match="transactional_id='tx' requires idempotence, but "):
         make(transactional_id="tx", enable_idempotence=False)
-    with pytest.raises(ConfigError, match="acks or retries conflict"):
+    with pytest.raises(ConfigError, match=r"idempotence is off because of acks=1 \(needs 'all'\)"):
         make(transactional_id="tx", acks=1)
 
 

@@ -98,6 +98,14 @@ def test_settings_table_covers_every_field_once() -> None:
     assert len(set(java_names)) == len(java_names)
 
 
+def test_documented_numeric_defaults_match_the_real_ones() -> None:
+    config = make()
+    numeric = [s for s in SETTINGS if s.default.lstrip("-").isdigit()]
+    assert len(numeric) >= 15
+    for setting in numeric:
+        assert resolved(config, setting.java_name) == int(setting.default), setting.name
+
+
 def test_reference_markdown_has_a_row_per_setting() -> None:
     table = config_reference_markdown()
     lines = table.strip().splitlines()

@@ -59,11 +59,14 @@ from kafkaline.record.record_encoder import (
     as_bytes,
     encode_headers,
     encode_record_chunk,
+    encode_record_pieces,
 )
 from kafkaline.record.varint import INT64_MAX, INT64_MIN
 
 #: Kafka's default ``batch.size``.
 DEFAULT_BATCH_SIZE_LIMIT = 16384
+#: Overhead of a record with small fields (lengths, deltas under 8 KiB): for sizing windows.
+_TYPICAL_RECORD_OVERHEAD = 10
 
 _INT16 = range(-(1 << 15), 1 << 15)
 _INT32 = range(-(1 << 31), 1 << 31)
@@ -274,25 +277,73 @@ class RecordBatchBuilder:
         values: Sequence[bytes | None],
         timestamps: Sequence[int] | int,
         headers: Sequence[Headers | None] | None = None,
+        *,
+        start: int = 0,
     ) -> int:
-        """Bulk :meth:`append`: add records from parallel sequences (``timestamps`` may be one
-        int for all) in order, as many as fit; return how many were added.
+        """Bulk :meth:`append`: add the records from index ``start`` of parallel sequences
+        (``timestamps`` may be one int for all), in order, as many as fit; return how many were
+        added. The usual loop over a large input::
 
-        Faster per record than :meth:`append`: sizes are summed with C-level ``map``/``sum``
-        and the lists are extended by slices.
+            while start < len(values):
+                start += builder.append_many(keys, values, timestamps, start=start)
+                ...  # builder is full: build it, start a new one
+
+        Faster per record than :meth:`append`: types are checked and sizes summed by C-level
+        ``map``/``sum`` over windows sized to what can still fit, a window that may not fit is
+        encoded at once and cut after the last record that does, and the lists are extended
+        by slices.
         """
         count = len(values)
         if len(keys) != count or (headers is not None and len(headers) != count):
             raise ValueError("keys, values and headers must have the same length")
-        if isinstance(timestamps, int):
-            timestamp_list: Sequence[int] = [timestamps] * count
-        elif len(timestamps) != count:
+        if not isinstance(timestamps, int) and len(timestamps) != count:
             raise ValueError("timestamps must be one int or one per record")
-        else:
-            timestamp_list = timestamps
-        if self._closed or count == 0:
-            return 0
-        if not set(map(type, timestamp_list)) <= {int}:
+        if not 0 <= start <= count:
+            raise ValueError(f"start {start} is outside 0..{count}")
+        taken = 0
+        position = start
+        while position < count and not self._closed:
+            end = min(count, position + self._window_size(keys, values, position))
+            window_ts = timestamps if isinstance(timestamps, int) else timestamps[position:end]
+            window_headers = None if headers is None else headers[position:end]
+            added = self._append_window(
+                keys[position:end], values[position:end], window_ts, window_headers
+            )
+            taken += added
+            if added < end - position:
+                break  # cut at the limit on exact sizes: full
+            position = end
+        return taken
+
+    def _window_size(
+        self, keys: Sequence[bytes | None], values: Sequence[bytes | None], position: int
+    ) -> int:
+        """How many records to try next: those that fill the room left, by the average size
+        of the records encoded so far plus 10% (the window is cut exactly), or before any
+        are, by the next 32 records with a typical overhead less 10% (so the first window
+        usually fits whole and the average is then known)."""
+        room = self._limit - self._estimate
+        if self._encoded_count:
+            average = self._encoded_size / self._encoded_count
+            return int(room * 1.1 / average) + 1
+        probe = range(position, min(len(values), position + 32))
+        probe_size = sum(
+            _TYPICAL_RECORD_OVERHEAD + len(keys[i] or b"") + len(values[i] or b"") for i in probe
+        )
+        return max(1, int(room * 0.9 * len(probe) / probe_size))
+
+    def _append_window(
+        self,
+        keys: Sequence[bytes | None],
+        values: Sequence[bytes | None],
+        timestamps: Sequence[int] | int,
+        headers: Sequence[Headers | None] | None,
+    ) -> int:
+        count = len(values)
+        if isinstance(timestamps, int):
+            if type(timestamps) is not int:
+                raise TypeError("timestamps must be int milliseconds")
+        elif not set(map(type, timestamps)) <= {int}:
             raise TypeError("timestamps must be int milliseconds")
         if not set(map(type, keys)) <= _BYTES_OR_NONE:
             keys = [None if k is None else as_bytes(k, "key") for k in keys]
@@ -301,54 +352,69 @@ class RecordBatchBuilder:
         header_blocks = {}
         if headers is not None:
             header_blocks = {i: encode_headers(h) for i, h in enumerate(headers) if h}
+        first = len(self._values)
         # filter(None, ...) drops nulls (and empty bytes, which add nothing).
-        total = (
+        bound = (
             RECORD_OVERHEAD_BOUND * count
             + sum(map(len, filter(None, keys)))
             + sum(map(len, filter(None, values)))
             + sum(map(len, header_blocks.values()))
         )
-        if self._values and self._estimate + total > self._limit:
-            self._encode_pending()
+        if self._estimate + bound <= self._limit:
+            # Fits even on upper bounds: keep references, encode later.
+            self._extend(first, count, keys, values, timestamps, header_blocks)
+            self._estimate += bound
+            return count
+        self._encode_pending()
+        if first:
+            base = self._timestamps[0]
+        else:
+            base = timestamps if isinstance(timestamps, int) else timestamps[0]
+        pieces, per_record = encode_record_pieces(
+            timestamps, keys, values, header_blocks, base, first
+        )
+        room = self._limit - self._estimate
         taken = count
-        if self._estimate + total > self._limit:
-            running = list(accumulate(self._record_bounds(keys, values, header_blocks)))
-            taken = bisect_right(running, self._limit - self._estimate)
+        if sum(map(len, pieces)) > room:
+            # Exact record sizes: the lengths of each record's run of pieces, summed in C.
+            record_sizes = map(sum, zip(*[map(len, pieces)] * per_record, strict=True))
+            taken = bisect_right(list(accumulate(record_sizes)), room)
             if taken == 0:
-                if self._values:
+                if first:
                     return 0
                 taken = 1  # the first record always fits
-            total = running[taken - 1]
-        first = len(self._values)
-        if first == 0 and BATCH_HEADER_SIZE + total > MAX_BATCH_SIZE:
+            pieces = pieces[: taken * per_record]
+        chunk = b"".join(pieces)
+        if first == 0 and BATCH_HEADER_SIZE + len(chunk) > MAX_BATCH_SIZE:
             raise RecordTooLargeError(
-                f"records of about {total} bytes cannot fit a record batch "
+                f"a record of {len(chunk)} bytes cannot fit a record batch "
                 f"(at most {MAX_BATCH_SIZE} bytes)"
             )
-        self._values.extend(values[:taken])
-        self._keys.extend(keys[:taken])
-        self._timestamps.extend(timestamp_list[:taken])
-        for i, block in header_blocks.items():
-            if i < taken:
-                self._header_blocks[first + i] = block
-        self._estimate += total
+        self._extend(first, taken, keys, values, timestamps, header_blocks)
+        self._chunks.append(chunk)
+        self._encoded_count = first + taken
+        self._encoded_size += len(chunk)
+        self._estimate = BATCH_HEADER_SIZE + self._encoded_size
         return taken
 
-    @staticmethod
-    def _record_bounds(
+    def _extend(
+        self,
+        first: int,
+        count: int,
         keys: Sequence[bytes | None],
         values: Sequence[bytes | None],
+        timestamps: Sequence[int] | int,
         header_blocks: dict[int, bytes],
-    ) -> list[int]:
-        bounds = [
-            RECORD_OVERHEAD_BOUND
-            + (len(k) if k is not None else 0)
-            + (len(v) if v is not None else 0)
-            for k, v in zip(keys, values, strict=True)
-        ]
+    ) -> None:
+        self._values.extend(values[:count])
+        self._keys.extend(keys[:count])
+        if isinstance(timestamps, int):
+            self._timestamps.extend([timestamps] * count)
+        else:
+            self._timestamps.extend(timestamps[:count])
         for i, block in header_blocks.items():
-            bounds[i] += len(block)
-        return bounds
+            if i < count:
+                self._header_blocks[first + i] = block
 
     def _encode_pending(self) -> None:
         start = self._encoded_count

@@ -93,9 +93,15 @@ def decode_varint(data: bytes, pos: int) -> tuple[int, int]:
     Raises :class:`CorruptRecordError` when the bytes run out, the varint is longer than five
     bytes, or its value does not fit an int32.
     """
-    if pos < len(data) and data[pos] < 0x80:  # one byte: most lengths and deltas
-        raw = data[pos]
-        return (raw >> 1) ^ -(raw & 1), pos + 1
+    # One and two bytes inline: every length and delta of a record under 8 KiB.
+    if pos + 1 < len(data):
+        first = data[pos]
+        if first < 0x80:
+            return (first >> 1) ^ -(first & 1), pos + 1
+        second = data[pos + 1]
+        if second < 0x80:
+            raw = (first & 0x7F) | (second << 7)
+            return (raw >> 1) ^ -(raw & 1), pos + 2
     raw, pos = _decode_unsigned(data, pos, _MAX_VARINT_BYTES)
     if raw >> 32:
         raise CorruptRecordError(f"varint ending at byte {pos} overflows int32")
@@ -104,9 +110,14 @@ def decode_varint(data: bytes, pos: int) -> tuple[int, int]:
 
 def decode_varlong(data: bytes, pos: int) -> tuple[int, int]:
     """Decode a zigzag varlong (int64) at ``pos``; return ``(value, position after it)``."""
-    if pos < len(data) and data[pos] < 0x80:
-        raw = data[pos]
-        return (raw >> 1) ^ -(raw & 1), pos + 1
+    if pos + 1 < len(data):
+        first = data[pos]
+        if first < 0x80:
+            return (first >> 1) ^ -(first & 1), pos + 1
+        second = data[pos + 1]
+        if second < 0x80:
+            raw = (first & 0x7F) | (second << 7)
+            return (raw >> 1) ^ -(raw & 1), pos + 2
     raw, pos = _decode_unsigned(data, pos, _MAX_VARLONG_BYTES)
     if raw >> 64:
         raise CorruptRecordError(f"varlong ending at byte {pos} overflows int64")

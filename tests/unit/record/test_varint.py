@@ -1,0 +1,133 @@
+"""Zigzag varints: known encodings, int32/int64 edges, truncated and overlong input."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from kafkaline.errors import CorruptRecordError
+from kafkaline.record.varint import (
+    INT32_MAX,
+    INT32_MIN,
+    INT64_MAX,
+    INT64_MIN,
+    SMALL_VARINT_LIMIT,
+    decode_varint,
+    decode_varlong,
+    encode_varint,
+    encode_varlong,
+    size_of_varint,
+    small_varint_table,
+    zigzag_decode,
+    zigzag_encode,
+)
+
+
+@pytest.mark.parametrize(
+    ("value", "encoded"),
+    [
+        (0, b"\x00"),
+        (-1, b"\x01"),
+        (1, b"\x02"),
+        (-64, b"\x7f"),
+        (63, b"\x7e"),
+        (64, b"\x80\x01"),
+        (8191, b"\xfe\x7f"),
+        (8192, b"\x80\x80\x01"),
+        (300, b"\xd8\x04"),
+        (INT32_MAX, b"\xfe\xff\xff\xff\x0f"),
+        (INT32_MIN, b"\xff\xff\xff\xff\x0f"),
+    ],
+)
+def test_varint_known_encodings(value: int, encoded: bytes) -> None:
+    assert encode_varint(value) == encoded
+    assert decode_varint(encoded, 0) == (value, len(encoded))
+    assert size_of_varint(value) == len(encoded)
+
+
+@pytest.mark.parametrize(
+    ("value", "encoded"),
+    [
+        (INT64_MAX, b"\xfe\xff\xff\xff\xff\xff\xff\xff\xff\x01"),
+        (INT64_MIN, b"\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01"),
+        (INT32_MAX + 1, b"\x80\x80\x80\x80\x10"),
+        (-5000, b"\x8f\x4e"),
+    ],
+)
+def test_varlong_known_encodings(value: int, encoded: bytes) -> None:
+    assert encode_varlong(value) == encoded
+    assert decode_varlong(encoded, 0) == (value, len(encoded))
+    assert size_of_varint(value) == len(encoded)
+
+
+@pytest.mark.parametrize("value", [INT32_MAX + 1, INT32_MIN - 1])
+def test_encode_varint_refuses_values_outside_int32(value: int) -> None:
+    with pytest.raises(ValueError, match="int32"):
+        encode_varint(value)
+
+
+@pytest.mark.parametrize("value", [INT64_MAX + 1, INT64_MIN - 1])
+def test_encode_varlong_refuses_values_outside_int64(value: int) -> None:
+    with pytest.raises(ValueError, match="int64"):
+        encode_varlong(value)
+
+
+def test_decode_varint_refuses_an_int32_overflow_in_five_bytes() -> None:
+    with pytest.raises(CorruptRecordError, match="overflows int32"):
+        decode_varint(b"\xfe\xff\xff\xff\x1f", 0)
+
+
+def test_decode_varint_refuses_more_than_five_bytes() -> None:
+    with pytest.raises(CorruptRecordError, match="longer than 5"):
+        decode_varint(b"\x80\x80\x80\x80\x80\x00", 0)
+
+
+def test_decode_varlong_refuses_more_than_ten_bytes() -> None:
+    with pytest.raises(CorruptRecordError, match="longer than 10"):
+        decode_varlong(b"\x80" * 10 + b"\x00", 0)
+
+
+def test_decode_varlong_refuses_an_int64_overflow_in_ten_bytes() -> None:
+    with pytest.raises(CorruptRecordError, match="overflows int64"):
+        decode_varlong(b"\xff" * 9 + b"\x7f", 0)
+
+
+@pytest.mark.parametrize("data", [b"", b"\x80", b"\xff\xff", b"\x80\x80\x80\x80"])
+def test_decoding_truncated_input_raises_corrupt_record(data: bytes) -> None:
+    with pytest.raises(CorruptRecordError, match="truncated"):
+        decode_varint(data, 0)
+    with pytest.raises(CorruptRecordError, match="truncated"):
+        decode_varlong(data, 0)
+
+
+def test_decode_starts_at_the_given_position() -> None:
+    data = b"junk" + encode_varint(-300) + encode_varlong(7)
+    value, pos = decode_varint(data, 4)
+    assert value == -300
+    assert decode_varlong(data, pos) == (7, len(data))
+
+
+@given(st.integers(INT32_MIN, INT32_MAX))
+def test_varint_round_trip(value: int) -> None:
+    encoded = encode_varint(value)
+    assert decode_varint(encoded + b"\xff", 0) == (value, len(encoded))
+    assert len(encoded) == size_of_varint(value) <= 5
+
+
+@given(st.integers(INT64_MIN, INT64_MAX))
+def test_varlong_round_trip(value: int) -> None:
+    encoded = encode_varlong(value)
+    assert decode_varlong(encoded, 0) == (value, len(encoded))
+    assert len(encoded) == size_of_varint(value) <= 10
+    assert zigzag_decode(zigzag_encode(value)) == value
+    assert zigzag_encode(value) >= 0
+
+
+def test_small_table_matches_the_general_encoder() -> None:
+    encodings, sizes = small_varint_table()
+    assert len(encodings) == len(sizes) == SMALL_VARINT_LIMIT
+    for n in range(SMALL_VARINT_LIMIT):
+        assert encodings[n] == encode_varint(n)
+        assert sizes[n] == len(encodings[n])
+    assert small_varint_table() is small_varint_table()  # built once

@@ -10,7 +10,7 @@ from kafkaline.protocol.api import (
     MetadataRequest,
     MetadataResponse,
 )
-from kafkaline.testing._wire import BlockingConnection
+from kafkaline.testing.wire import BlockingConnection
 
 _CLIENT_ID = "kafkaline-testing-probe"
 

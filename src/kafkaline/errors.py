@@ -63,6 +63,10 @@ class RecordTooLargeError(KafkaError, ValueError):
     """A single record is larger than a batch or a request may hold."""
 
 
+class InvalidPartitionError(KafkaError, ValueError):
+    """A partition number is outside ``[0, partition_count)`` of its topic."""
+
+
 class KafkaConnectionError(KafkaError, ConnectionError):
     """A connection to a broker failed or was lost."""
 

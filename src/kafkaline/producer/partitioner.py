@@ -22,7 +22,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Final, Protocol, runtime_checkable
 
-from kafkaline.errors import KafkaError
+from kafkaline.errors import InvalidPartitionError
 from kafkaline.producer.murmur2 import murmur2, to_positive
 
 __all__ = [
@@ -39,10 +39,6 @@ __all__ = [
     "to_positive",
     "validate_partition",
 ]
-
-
-class InvalidPartitionError(KafkaError, ValueError):
-    """A partition number is outside ``[0, partition_count)`` of its topic."""
 
 
 class ClusterPartitions(Protocol):
@@ -109,7 +105,7 @@ def validate_partition(topic: str, partition: int, partition_count: int, source:
     >>> validate_partition("events", 3, 3, "the record")
     Traceback (most recent call last):
     ...
-    kafkaline.producer.partitioner.InvalidPartitionError: partition 3 given by the record is \
+    kafkaline.errors.InvalidPartitionError: partition 3 given by the record is \
 not a partition of topic 'events', which has 3 partitions (0-2)
     """
     if type(partition) is not int or not 0 <= partition < partition_count:

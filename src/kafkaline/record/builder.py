@@ -262,13 +262,44 @@ class RecordBatchBuilder:
         elif self._estimate + size > self._limit:
             self._encode_pending()  # the estimate becomes exact for what is encoded
             if self._estimate + size > self._limit:
-                return None
+                return self._append_if_exactly_fits(index, timestamp, key, value, header_block)
         self._values.append(value)
         self._keys.append(key)
         self._timestamps.append(timestamp)
         if header_block is not None:
             self._header_blocks[index] = header_block
         self._estimate += size
+        return index
+
+    def _append_if_exactly_fits(
+        self,
+        index: int,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        header_block: bytes | None,
+    ) -> int | None:
+        # Close to the limit the loose bound would refuse records that fit: encode this one
+        # to know (a few times per batch at most; the encoding is kept, not redone).
+        encoded = encode_record_chunk(
+            [timestamp],
+            [key],
+            [value],
+            None if header_block is None else {0: header_block},
+            self._timestamps[0],
+            index,
+        )
+        if self._estimate + len(encoded) > self._limit:
+            return None
+        self._values.append(value)
+        self._keys.append(key)
+        self._timestamps.append(timestamp)
+        if header_block is not None:
+            self._header_blocks[index] = header_block
+        self._chunks.append(encoded)
+        self._encoded_count = index + 1
+        self._encoded_size += len(encoded)
+        self._estimate = BATCH_HEADER_SIZE + self._encoded_size
         return index
 
     def append_many(
@@ -325,7 +356,7 @@ class RecordBatchBuilder:
         room = self._limit - self._estimate
         if self._encoded_count:
             average = self._encoded_size / self._encoded_count
-            return int(room * 1.1 / average) + 1
+            return max(1, int(room * 1.1 / average) + 1)
         probe = range(position, min(len(values), position + 32))
         probe_size = sum(
             _TYPICAL_RECORD_OVERHEAD + len(keys[i] or b"") + len(values[i] or b"") for i in probe

@@ -219,7 +219,7 @@ def _decode_batch(
         records = _decode_records(
             records_bytes, record_count, base_offset, base_timestamp, fixed_timestamp
         )
-    except (IndexError, UnicodeDecodeError) as exc:
+    except UnicodeDecodeError as exc:  # a header key; every length is checked before use
         raise CorruptRecordError(
             f"record batch at offset {base_offset} (byte {pos}) is malformed: {exc}"
         ) from exc

@@ -1152,3 +1152,20 @@ class InvalidFrameSizeError(DecodeError):
 class CorrelationIdMismatchError(ProtocolError):
     """A response carried a correlation id other than the one of the oldest request in flight
     on that connection (Kafka answers requests on a connection in order)."""
+
+
+# --------------------------------------------------------------------------- network errors
+# Appended by the net layer: a connection lost by timing out is both a timeout and a lost
+# connection, so `except TimeoutError` and `except KafkaConnectionError` both catch it.
+
+
+class RequestTimeoutError(KafkaTimeoutError, KafkaConnectionError):
+    """A broker did not answer a request within ``request_timeout_ms``.
+
+    The client then closes that connection (the broker may be stuck), so every other request
+    in flight on it fails with this error too; the message says which request timed out."""
+
+
+class ConnectionSetupTimeoutError(KafkaTimeoutError, KafkaConnectionError):
+    """A connection to a broker (TCP connect, and later the TLS handshake) was not set up
+    within the connection setup timeout."""

@@ -1,0 +1,780 @@
+"""One broker connection as an explicit state machine, driven by the client's I/O thread.
+
+::
+
+    DISCONNECTED --connect()--> CONNECTING --TCP (and later TLS) up--> CHECKING_API_VERSIONS
+         ^                                                                   |
+         |                              (an authenticator is set: SASL) AUTHENTICATING
+         |                                                                   |
+         +----- any failure, timeout, close() ------------------------ READY <+
+
+:class:`BrokerConnection` owns a :class:`~kafkaline.net.transport.Transport` (bytes) and a
+:class:`~kafkaline.protocol.ClientProtocol` (framing), tracks the requests in flight with their
+deadlines, and decides when it may reconnect. It never blocks and never reads a clock: every
+method that depends on time takes ``now`` (monotonic milliseconds), so a fake clock drives it in
+tests. The selector lives in :class:`~kafkaline.net.client.NetworkClient`, which asks each
+connection which events it waits for (:meth:`BrokerConnection.interest`) and hands them back
+(:meth:`BrokerConnection.handle_events`).
+
+Completed requests are not called back from here: they are appended to a ``completed`` list the
+caller passes in, and the client runs the callbacks once its I/O is done.
+
+The seam for SASL (issue 8): an :class:`Authenticator` made per connection attempt runs its
+exchange (SaslHandshake, SaslAuthenticate, ...) after ApiVersions, in the AUTHENTICATING state,
+before the connection becomes READY.
+"""
+
+from __future__ import annotations
+
+import enum
+import logging
+import math
+from collections import deque
+from collections.abc import Callable, Mapping
+from itertools import islice
+from typing import Protocol
+
+from kafkaline.config import UniformRandom
+from kafkaline.errors import (
+    ConnectionSetupTimeoutError,
+    CorrelationIdMismatchError,
+    IllegalStateError,
+    KafkaConnectionError,
+    KafkaError,
+    NoCompatibleVersionError,
+    ProtocolError,
+    RequestTimeoutError,
+    UnsupportedVersionError,
+    error_for_code,
+)
+from kafkaline.net.response import ClientResponse, OnComplete
+from kafkaline.net.settings import NetworkSettings
+from kafkaline.net.transport import (
+    EVENT_READ,
+    EVENT_WRITE,
+    ResolvedAddress,
+    Transport,
+    TransportFactory,
+    resolve_broker_address,
+)
+from kafkaline.protocol import (
+    CLIENT_VERSIONS,
+    ClientProtocol,
+    Request,
+    Response,
+    VersionRange,
+    broker_version_ranges,
+    choose_versions,
+)
+from kafkaline.protocol.api import ApiVersionsRequest, ApiVersionsResponse
+from kafkaline.protocol.versions import api_name
+
+_log = logging.getLogger(__name__)
+
+# ApiVersions v3 is the first that names the client (KIP-511) and is understood by every broker
+# since Kafka 2.4. v4 changes nothing a producer reads, and starting there would cost older
+# brokers an UNSUPPORTED_VERSION round trip on every connection.
+_FIRST_API_VERSIONS_VERSION = min(3, CLIENT_VERSIONS[ApiVersionsRequest.API_KEY].max)
+# One read is usually a whole response; a few more drain a burst without starving others.
+_RECEIVE_CHUNK_SIZE = 256 * 1024
+_MAX_READS_PER_EVENT = 8
+_MAX_BUFFERS_PER_WRITE = 64
+
+
+class ConnectionState(enum.Enum):
+    """Where a :class:`BrokerConnection` is in its life."""
+
+    DISCONNECTED = "disconnected"
+    #: TCP connect (and, later, the TLS handshake) under way.
+    CONNECTING = "connecting"
+    #: Waiting for the ApiVersions response, to choose a version per API.
+    CHECKING_API_VERSIONS = "checking_api_versions"
+    #: Running the SASL exchange (only with an :class:`Authenticator`).
+    AUTHENTICATING = "authenticating"
+    #: Versions chosen (and authenticated): requests may be sent.
+    READY = "ready"
+
+
+#: The next request of a connection-setup exchange, and its version.
+SetupRequest = tuple[Request, int]
+
+
+class Authenticator(Protocol):
+    """A SASL exchange run on each new connection, after ApiVersions and before READY.
+
+    Implemented by the security issue (PLAIN, SCRAM, OAUTHBEARER); the connection only drives
+    it. Each method returns the next request to send (and its version) or None when the
+    exchange is complete; raising (e.g. ``SaslAuthenticationFailedError``) closes the
+    connection with that error.
+    """
+
+    def first_request(self, api_versions: Mapping[int, int]) -> SetupRequest | None:
+        """The first request, given the versions chosen for this broker."""
+        ...
+
+    def on_response(self, response: Response) -> SetupRequest | None:
+        """Handle the response to the previous request; the next request or None."""
+        ...
+
+
+#: Makes an :class:`Authenticator` for one connection attempt to ``(host, port)``.
+AuthenticatorFactory = Callable[[str, int], Authenticator]
+
+#: A finished request and the callback that wants it.
+Completion = tuple[ClientResponse, "OnComplete | None"]
+
+
+class _InFlight:
+    """A request written (or being written) whose outcome is not known yet."""
+
+    __slots__ = (
+        "correlation_id",
+        "deadline",
+        "expects_response",
+        "on_complete",
+        "request",
+        "sent_at",
+        "setup_handler",
+        "version",
+    )
+
+    def __init__(
+        self,
+        request: Request,
+        version: int,
+        correlation_id: int,
+        sent_at: float,
+        deadline: float,
+        on_complete: OnComplete | None,
+        setup_handler: Callable[[Response, float], None] | None,
+    ) -> None:
+        self.request = request
+        self.version = version
+        self.correlation_id = correlation_id
+        self.sent_at = sent_at
+        self.deadline = deadline
+        self.on_complete = on_complete
+        # Requests of the connection's own setup (ApiVersions, SASL) are handled here and
+        # never reach a caller.
+        self.setup_handler = setup_handler
+        self.expects_response = request.has_response()
+
+    def describe(self) -> str:
+        return (
+            f"{api_name(self.request.API_KEY)} v{self.version} "
+            f"(correlation id {self.correlation_id})"
+        )
+
+
+class _OutgoingFrame:
+    """Bytes of one request still to be written; ``view`` shrinks as the socket takes them."""
+
+    __slots__ = ("in_flight", "view")
+
+    def __init__(self, view: memoryview, in_flight: _InFlight) -> None:
+        self.view = view
+        self.in_flight = in_flight
+
+
+class BrokerConnection:
+    """The connection to one broker node (or one bootstrap address).
+
+    Not thread-safe: only the client's I/O thread uses it. Typical life, driven by
+    :class:`~kafkaline.net.client.NetworkClient`::
+
+        conn = BrokerConnection(1, "broker1", 9092, settings, transport_factory, rng=rng)
+        conn.connect(now, completed)                 # CONNECTING
+        ...  conn.handle_events(events, now, completed)  (selector says the socket is ready)
+        conn.is_ready                                # True once ApiVersions is done
+        conn.send(request, now, completed, on_complete)
+    """
+
+    def __init__(
+        self,
+        node_id: int,
+        host: str,
+        port: int,
+        settings: NetworkSettings,
+        transport_factory: TransportFactory,
+        *,
+        rng: UniformRandom,
+        authenticator_factory: AuthenticatorFactory | None = None,
+        resolver: Callable[[str, int], list[ResolvedAddress]] = resolve_broker_address,
+    ) -> None:
+        self.node_id = node_id
+        self.host = host
+        self.port = port
+        self._settings = settings
+        self._transport_factory = transport_factory
+        self._authenticator_factory = authenticator_factory
+        self._resolver = resolver
+        self._rng = rng
+
+        self._state = ConnectionState.DISCONNECTED
+        self._transport: Transport | None = None
+        self._transport_connected = False
+        self._handshake_events = 0
+        self._protocol: ClientProtocol | None = None
+        self._authenticator: Authenticator | None = None
+        self._api_versions_version = _FIRST_API_VERSIONS_VERSION
+        self._broker_versions: dict[int, VersionRange] = {}
+        self._versions: dict[int, int] = {}
+
+        # Requests that expect a response, oldest first (Kafka answers in order).
+        self._awaiting: deque[_InFlight] = deque()
+        self._outgoing: deque[_OutgoingFrame] = deque()
+        # Requests without response (acks=0) still being written: in flight until written.
+        self._unwritten_without_response = 0
+
+        self._addresses: list[ResolvedAddress] = []
+        self._next_address = 0
+        self._setup_deadline = math.inf
+        self._last_activity = 0.0
+        self._failed_attempts = 0
+        self._reconnect_at = -math.inf
+        self._last_error: KafkaError | None = None
+        self._receive_buffer = bytearray(_RECEIVE_CHUNK_SIZE)
+        self._receive_view = memoryview(self._receive_buffer)
+
+    # ------------------------------------------------------------------ state
+
+    @property
+    def state(self) -> ConnectionState:
+        """The current :class:`ConnectionState`."""
+        return self._state
+
+    @property
+    def description(self) -> str:
+        """``node N at host:port``, for messages."""
+        return f"node {self.node_id} at {self.host}:{self.port}"
+
+    @property
+    def is_ready(self) -> bool:
+        """Whether the connection is set up (READY)."""
+        return self._state is ConnectionState.READY
+
+    @property
+    def is_disconnected(self) -> bool:
+        """Whether there is no connection (DISCONNECTED)."""
+        return self._state is ConnectionState.DISCONNECTED
+
+    @property
+    def in_flight_count(self) -> int:
+        """Requests sent and not completed (awaiting a response, or still being written)."""
+        return len(self._awaiting) + self._unwritten_without_response
+
+    @property
+    def last_error(self) -> KafkaError | None:
+        """Why the last connection attempt or connection failed; None after a success."""
+        return self._last_error
+
+    @property
+    def failed_attempts(self) -> int:
+        """Failures since the connection was last READY (drives the reconnect backoff)."""
+        return self._failed_attempts
+
+    @property
+    def api_versions(self) -> Mapping[int, int]:
+        """API key -> the version chosen for this broker (empty until READY)."""
+        return self._versions
+
+    @property
+    def broker_api_versions(self) -> Mapping[int, VersionRange]:
+        """API key -> the version range the broker advertised (empty until ApiVersions)."""
+        return self._broker_versions
+
+    def can_send(self) -> bool:
+        """Whether a request may be sent now: READY and below
+        ``max_in_flight_requests_per_connection``."""
+        return (
+            self._state is ConnectionState.READY
+            and self.in_flight_count < self._settings.max_in_flight_requests_per_connection
+        )
+
+    def can_connect(self, now: float) -> bool:
+        """Whether :meth:`connect` may be called: DISCONNECTED and the reconnect backoff over."""
+        return self._state is ConnectionState.DISCONNECTED and now >= self._reconnect_at
+
+    def connection_delay(self, now: float) -> float:
+        """Milliseconds until :meth:`connect` is allowed (0: now). While connecting or
+        connected there is nothing to wait for but socket events: infinity."""
+        if self._state is not ConnectionState.DISCONNECTED:
+            return math.inf
+        return max(self._reconnect_at - now, 0.0)
+
+    def is_idle(self, now: float) -> bool:
+        """Whether a READY connection has had nothing in flight and no traffic for
+        ``connections_max_idle_ms`` (never, when that is -1)."""
+        idle_ms = self._settings.connections_max_idle_ms
+        return (
+            idle_ms >= 0
+            and self._state is ConnectionState.READY
+            and self.in_flight_count == 0
+            and now - self._last_activity >= idle_ms
+        )
+
+    def next_deadline(self) -> float:
+        """The earliest time something happens without a socket event: the connection setup
+        timeout, a request timeout or the idle close. Infinity if none."""
+        state = self._state
+        if state is ConnectionState.DISCONNECTED:
+            return math.inf
+        deadline = self._setup_deadline if state is ConnectionState.CONNECTING else math.inf
+        if self._awaiting:
+            deadline = min(deadline, self._awaiting[0].deadline)
+        if self._outgoing:
+            deadline = min(deadline, self._outgoing[0].in_flight.deadline)
+        idle_ms = self._settings.connections_max_idle_ms
+        if state is ConnectionState.READY and idle_ms >= 0 and self.in_flight_count == 0:
+            deadline = min(deadline, self._last_activity + idle_ms)
+        return deadline
+
+    def interest(self) -> int:
+        """The selector events this connection waits for (0: not registered)."""
+        state = self._state
+        if state is ConnectionState.DISCONNECTED:
+            return 0
+        if state is ConnectionState.CONNECTING:
+            return self._handshake_events if self._transport_connected else EVENT_WRITE
+        return EVENT_READ | EVENT_WRITE if self._outgoing else EVENT_READ
+
+    def fileno(self) -> int:
+        """The socket's file descriptor (only while not DISCONNECTED)."""
+        if self._transport is None:
+            raise IllegalStateError(f"{self.description} has no socket: it is disconnected")
+        return self._transport.fileno()
+
+    def adopt_node_id(self, node_id: int) -> None:
+        """Give a bootstrap connection (negative id) the id of the broker the metadata says
+        it reaches, so it is used as that broker's connection."""
+        if self.node_id >= 0:
+            raise IllegalStateError(f"{self.description} is not a bootstrap connection")
+        self.node_id = node_id
+
+    # ------------------------------------------------------------------ connecting
+
+    def connect(self, now: float, completed: list[Completion]) -> None:
+        """Start connecting (DISCONNECTED -> CONNECTING). Never raises for network trouble:
+        a failure is recorded in :attr:`last_error` and the connection stays DISCONNECTED,
+        in backoff."""
+        if not self.can_connect(now):
+            raise IllegalStateError(
+                f"cannot connect {self.description}: state {self._state.value}, "
+                f"reconnect allowed in {self.connection_delay(now):.0f} ms"
+            )
+        self._state = ConnectionState.CONNECTING
+        self._setup_deadline = now + self._settings.connection_setup_timeout_ms
+        self._last_activity = now
+        try:
+            address = self._next_resolved_address()
+            self._transport = self._transport_factory(self.host, self.port, address)
+            _log.debug("connecting to %s (%s)", self.description, address)
+            if self._transport.connect():
+                self._on_transport_connected(now)
+        except KafkaError as error:
+            self._close(now, completed, error)
+
+    def _next_resolved_address(self) -> ResolvedAddress:
+        # Each attempt takes the next address the name resolved to (so a host whose first
+        # address is unreachable, e.g. IPv6 "localhost" to an IPv4-only broker, still
+        # connects); once all were tried, resolve again (the broker may have moved).
+        if self._next_address >= len(self._addresses):
+            self._addresses = self._resolver(self.host, self.port)
+            self._next_address = 0
+        address = self._addresses[self._next_address]
+        self._next_address += 1
+        return address
+
+    def _on_transport_connected(self, now: float) -> None:
+        self._transport_connected = True
+        self._continue_handshake(now)
+
+    def _continue_handshake(self, now: float) -> None:
+        transport = self._require_transport()
+        self._handshake_events = transport.handshake()
+        if self._handshake_events:
+            return  # TLS wants more socket events
+        self._state = ConnectionState.CHECKING_API_VERSIONS
+        self._protocol = ClientProtocol(
+            self._settings.client_id, max_frame_size=self._settings.max_response_frame_size
+        )
+        self._send_api_versions(now, _FIRST_API_VERSIONS_VERSION)
+
+    def _send_api_versions(self, now: float, version: int) -> None:
+        self._api_versions_version = version
+        request = ApiVersionsRequest(
+            client_software_name=self._settings.client_software_name,
+            client_software_version=self._settings.client_software_version,
+        )
+        self._send_setup_request(request, version, self._on_api_versions_response, now)
+
+    def _on_api_versions_response(self, response: Response, now: float) -> None:
+        if not isinstance(response, ApiVersionsResponse):
+            raise ProtocolError(f"expected an ApiVersionsResponse, got {type(response).__name__}")
+        sent_version = self._api_versions_version
+        if response.error_code == UnsupportedVersionError.code and sent_version > 0:
+            # Since Kafka 2.4 (KIP-511) the broker lists its own ApiVersions range in this
+            # answer; older brokers list nothing, and v0 is the safe fallback (Java does this).
+            theirs = next(
+                (
+                    entry.max_version
+                    for entry in response.api_keys
+                    if entry.api_key == ApiVersionsRequest.API_KEY
+                ),
+                0,
+            )
+            fallback = max(0, min(theirs, sent_version - 1))  # strictly lower: no loop
+            _log.debug(
+                "%s does not support ApiVersions v%d; retrying with v%d",
+                self.description,
+                sent_version,
+                fallback,
+            )
+            self._send_api_versions(now, fallback)
+            return
+        if response.error_code:
+            raise error_for_code(response.error_code)(
+                f"ApiVersions v{sent_version} refused by {self.description}"
+            )
+        self._broker_versions = broker_version_ranges(response)
+        try:
+            versions = choose_versions(
+                self._broker_versions, required=self._settings.required_api_keys
+            )
+        except NoCompatibleVersionError as error:
+            raise NoCompatibleVersionError(f"{self.description}: {error}") from None
+        self._versions = versions
+        if self._authenticator_factory is None:
+            self._become_ready(now)
+            return
+        self._state = ConnectionState.AUTHENTICATING
+        self._authenticator = self._authenticator_factory(self.host, self.port)
+        self._send_next_setup_request(self._authenticator.first_request(versions), now)
+
+    def _on_authentication_response(self, response: Response, now: float) -> None:
+        if self._authenticator is None:
+            raise IllegalStateError(f"{self.description}: no authenticator for a SASL response")
+        self._send_next_setup_request(self._authenticator.on_response(response), now)
+
+    def _send_next_setup_request(self, step: SetupRequest | None, now: float) -> None:
+        if step is None:
+            self._become_ready(now)
+            return
+        request, version = step
+        self._send_setup_request(request, version, self._on_authentication_response, now)
+
+    def _become_ready(self, now: float) -> None:
+        self._state = ConnectionState.READY
+        self._authenticator = None
+        self._setup_deadline = math.inf
+        self._failed_attempts = 0
+        self._last_error = None
+        self._last_activity = now
+        _log.debug("%s is ready (versions: %s)", self.description, self._versions)
+
+    # ------------------------------------------------------------------ sending
+
+    def send(
+        self,
+        request: Request,
+        now: float,
+        completed: list[Completion],
+        on_complete: OnComplete | None = None,
+        *,
+        version: int | None = None,
+    ) -> int:
+        """Queue ``request`` (at the version chosen for this broker unless ``version`` is
+        given) and write as much of it as the socket takes. Returns its correlation id.
+
+        Its outcome is appended to ``completed`` later (or at once for a request without
+        response that was written whole). Raises IllegalStateError unless :meth:`can_send`,
+        NoCompatibleVersionError if the broker supports no version of the API, and
+        EncodeError if the request does not encode at that version.
+        """
+        if not self.can_send():
+            raise IllegalStateError(
+                f"cannot send {api_name(request.API_KEY)} to {self.description}: "
+                f"state {self._state.value}, {self.in_flight_count} of "
+                f"{self._settings.max_in_flight_requests_per_connection} requests in flight"
+            )
+        if version is None:
+            chosen = self._versions.get(request.API_KEY)
+            if chosen is None:
+                raise NoCompatibleVersionError(
+                    f"{api_name(request.API_KEY)}: {self.description} shares no version of "
+                    "this API with kafkaline"
+                )
+            version = chosen
+        in_flight = self._enqueue(request, version, now, on_complete, None)
+        if len(self._outgoing) == 1:
+            # Nothing was queued before: write now rather than after the next select.
+            self._write_or_close(now, completed)
+        return in_flight.correlation_id
+
+    def _send_setup_request(
+        self,
+        request: Request,
+        version: int,
+        handler: Callable[[Response, float], None],
+        now: float,
+    ) -> None:
+        self._enqueue(request, version, now, None, handler)
+
+    def _enqueue(
+        self,
+        request: Request,
+        version: int,
+        now: float,
+        on_complete: OnComplete | None,
+        setup_handler: Callable[[Response, float], None] | None,
+    ) -> _InFlight:
+        protocol = self._require_protocol()
+        frame = protocol.send(request, version)
+        in_flight = _InFlight(
+            request,
+            version,
+            protocol.last_correlation_id,
+            now,
+            now + self._settings.request_timeout_ms,
+            on_complete,
+            setup_handler,
+        )
+        if in_flight.expects_response:
+            self._awaiting.append(in_flight)
+        else:
+            self._unwritten_without_response += 1
+        # memoryview: the frame's bytes are never copied again, only sliced as written.
+        self._outgoing.append(_OutgoingFrame(memoryview(frame), in_flight))
+        self._last_activity = now
+        return in_flight
+
+    def _write_or_close(self, now: float, completed: list[Completion]) -> None:
+        try:
+            self._write(now, completed)
+        except KafkaConnectionError as error:
+            self._close(now, completed, error)
+
+    def _write(self, now: float, completed: list[Completion]) -> None:
+        transport = self._require_transport()
+        outgoing = self._outgoing
+        while outgoing:
+            if len(outgoing) == 1:
+                buffers = [outgoing[0].view]
+            else:
+                buffers = [frame.view for frame in islice(outgoing, _MAX_BUFFERS_PER_WRITE)]
+            written = transport.send(buffers)
+            if written == 0:
+                return
+            self._last_activity = now
+            while written:
+                frame = outgoing[0]
+                size = len(frame.view)
+                if written < size:
+                    frame.view = frame.view[written:]
+                    return  # the socket took less than offered: its buffer is full
+                written -= size
+                outgoing.popleft()
+                frame.view.release()
+                in_flight = frame.in_flight
+                if not in_flight.expects_response:
+                    self._unwritten_without_response -= 1
+                    completed.append(self._completion(in_flight, None, None, now))
+
+    # ------------------------------------------------------------------ events
+
+    def handle_events(self, events: int, now: float, completed: list[Completion]) -> None:
+        """Act on selector ``events`` for this connection's socket: finish connecting, write
+        queued requests, read responses. Failures close the connection (in-flight requests
+        fail with a connection error); they are not raised."""
+        try:
+            state = self._state
+            if state is ConnectionState.DISCONNECTED:
+                return
+            if state is ConnectionState.CONNECTING:
+                if self._transport_connected:
+                    self._continue_handshake(now)
+                else:
+                    self._require_transport().finish_connect()
+                    self._on_transport_connected(now)
+                return
+            if events & EVENT_WRITE and self._outgoing:
+                self._write(now, completed)
+            if events & EVENT_READ:
+                self._read(now, completed)
+        except KafkaError as error:
+            self._close(now, completed, error)
+
+    def _read(self, now: float, completed: list[Completion]) -> None:
+        transport = self._require_transport()
+        protocol = self._require_protocol()
+        view = self._receive_view
+        for _ in range(_MAX_READS_PER_EVENT):
+            count = transport.recv_into(view)
+            if count == 0:
+                return
+            self._last_activity = now
+            protocol.receive_data(view[:count])
+            while (item := protocol.next_response()) is not None:
+                self._dispatch_response(item[0], item[1], now, completed)
+                if self._state is ConnectionState.DISCONNECTED:
+                    return
+            if count < len(view):
+                return  # the socket had no more
+
+    def _dispatch_response(
+        self, correlation_id: int, response: Response, now: float, completed: list[Completion]
+    ) -> None:
+        if not self._awaiting or self._awaiting[0].correlation_id != correlation_id:
+            # ClientProtocol checks the order already; this guards our own bookkeeping.
+            raise CorrelationIdMismatchError(
+                f"{self.description}: response with correlation id {correlation_id} matches "
+                "no request awaiting one"
+            )
+        in_flight = self._awaiting.popleft()
+        if in_flight.setup_handler is not None:
+            in_flight.setup_handler(response, now)
+        else:
+            completed.append(self._completion(in_flight, response, None, now))
+
+    # ------------------------------------------------------------------ timeouts, closing
+
+    def check_timeouts(self, now: float, completed: list[Completion]) -> None:
+        """Close the connection if its setup or its oldest request ran out of time. Every
+        request in flight then fails with a timeout error naming the one that expired."""
+        state = self._state
+        if state is ConnectionState.DISCONNECTED:
+            return
+        if state is ConnectionState.CONNECTING and now >= self._setup_deadline:
+            timeout = self._settings.connection_setup_timeout_ms
+            self._close(
+                now,
+                completed,
+                ConnectionSetupTimeoutError(
+                    f"connection to {self.description} was not set up within {timeout} ms "
+                    "(connection setup timeout)"
+                ),
+            )
+            return
+        expired = self._oldest_expired_request(now)
+        if expired is not None:
+            self._close(
+                now,
+                completed,
+                RequestTimeoutError(
+                    f"{expired.describe()} to {self.description} got no response within "
+                    f"request_timeout_ms={self._settings.request_timeout_ms}; "
+                    "the connection was closed"
+                ),
+            )
+
+    def _oldest_expired_request(self, now: float) -> _InFlight | None:
+        candidates = []
+        if self._awaiting:
+            candidates.append(self._awaiting[0])
+        if self._outgoing:
+            candidates.append(self._outgoing[0].in_flight)
+        expired = [in_flight for in_flight in candidates if in_flight.deadline <= now]
+        return min(expired, key=lambda in_flight: in_flight.deadline) if expired else None
+
+    def close(self, now: float, completed: list[Completion]) -> None:
+        """Close the connection on purpose (idle, removed from the cluster, client closing):
+        not a failure, so no reconnect backoff. Requests in flight fail with a
+        KafkaConnectionError."""
+        self._close(now, completed, None)
+
+    def _close(self, now: float, completed: list[Completion], reason: KafkaError | None) -> None:
+        if self._transport is not None:
+            self._transport.close()
+        previous_state = self._state
+        self._transport = None
+        self._transport_connected = False
+        self._handshake_events = 0
+        self._protocol = None
+        self._authenticator = None
+        self._state = ConnectionState.DISCONNECTED
+        self._setup_deadline = math.inf
+        if previous_state is not ConnectionState.READY:
+            self._versions = {}
+        in_flight = [
+            frame.in_flight for frame in self._outgoing if not frame.in_flight.expects_response
+        ]
+        in_flight.extend(self._awaiting)
+        in_flight.sort(key=lambda request: request.sent_at)
+        for frame in self._outgoing:
+            frame.view.release()
+        self._outgoing.clear()
+        self._awaiting.clear()
+        self._unwritten_without_response = 0
+        for request in in_flight:
+            if request.setup_handler is None:
+                error = self._request_error(request, reason)
+                completed.append(self._completion(request, None, error, now))
+        if reason is None:
+            self._reconnect_at = now
+            _log.debug("closed %s", self.description)
+            return
+        # A failure: back off exponentially, with jitter, before the next attempt.
+        delay = self._settings.reconnect_backoff.next_delay(self._failed_attempts, self._rng)
+        self._failed_attempts += 1
+        self._reconnect_at = now + delay
+        self._last_error = reason
+        _log.warning(
+            "connection to %s failed (%s, %d request(s) in flight); reconnecting in %d ms: %s",
+            self.description,
+            previous_state.value,
+            len(in_flight),
+            delay,
+            reason,
+        )
+
+    def _request_error(self, request: _InFlight, reason: KafkaError | None) -> KafkaError:
+        # One exception object per request: each may be raised in a different thread.
+        what = f"{request.describe()} to {self.description}"
+        if reason is None:
+            return KafkaConnectionError(f"{what} failed: the connection was closed by the client")
+        error: KafkaError
+        if isinstance(reason, RequestTimeoutError):
+            error = RequestTimeoutError(f"{what} failed: {reason}")
+        else:
+            error = KafkaConnectionError(f"{what} failed: connection lost: {reason}")
+        error.__cause__ = reason
+        return error
+
+    # ------------------------------------------------------------------ helpers
+
+    def _completion(
+        self,
+        in_flight: _InFlight,
+        response: Response | None,
+        error: KafkaError | None,
+        now: float,
+    ) -> Completion:
+        return (
+            ClientResponse(
+                node_id=self.node_id,
+                request=in_flight.request,
+                api_version=in_flight.version,
+                correlation_id=in_flight.correlation_id,
+                response=response,
+                error=error,
+                sent_at_ms=in_flight.sent_at,
+                completed_at_ms=now,
+            ),
+            in_flight.on_complete,
+        )
+
+    def _require_transport(self) -> Transport:
+        if self._transport is None:
+            raise KafkaConnectionError(f"{self.description} is not connected")
+        return self._transport
+
+    def _require_protocol(self) -> ClientProtocol:
+        if self._protocol is None:
+            raise KafkaConnectionError(f"{self.description} is not connected")
+        return self._protocol
+
+    def __repr__(self) -> str:
+        return (
+            f"<BrokerConnection {self.description} {self._state.value} "
+            f"in_flight={self.in_flight_count}>"
+        )

@@ -1,0 +1,246 @@
+"""Non-blocking TCP to one broker address; foreign exceptions become kafkaline errors here.
+
+A :class:`Transport` moves bytes and nothing else: no Kafka framing (that is
+:class:`~kafkaline.protocol.ClientProtocol`), no retries or timeouts (that is
+:class:`~kafkaline.net.connection.BrokerConnection`). Every ``OSError`` a socket call raises is
+translated at this boundary into :class:`~kafkaline.errors.KafkaConnectionError` with a message
+that names the broker's ``host:port``.
+
+The seam for TLS (issue 8): a TLS transport implements the same :class:`Transport` protocol. It
+connects like :class:`TcpTransport`, wraps the connected socket with
+``ssl.SSLContext.wrap_socket(sock, server_hostname=host, do_handshake_on_connect=False)``, drives
+``do_handshake()`` from :meth:`Transport.handshake` (returning ``EVENT_READ``/``EVENT_WRITE`` on
+``SSLWantReadError``/``SSLWantWriteError``) and translates ``ssl.SSLError`` here too. The
+connection and the client only see the protocol, so nothing else changes; a
+:data:`TransportFactory` chooses the kind per connection.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import selectors
+import socket
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from kafkaline.errors import KafkaConnectionError
+
+# Linux allows 1024 buffers per sendmsg (IOV_MAX); a producer rarely has more than a few
+# requests queued per connection, so a small cap costs nothing.
+_MAX_BUFFERS_PER_SEND = 64
+_HAS_SENDMSG = hasattr(socket.socket, "sendmsg")
+# What connect_ex returns for a non-blocking connect still under way (Windows: WSAEWOULDBLOCK).
+_CONNECT_IN_PROGRESS = frozenset(
+    {errno.EINPROGRESS, errno.EWOULDBLOCK, getattr(errno, "WSAEWOULDBLOCK", errno.EINPROGRESS)}
+)
+
+
+@dataclass(frozen=True, slots=True)
+class SocketOptions:
+    """Socket settings applied before connecting. ``-1`` keeps the operating system's default
+    (as Java's ``send.buffer.bytes``/``receive.buffer.bytes`` do)."""
+
+    send_buffer_bytes: int = -1
+    receive_buffer_bytes: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class ResolvedAddress:
+    """One result of resolving a broker's host name: a socket family and address."""
+
+    family: int
+    sockaddr: tuple[Any, ...]
+
+    def __str__(self) -> str:
+        host, port = self.sockaddr[0], self.sockaddr[1]
+        return f"[{host}]:{port}" if self.family == socket.AF_INET6 else f"{host}:{port}"
+
+
+def resolve_broker_address(host: str, port: int) -> list[ResolvedAddress]:
+    """The addresses ``host:port`` resolves to, in the resolver's order.
+
+    Blocks for the DNS lookup (as the Java client's I/O thread does). Raises
+    :class:`~kafkaline.errors.KafkaConnectionError` naming ``host:port`` if resolution fails.
+    """
+    try:
+        infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM, proto=socket.IPPROTO_TCP)
+    except OSError as error:  # socket.gaierror is an OSError
+        raise KafkaConnectionError(
+            f"cannot resolve broker address {host}:{port}: {error}"
+        ) from error
+    addresses = [
+        ResolvedAddress(int(family), tuple(sockaddr)) for family, _, _, _, sockaddr in infos
+    ]
+    if not addresses:
+        raise KafkaConnectionError(f"broker address {host}:{port} resolves to no address")
+    return addresses
+
+
+class Transport(Protocol):
+    """A non-blocking byte stream to one broker, registered with the client's selector."""
+
+    @property
+    def description(self) -> str:
+        """``host:port`` (and the resolved address), for messages."""
+        ...
+
+    def fileno(self) -> int:
+        """The socket's file descriptor, for the selector."""
+        ...
+
+    def connect(self) -> bool:
+        """Start connecting; True if connected at once, False if the connection is in progress
+        (wait until the socket is writable, then call :meth:`finish_connect`). Raises
+        KafkaConnectionError if it failed at once (e.g. connection refused)."""
+        ...
+
+    def finish_connect(self) -> None:
+        """Check the outcome of a connection in progress, once the socket is writable. Raises
+        KafkaConnectionError if it failed."""
+        ...
+
+    def handshake(self) -> int:
+        """Advance a handshake below Kafka (TLS). Returns 0 once the transport carries Kafka
+        bytes, else the selector events (``EVENT_READ``/``EVENT_WRITE``) to wait for."""
+        ...
+
+    def send(self, buffers: Sequence[memoryview]) -> int:
+        """Write from ``buffers`` in order, as much as the socket takes without blocking.
+        Returns the number of bytes written (0 if the socket buffer is full)."""
+        ...
+
+    def recv_into(self, buffer: memoryview) -> int:
+        """Read into ``buffer`` without blocking. Returns the number of bytes read, 0 if none
+        are available. Raises KafkaConnectionError when the broker closed the connection."""
+        ...
+
+    def close(self) -> None:
+        """Close the socket. Idempotent."""
+        ...
+
+
+#: Makes the transport for one connection attempt: ``(host, port, resolved address)``.
+TransportFactory = Callable[[str, int, ResolvedAddress], Transport]
+
+
+class TcpTransport:
+    """A plain TCP :class:`Transport` with ``TCP_NODELAY`` (Kafka requests are whole frames;
+    Nagle's algorithm would only delay them)."""
+
+    __slots__ = ("_address", "_description", "_options", "_sock")
+
+    def __init__(
+        self, host: str, port: int, address: ResolvedAddress, options: SocketOptions
+    ) -> None:
+        self._address = address
+        self._options = options
+        self._description = f"{host}:{port}"
+        if f"{host}:{port}" != str(address):
+            self._description += f" ({address})"
+        self._sock: socket.socket | None = None
+
+    @property
+    def description(self) -> str:
+        return self._description
+
+    def fileno(self) -> int:
+        return self._socket().fileno()
+
+    def connect(self) -> bool:
+        if self._sock is not None:
+            raise KafkaConnectionError(f"connect() called twice for {self._description}")
+        sock = socket.socket(self._address.family, socket.SOCK_STREAM)
+        try:
+            sock.setblocking(False)
+            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+            if self._options.send_buffer_bytes >= 0:
+                sock.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_SNDBUF, self._options.send_buffer_bytes
+                )
+            if self._options.receive_buffer_bytes >= 0:
+                sock.setsockopt(
+                    socket.SOL_SOCKET, socket.SO_RCVBUF, self._options.receive_buffer_bytes
+                )
+            code = sock.connect_ex(self._address.sockaddr)
+        except OSError as error:
+            sock.close()
+            raise self._error("cannot connect to", error) from error
+        if code != 0 and code not in _CONNECT_IN_PROGRESS:
+            sock.close()
+            raise KafkaConnectionError(
+                f"cannot connect to broker at {self._description}: {os.strerror(code)}"
+            )
+        self._sock = sock
+        return code == 0
+
+    def finish_connect(self) -> None:
+        sock = self._socket()
+        try:
+            code = sock.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR)
+        except OSError as error:
+            raise self._error("cannot connect to", error) from error
+        if code:
+            raise KafkaConnectionError(
+                f"cannot connect to broker at {self._description}: {os.strerror(code)}"
+            )
+
+    def handshake(self) -> int:
+        return 0  # plain TCP has nothing below Kafka
+
+    def send(self, buffers: Sequence[memoryview]) -> int:
+        sock = self._socket()
+        try:
+            if len(buffers) == 1 or not _HAS_SENDMSG:
+                return sock.send(buffers[0])
+            # One system call for several queued requests, without joining their bytes.
+            return sock.sendmsg(buffers[:_MAX_BUFFERS_PER_SEND])
+        except BlockingIOError:
+            return 0  # the socket's buffer is full: the selector says when to write again
+        except OSError as error:
+            raise self._error("cannot send to", error) from error
+
+    def recv_into(self, buffer: memoryview) -> int:
+        sock = self._socket()
+        try:
+            count = sock.recv_into(buffer)
+        except BlockingIOError:
+            return 0  # nothing to read yet (a spurious wakeup)
+        except OSError as error:
+            raise self._error("cannot receive from", error) from error
+        if count == 0:
+            raise KafkaConnectionError(f"broker at {self._description} closed the connection")
+        return count
+
+    def close(self) -> None:
+        sock, self._sock = self._sock, None
+        if sock is not None:
+            sock.close()
+
+    def __repr__(self) -> str:
+        state = "open" if self._sock is not None else "closed"
+        return f"<TcpTransport {self._description} {state}>"
+
+    def _socket(self) -> socket.socket:
+        if self._sock is None:
+            raise KafkaConnectionError(f"the connection to {self._description} is not open")
+        return self._sock
+
+    def _error(self, what: str, error: OSError) -> KafkaConnectionError:
+        reason = error.strerror or str(error) or type(error).__name__
+        return KafkaConnectionError(f"{what} broker at {self._description}: {reason}")
+
+
+def tcp_transport_factory(options: SocketOptions) -> TransportFactory:
+    """A :data:`TransportFactory` making :class:`TcpTransport` objects with ``options``."""
+
+    def make(host: str, port: int, address: ResolvedAddress) -> Transport:
+        return TcpTransport(host, port, address, options)
+
+    return make
+
+
+#: Selector events, re-exported so connection code reads as Kafka code, not selectors code.
+EVENT_READ = selectors.EVENT_READ
+EVENT_WRITE = selectors.EVENT_WRITE

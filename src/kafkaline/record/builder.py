@@ -401,20 +401,20 @@ class RecordBatchBuilder:
             base = self._timestamps[0]
         else:
             base = timestamps if isinstance(timestamps, int) else timestamps[0]
-        pieces, per_record = encode_record_pieces(
-            timestamps, keys, values, header_blocks, base, first
-        )
+        encoded = encode_record_pieces(timestamps, keys, values, header_blocks, base, first)
+        pieces, per_record, trailer = encoded
         room = self._limit - self._estimate
         taken = count
-        if sum(map(len, pieces)) > room:
+        if sum(map(len, pieces)) + len(trailer) > room:
             # Exact record sizes: the lengths of each record's run of pieces, summed in C.
             record_sizes = map(sum, zip(*[map(len, pieces)] * per_record, strict=True))
-            taken = bisect_right(list(accumulate(record_sizes)), room)
+            taken = bisect_right(list(accumulate(record_sizes)), room - len(trailer))
             if taken == 0:
                 if first:
                     return 0
                 taken = 1  # the first record always fits
             pieces = pieces[: taken * per_record]
+        pieces.append(trailer)
         chunk = b"".join(pieces)
         if first == 0 and BATCH_HEADER_SIZE + len(chunk) > MAX_BATCH_SIZE:
             raise RecordTooLargeError(

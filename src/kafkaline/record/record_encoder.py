@@ -28,7 +28,7 @@ goes through the general path, per chunk.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import cast
+from typing import NamedTuple, cast
 
 from kafkaline.record.batch_format import Headers
 from kafkaline.record.varint import (
@@ -138,10 +138,27 @@ def encode_record_chunk(
 ) -> bytes:
     """Encode validated records (keys and values ``bytes`` or ``None``; ``header_blocks`` from
     :func:`encode_headers`, keyed by position in this chunk). The builder's entry point."""
-    pieces, _ = encode_record_pieces(
+    pieces = encode_record_pieces(
         timestamps, keys, values, header_blocks, base_timestamp, first_offset_delta
     )
-    return b"".join(pieces)
+    pieces.pieces.append(pieces.trailer)
+    return b"".join(pieces.pieces)
+
+
+class RecordPieces(NamedTuple):
+    """Encoded records before the final join.
+
+    The chunk is ``b"".join(pieces) + trailer``. Every record is ``per_record`` consecutive
+    pieces, so the chunk can be cut after any ``n`` records:
+    ``b"".join(pieces[: n * per_record]) + trailer``, whose size is the sum of the first ``n``
+    runs' lengths plus ``len(trailer)`` (computed with C-level ``map``/``zip``, without a second
+    encoding pass). The fast loops put each record's last byte (its header count, 0) in front
+    of the next record, to save a piece per record; the trailer closes the last one.
+    """
+
+    pieces: list[bytes]
+    per_record: int
+    trailer: bytes
 
 
 def encode_record_pieces(
@@ -151,18 +168,13 @@ def encode_record_pieces(
     header_blocks: Mapping[int, bytes] | None,
     base_timestamp: int,
     first_offset_delta: int,
-) -> tuple[list[bytes], int]:
-    """As :func:`encode_record_chunk`, before the final join: ``(pieces, pieces_per_record)``.
-
-    Every record is the same number of consecutive pieces, so a caller can cut the chunk after
-    any record (``b"".join(pieces[: n * pieces_per_record])``) and size records with C-level
-    ``map``/``zip`` instead of a second encoding pass.
-    """
+) -> RecordPieces:
+    """As :func:`encode_record_chunk`, before the final join (see :class:`RecordPieces`)."""
     count = len(values)
     if first_offset_delta < 0:
         raise ValueError(f"first_offset_delta {first_offset_delta} is negative")
     if count == 0:
-        return [], 1
+        return RecordPieces([], 1, b"")
     if not header_blocks:
         try:
             fast = _encode_fast(timestamps, keys, values, base_timestamp, first_offset_delta)
@@ -186,7 +198,7 @@ def encode_record_pieces(
         )
         for i in range(count)
     ]
-    return records, 1
+    return RecordPieces(records, 1, b"")
 
 
 def _encode_fast(
@@ -195,11 +207,16 @@ def _encode_fast(
     values: Sequence[bytes | None],
     base: int,
     first: int,
-) -> tuple[list[bytes], int] | None:
-    """The hot loops: ``(pieces, pieces_per_record)``, or ``None`` when the input is not theirs
-    to encode. Raises IndexError or TypeError (caught by the caller) when a field falls outside
-    the small-varint table or is null where the loop expects bytes."""
-    varints, sizes = small_varint_table()
+) -> RecordPieces | None:
+    """The hot loops, or ``None`` when the input is not theirs to encode. Raise IndexError or
+    TypeError (caught by the caller) when a field falls outside the small-varint table or is
+    null where the loop expects bytes.
+
+    Pieces of a record: ``zeroed[length]`` (the previous record's header count, 0, then this
+    record's length), ``zeroed[delta]`` (attributes 0, timestamp delta), offset delta, key
+    length, key, value length, value. Seven pieces rather than nine: ~10% faster.
+    """
+    varints, sizes, zeroed = small_varint_table()
     count = len(values)
     offsets = range(first, first + count)
     out: list[bytes] = []
@@ -210,42 +227,46 @@ def _encode_fast(
     key_bytes = cast(Sequence[bytes], keys)
     value_bytes = cast(Sequence[bytes], values)
     if isinstance(timestamps, int) or timestamps.count(timestamps[0]) == count:
-        # One timestamp for all: attributes and timestamp delta make one constant piece.
+        # One timestamp for all: attributes and timestamp delta are one constant piece.
         delta = (timestamps if isinstance(timestamps, int) else timestamps[0]) - base
         if delta < 0:
             return None
-        head = _EMPTY + varints[delta]
+        head = zeroed[delta]
         fixed = len(head) + 1  # + header count
         if keyless:
             fixed += 1  # key length -1
             for i, v in zip(offsets, value_bytes, strict=True):
                 vl = len(v)
-                push((varints[sizes[i] + sizes[vl] + vl + fixed], head, varints[i],
-                      _NULL_LENGTH, varints[vl], v, _EMPTY))  # fmt: skip
-            return out, 7
-        for i, k, v in zip(offsets, key_bytes, value_bytes, strict=True):
-            kl = len(k)
-            vl = len(v)
-            push((varints[sizes[i] + sizes[kl] + sizes[vl] + kl + vl + fixed], head,
-                  varints[i], varints[kl], k, varints[vl], v, _EMPTY))  # fmt: skip
-        return out, 8
-    if min(timestamps) < base:
-        return None  # negative deltas would index the table from its end
-    if keyless:
-        for i, t, v in zip(offsets, timestamps, value_bytes, strict=True):
-            d = t - base
-            vl = len(v)
-            push((varints[sizes[d] + sizes[i] + sizes[vl] + vl + 3], _EMPTY, varints[d],
-                  varints[i], _NULL_LENGTH, varints[vl], v, _EMPTY))  # fmt: skip
-        return out, 8
-    for i, t, k, v in zip(offsets, timestamps, key_bytes, value_bytes, strict=True):
-        d = t - base
-        kl = len(k)
-        vl = len(v)
-        push((varints[sizes[d] + sizes[i] + sizes[kl] + sizes[vl] + kl + vl + 2],
-              _EMPTY, varints[d], varints[i], varints[kl], k, varints[vl], v,
-              _EMPTY))  # fmt: skip
-    return out, 9
+                push((zeroed[sizes[i] + sizes[vl] + vl + fixed], head, varints[i],
+                      _NULL_LENGTH, varints[vl], v))  # fmt: skip
+            per_record = 6
+        else:
+            for i, k, v in zip(offsets, key_bytes, value_bytes, strict=True):
+                kl = len(k)
+                vl = len(v)
+                push((zeroed[sizes[i] + sizes[kl] + sizes[vl] + kl + vl + fixed], head,
+                      varints[i], varints[kl], k, varints[vl], v))  # fmt: skip
+            per_record = 7
+    else:
+        if min(timestamps) < base:
+            return None  # negative deltas would index the table from its end
+        if keyless:
+            for i, t, v in zip(offsets, timestamps, value_bytes, strict=True):
+                d = t - base
+                vl = len(v)
+                push((zeroed[sizes[d] + sizes[i] + sizes[vl] + vl + 3], zeroed[d], varints[i],
+                      _NULL_LENGTH, varints[vl], v))  # fmt: skip
+            per_record = 6
+        else:
+            for i, t, k, v in zip(offsets, timestamps, key_bytes, value_bytes, strict=True):
+                d = t - base
+                kl = len(k)
+                vl = len(v)
+                push((zeroed[sizes[d] + sizes[i] + sizes[kl] + sizes[vl] + kl + vl + 2],
+                      zeroed[d], varints[i], varints[kl], k, varints[vl], v))  # fmt: skip
+            per_record = 7
+    out[0] = out[0][1:]  # the first record has no record before it to close
+    return RecordPieces(out, per_record, _EMPTY)
 
 
 def _encode_record_general(

@@ -125,9 +125,10 @@ def test_varlong_round_trip(value: int) -> None:
 
 
 def test_small_table_matches_the_general_encoder() -> None:
-    encodings, sizes = small_varint_table()
-    assert len(encodings) == len(sizes) == SMALL_VARINT_LIMIT
+    encodings, sizes, zero_prefixed = small_varint_table()
+    assert len(encodings) == len(sizes) == len(zero_prefixed) == SMALL_VARINT_LIMIT
     for n in range(SMALL_VARINT_LIMIT):
         assert encodings[n] == encode_varint(n)
         assert sizes[n] == len(encodings[n])
+        assert zero_prefixed[n] == b"\x00" + encodings[n]
     assert small_varint_table() is small_varint_table()  # built once

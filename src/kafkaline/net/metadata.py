@@ -66,6 +66,7 @@ class Metadata:
         # for a known topic takes no lock.
         self._topics: dict[str, float] = {}
         self._update_requested = True  # nothing is known yet
+        self._new_topic_pending = False
         self._request_version = 0  # bumped by every request for an update
         self._update_version = 0  # bumped by every successful update
         self._in_flight_version: int | None = None
@@ -126,8 +127,9 @@ class Metadata:
     def _request_update_for_new_topic_locked(self) -> None:
         self._update_requested = True
         self._request_version += 1
-        # A new topic is not an error to back off from: allow a refresh at once.
-        self._last_refresh_ms = -math.inf
+        # A new topic is not an error to back off from: the next request, which will carry
+        # it, may go at once (even right after a refresh that did not carry it).
+        self._new_topic_pending = True
 
     @property
     def update_requested(self) -> bool:
@@ -146,6 +148,8 @@ class Metadata:
                 time_to_expire = 0.0
             else:
                 time_to_expire = max(self._last_success_ms + self._max_age_ms - now, 0.0)
+            if self._new_topic_pending:
+                return time_to_expire
             time_to_allow = max(self._last_refresh_ms + self._backoff_ms - now, 0.0)
             return max(time_to_expire, time_to_allow)
 
@@ -167,6 +171,7 @@ class Metadata:
                 if now - last_used >= expiry:
                     del self._topics[topic]
             self._in_flight_version = self._request_version
+            self._new_topic_pending = False
             return MetadataRequest(
                 topics=[MetadataRequestTopic(name=topic) for topic in sorted(self._topics)],
                 allow_auto_topic_creation=self._allow_auto_topic_creation,

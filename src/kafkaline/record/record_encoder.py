@@ -218,10 +218,17 @@ def _encode_fast(
     """
     varints, sizes, zeroed = small_varint_table()
     count = len(values)
-    offsets = range(first, first + count)
+    # Offset deltas' varints and sizes as slices of the table: no lookups in the loops. If
+    # they run past the table, the slices come out short: the general path takes over.
+    offset_varints = varints[first : first + count]
+    offset_sizes = sizes[first : first + count]
+    if len(offset_sizes) != count:
+        return None
     out: list[bytes] = []
     push = out.extend
     keyless = keys.count(None) == count
+    # The loops zip with strict=False (measured ~4% faster): every caller passes sequences of
+    # one length, checked where they enter (encode_records, RecordBatchBuilder).
     # Null keys (when not all are null) or values raise TypeError at len(): the caller then
     # takes the general path.
     key_bytes = cast(Sequence[bytes], keys)
@@ -235,35 +242,38 @@ def _encode_fast(
         fixed = len(head) + 1  # + header count
         if keyless:
             fixed += 1  # key length -1
-            for i, v in zip(offsets, value_bytes, strict=True):
+            for ov, osize, v in zip(offset_varints, offset_sizes, value_bytes, strict=False):
                 vl = len(v)
-                push((zeroed[sizes[i] + sizes[vl] + vl + fixed], head, varints[i],
-                      _NULL_LENGTH, varints[vl], v))  # fmt: skip
+                push((zeroed[osize + sizes[vl] + vl + fixed], head, ov, _NULL_LENGTH, varints[vl],
+                      v))  # fmt: skip
             per_record = 6
         else:
-            for i, k, v in zip(offsets, key_bytes, value_bytes, strict=True):
+            for ov, osize, k, v in zip(offset_varints, offset_sizes, key_bytes, value_bytes,
+                                    strict=False):  # fmt: skip
                 kl = len(k)
                 vl = len(v)
-                push((zeroed[sizes[i] + sizes[kl] + sizes[vl] + kl + vl + fixed], head,
-                      varints[i], varints[kl], k, varints[vl], v))  # fmt: skip
+                push((zeroed[osize + sizes[kl] + sizes[vl] + kl + vl + fixed], head, ov,
+                      varints[kl], k, varints[vl], v))  # fmt: skip
             per_record = 7
     else:
         if min(timestamps) < base:
             return None  # negative deltas would index the table from its end
         if keyless:
-            for i, t, v in zip(offsets, timestamps, value_bytes, strict=True):
+            for ov, osize, t, v in zip(offset_varints, offset_sizes, timestamps, value_bytes,
+                                    strict=False):  # fmt: skip
                 d = t - base
                 vl = len(v)
-                push((zeroed[sizes[d] + sizes[i] + sizes[vl] + vl + 3], zeroed[d], varints[i],
-                      _NULL_LENGTH, varints[vl], v))  # fmt: skip
+                push((zeroed[sizes[d] + osize + sizes[vl] + vl + 3], zeroed[d], ov, _NULL_LENGTH,
+                      varints[vl], v))  # fmt: skip
             per_record = 6
         else:
-            for i, t, k, v in zip(offsets, timestamps, key_bytes, value_bytes, strict=True):
+            for ov, osize, t, k, v in zip(offset_varints, offset_sizes, timestamps, key_bytes,
+                                       value_bytes, strict=False):  # fmt: skip
                 d = t - base
                 kl = len(k)
                 vl = len(v)
-                push((zeroed[sizes[d] + sizes[i] + sizes[kl] + sizes[vl] + kl + vl + 2],
-                      zeroed[d], varints[i], varints[kl], k, varints[vl], v))  # fmt: skip
+                push((zeroed[sizes[d] + osize + sizes[kl] + sizes[vl] + kl + vl + 2], zeroed[d],
+                      ov, varints[kl], k, varints[vl], v))  # fmt: skip
             per_record = 7
     out[0] = out[0][1:]  # the first record has no record before it to close
     return RecordPieces(out, per_record, _EMPTY)

@@ -57,6 +57,7 @@ from kafkaline.record.crc import crc32c
 from kafkaline.record.record_encoder import (
     RECORD_OVERHEAD_BOUND,
     as_bytes,
+    as_timestamp,
     encode_headers,
     encode_record_chunk,
     encode_record_pieces,
@@ -241,8 +242,7 @@ class RecordBatchBuilder:
     ) -> int | None:
         if self._closed:
             return None
-        if not isinstance(timestamp, int):
-            raise TypeError(f"timestamp must be int milliseconds, not {type(timestamp).__name__}")
+        timestamp = as_timestamp(timestamp)
         key = None if key is None else as_bytes(key, "key")
         value = None if value is None else as_bytes(value, "value")
         header_block = encode_headers(headers) if headers else None
@@ -370,12 +370,12 @@ class RecordBatchBuilder:
         timestamps: Sequence[int] | int,
         headers: Sequence[Headers | None] | None,
     ) -> int:
+        """Encode a window of records now and keep those that fit (all, or up to an exact cut)."""
         count = len(values)
         if isinstance(timestamps, int):
-            if type(timestamps) is not int:
-                raise TypeError("timestamps must be int milliseconds")
+            timestamps = int(timestamps)
         elif not set(map(type, timestamps)) <= {int}:
-            raise TypeError("timestamps must be int milliseconds")
+            timestamps = [as_timestamp(t) for t in timestamps]
         if not set(map(type, keys)) <= _BYTES_OR_NONE:
             keys = [None if k is None else as_bytes(k, "key") for k in keys]
         if not set(map(type, values)) <= _BYTES_OR_NONE:
@@ -383,29 +383,20 @@ class RecordBatchBuilder:
         header_blocks = {}
         if headers is not None:
             header_blocks = {i: encode_headers(h) for i, h in enumerate(headers) if h}
-        first = len(self._values)
-        # filter(None, ...) drops nulls (and empty bytes, which add nothing).
-        bound = (
-            RECORD_OVERHEAD_BOUND * count
-            + sum(map(len, filter(None, keys)))
-            + sum(map(len, filter(None, values)))
-            + sum(map(len, header_blocks.values()))
-        )
-        if self._estimate + bound <= self._limit:
-            # Fits even on upper bounds: keep references, encode later.
-            self._extend(first, count, keys, values, timestamps, header_blocks)
-            self._estimate += bound
-            return count
         self._encode_pending()
+        first = len(self._values)
         if first:
             base = self._timestamps[0]
         else:
             base = timestamps if isinstance(timestamps, int) else timestamps[0]
         encoded = encode_record_pieces(timestamps, keys, values, header_blocks, base, first)
         pieces, per_record, trailer = encoded
+        pieces.append(trailer)
+        chunk = b"".join(pieces)
         room = self._limit - self._estimate
         taken = count
-        if sum(map(len, pieces)) + len(trailer) > room:
+        if len(chunk) > room:
+            pieces.pop()
             # Exact record sizes: the lengths of each record's run of pieces, summed in C.
             record_sizes = map(sum, zip(*[map(len, pieces)] * per_record, strict=True))
             taken = bisect_right(list(accumulate(record_sizes)), room - len(trailer))
@@ -413,9 +404,9 @@ class RecordBatchBuilder:
                 if first:
                     return 0
                 taken = 1  # the first record always fits
-            pieces = pieces[: taken * per_record]
-        pieces.append(trailer)
-        chunk = b"".join(pieces)
+            del pieces[taken * per_record :]
+            pieces.append(trailer)
+            chunk = b"".join(pieces)
         if first == 0 and BATCH_HEADER_SIZE + len(chunk) > MAX_BATCH_SIZE:
             raise RecordTooLargeError(
                 f"a record of {len(chunk)} bytes cannot fit a record batch "

@@ -27,6 +27,7 @@ goes through the general path, per chunk.
 
 from __future__ import annotations
 
+import operator
 from collections.abc import Mapping, Sequence
 from typing import NamedTuple, cast
 
@@ -81,6 +82,17 @@ def as_bytes(data: object, what: str) -> bytes:
     if isinstance(data, memoryview):
         return data.tobytes()
     raise TypeError(f"{what} must be bytes, not {type(data).__name__}")
+
+
+def as_timestamp(timestamp: object) -> int:
+    """``timestamp`` as an int (anything with ``__index__``, e.g. numpy integers);
+    ``TypeError`` for floats and the rest: Kafka timestamps are integer milliseconds."""
+    try:
+        return operator.index(timestamp)  # type: ignore[arg-type]
+    except TypeError:
+        raise TypeError(
+            f"timestamp must be int milliseconds, not {type(timestamp).__name__}"
+        ) from None
 
 
 def encode_records(
@@ -287,8 +299,7 @@ def _encode_record_general(
     value: bytes | None,
     header_block: bytes,
 ) -> bytes:
-    if not isinstance(timestamp, int):
-        raise TypeError(f"timestamp must be int milliseconds, not {type(timestamp).__name__}")
+    timestamp = as_timestamp(timestamp)
     if not INT64_MIN <= timestamp <= INT64_MAX:
         raise ValueError(f"timestamp {timestamp} is outside the int64 range")
     delta = timestamp - base_timestamp

@@ -326,7 +326,7 @@ def test_append_many_checks_its_arguments() -> None:
         builder.append_many([None], [b"a"], [BASE_TS, BASE_TS])
     with pytest.raises(ValueError, match="start"):
         builder.append_many([None], [b"a"], BASE_TS, start=2)
-    with pytest.raises(TypeError, match="timestamps"):
+    with pytest.raises(TypeError, match="timestamp must be int"):
         builder.append_many([None], [b"a"], [1.5])  # type: ignore[list-item]
     with pytest.raises(TypeError, match="value must be bytes"):
         builder.append_many([None], ["text"], BASE_TS)  # type: ignore[list-item]
@@ -423,3 +423,23 @@ def test_build_record_batch_holds_everything_given() -> None:
     (batch,) = read_record_batches(data)
     assert [r.value for r in batch.records] == values
     assert batch.compression is CompressionType.LZ4
+
+
+class Millis:
+    """An integer-like timestamp, as numpy's int64 is."""
+
+    def __init__(self, value: int) -> None:
+        self.value = value
+
+    def __index__(self) -> int:
+        return self.value
+
+
+def test_integer_like_timestamps_are_accepted_floats_are_not() -> None:
+    builder = RecordBatchBuilder()
+    builder.append(Millis(BASE_TS), None, b"a")  # type: ignore[arg-type]
+    builder.append_many([None], [b"b"], [Millis(BASE_TS + 1)])  # type: ignore[list-item]
+    records = read_record_batches(builder.build())[0].records
+    assert [r.timestamp for r in records] == [BASE_TS, BASE_TS + 1]
+    with pytest.raises(TypeError, match="timestamp must be int"):
+        RecordBatchBuilder().append_many([None], [b"b"], [float(BASE_TS)])  # type: ignore[list-item]

@@ -4,8 +4,14 @@
 record's size to a running estimate (one comparison and one addition past the type checks).
 The records are encoded by :func:`~kafkaline.record.record_encoder.encode_record_chunk` when the
 batch is sealed, or earlier in chunks when the estimate reaches the size limit: the encoded
-chunk's exact size then replaces the estimate, so a batch fills to within one record of its
-limit although the per-record bound is loose (36 bytes of overhead, for ~8 real).
+chunk's exact size then replaces the estimate, and the last records are admitted on their exact
+size, so a batch fills as tightly as Java's although the per-record bound is loose (36 bytes of
+overhead, for ~8 real). :meth:`RecordBatchBuilder.append_many` is the bulk path: it encodes
+windows of records at once and cuts them exactly at the limit.
+
+Measured (``benchmarks/micro_record.py``, 10-byte keys, 100-byte values, 64 KiB batches, on the
+project's 2-core machine): append + build ~0.75 us/record, append_many + build ~0.6 us/record
+(~0.5 with one timestamp for all), where librdkafka's ``produce()`` from Python takes ~1.6-2.3 us.
 
 The producer id, epoch and base sequence live in the header only, outside the encoded records:
 :meth:`RecordBatchBuilder.set_producer_state` may change them after sealing (sequences are
@@ -72,7 +78,7 @@ _TYPICAL_RECORD_OVERHEAD = 10
 _INT16 = range(-(1 << 15), 1 << 15)
 _INT32 = range(-(1 << 31), 1 << 31)
 _INT64 = range(INT64_MIN, INT64_MAX + 1)
-_CLOSED = -1  # a limit no estimate is below: every append takes the slow path, which refuses
+_CLOSED = -1  # a limit every estimate exceeds: appends take the slow path, which refuses
 
 
 def _check_range(name: str, value: int, allowed: range) -> int:
@@ -208,7 +214,8 @@ class RecordBatchBuilder:
         fit under the size limit or the batch is closed.
 
         ``timestamp`` is epoch milliseconds (int64; not range-checked here, the producer
-        validates user timestamps; an out-of-range one fails at :meth:`seal`). ``key`` and
+        validates user timestamps; one outside int64 raises ``ValueError`` when the records are
+        encoded: at :meth:`seal`, or at the append that fills the batch). ``key`` and
         ``value`` are kept by reference; a ``bytearray`` or ``memoryview`` is copied first.
         ``headers`` is a sequence of ``(str, bytes | None)``.
 

@@ -76,10 +76,13 @@ class _InternalCallback:
 class NetworkClient:
     """Connections to every broker, multiplexed with :mod:`selectors` in the I/O thread.
 
-    Thread safety: only the I/O thread calls :meth:`poll`, :meth:`send`, :meth:`ready` and
-    the other methods; :meth:`wakeup` and :attr:`metadata` (:class:`Metadata`) are safe from
-    any thread. Every method deciding something by time takes ``now`` (monotonic
-    milliseconds, :func:`monotonic_ms`), so tests can use a fake clock.
+    Thread safety: only the I/O thread calls :meth:`poll`, :meth:`send`, :meth:`ready`,
+    :meth:`close` and the other methods; :meth:`wakeup` and :attr:`metadata`
+    (:class:`Metadata`) are safe from any thread. To close from another thread, tell the I/O
+    thread (and :meth:`wakeup` it) so that it closes the client and stops.
+
+    Every method deciding something by time takes ``now`` (monotonic milliseconds,
+    :func:`monotonic_ms`), so tests can use a fake clock.
 
     Example (single-threaded: the poll loop stands in for the Sender)::
 
@@ -122,12 +125,16 @@ class NetworkClient:
         self._next_node_offset = 0
         self._closed = False
 
-        self._selector = selectors.DefaultSelector()
         # The lock guards the wakeup flag and the wakeup sockets' lifetime: wakeup() runs in
         # other threads and must never write to a socket close() is closing.
         self._wakeup_lock = threading.Lock()
         self._wakeup_pending = False
-        self._wakeup_receiver, self._wakeup_sender = socket.socketpair()
+        self._selector = selectors.DefaultSelector()
+        try:
+            self._wakeup_receiver, self._wakeup_sender = socket.socketpair()
+        except BaseException:
+            self._selector.close()
+            raise
         try:
             self._wakeup_receiver.setblocking(False)
             self._wakeup_sender.setblocking(False)
@@ -295,7 +302,7 @@ class NetworkClient:
         timeout = min(timeout, self._next_deadline() - now)
         if self._completed:
             timeout = 0
-        events = self._selector.select(max(timeout, 0.0) / 1000.0)
+        events = self._selector.select(None if math.isinf(timeout) else max(timeout, 0.0) / 1000)
         now = self._clock()
         for key, mask in events:
             conn = key.data

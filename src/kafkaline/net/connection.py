@@ -121,7 +121,7 @@ class Authenticator(Protocol):
 AuthenticatorFactory = Callable[[str, int], Authenticator]
 
 #: A finished request and the callback that wants it.
-Completion = tuple[ClientResponse, "OnComplete | None"]
+Completion = tuple[ClientResponse, OnComplete | None]
 
 
 class _InFlight:
@@ -371,6 +371,7 @@ class BrokerConnection:
             _log.debug("connecting to %s (%s)", self.description, address)
             if self._transport.connect():
                 self._on_transport_connected(now)
+                self._write_if_queued(now, completed)
         except KafkaError as error:
             self._close(now, completed, error)
 
@@ -596,13 +597,22 @@ class BrokerConnection:
                 else:
                     self._require_transport().finish_connect()
                     self._on_transport_connected(now)
-                return
-            if events & EVENT_WRITE and self._outgoing:
-                self._write(now, completed)
-            if events & EVENT_READ:
+            elif events & EVENT_READ:
                 self._read(now, completed)
+            # Also writes what setup just queued (ApiVersions, the next SASL step) at once,
+            # rather than one select later.
+            self._write_if_queued(now, completed)
         except KafkaError as error:
             self._close(now, completed, error)
+
+    def _write_if_queued(self, now: float, completed: list[Completion]) -> None:
+        state = self._state
+        if (
+            self._outgoing
+            and state is not ConnectionState.DISCONNECTED
+            and state is not ConnectionState.CONNECTING
+        ):
+            self._write(now, completed)
 
     def _read(self, now: float, completed: list[Completion]) -> None:
         transport = self._require_transport()
@@ -661,9 +671,9 @@ class BrokerConnection:
                 now,
                 completed,
                 RequestTimeoutError(
-                    f"{expired.describe()} to {self.description} got no response within "
-                    f"request_timeout_ms={self._settings.request_timeout_ms}; "
-                    "the connection was closed"
+                    f"{expired.describe()} got no response within request_timeout_ms="
+                    f"{self._settings.request_timeout_ms}; closed the connection to "
+                    f"{self.description}"
                 ),
             )
 

@@ -250,9 +250,8 @@ def test_connect_then_api_versions_v3_naming_the_client_then_ready() -> None:
 
     conn.handle_events(EVENT_WRITE, 1.0, harness.completed)
     assert state_of(conn) is ConnectionState.CHECKING_API_VERSIONS
-    assert conn.interest() == EVENT_READ | EVENT_WRITE  # the ApiVersions request is queued
-    conn.handle_events(EVENT_WRITE, 1.0, harness.completed)
-    assert conn.interest() == EVENT_READ
+    assert conn.interest() == EVENT_READ  # ApiVersions was written at once
+    assert conn.in_flight_count == 1
 
     [(header, body)] = harness.transport.take_requests()
     assert (header.request_api_key, header.request_api_version) == (18, 3)

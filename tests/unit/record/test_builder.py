@@ -279,27 +279,35 @@ def test_compression_ratio_estimate_lets_more_records_in() -> None:
     assert hopeful.estimated_size_in_bytes <= 16384 + 200
 
 
-def test_append_many_takes_what_fits_and_continues_from_start() -> None:
-    count = 5000
-    keys: list[bytes | None] = [os.urandom(10) for _ in range(count)]
-    values: list[bytes | None] = [os.urandom(100) for _ in range(count)]
-    timestamps = [BASE_TS + i for i in range(count)]
-    batches, start = [], 0
+@pytest.mark.parametrize("mixed", [False, True], ids=["plain", "nulls-headers-big-fields"])
+@pytest.mark.parametrize("limit", [1024, 16384, 65536])
+def test_append_many_fills_batches_exactly_as_appends_do(mixed: bool, limit: int) -> None:
+    if mixed:
+        records = mixed_records(400, seed=limit)
+    else:
+        records = [(BASE_TS + i, os.urandom(10), os.urandom(100), []) for i in range(3000)]
+    count = len(records)
+    timestamps = [r[0] for r in records]
+    keys = [r[1] for r in records]
+    values = [r[2] for r in records]
+    headers: list[Headers | None] = [r[3] for r in records]
+    read_back: list[bytes | None] = []
+    start = 0
     while start < count:
-        builder = RecordBatchBuilder(batch_size_limit=16384)
-        taken = builder.append_many(keys, values, timestamps, start=start)
+        builder = RecordBatchBuilder(batch_size_limit=limit)
+        taken = builder.append_many(keys, values, timestamps, headers, start=start)
         assert taken > 0
-        # Filled as tightly as one-by-one appends would.
-        single = RecordBatchBuilder(batch_size_limit=16384)
+        single = RecordBatchBuilder(batch_size_limit=limit)
         for i in range(start, count):
-            if single.append(timestamps[i], keys[i], values[i]) is None:
+            if single.append(timestamps[i], keys[i], values[i], headers[i]) is None:
                 break
         assert taken == len(single)
+        data = builder.build()
+        assert data == single.build()
+        assert len(data) <= limit or taken == 1
+        read_back += [r.value for r in read_record_batches(data)[0].records]
         start += taken
-        batches.append(builder.build())
-        assert batches[-1] == single.build()
-    offsets = [r.value for b in batches for r in read_record_batches(b)[0].records]
-    assert offsets == values
+    assert read_back == values
 
 
 def test_append_many_after_appends_and_on_a_full_batch() -> None:

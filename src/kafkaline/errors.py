@@ -1169,3 +1169,22 @@ class RequestTimeoutError(KafkaTimeoutError, KafkaConnectionError):
 class ConnectionSetupTimeoutError(KafkaTimeoutError, KafkaConnectionError):
     """A connection to a broker (TCP connect, and later the TLS handshake) was not set up
     within the connection setup timeout."""
+
+
+# --------------------------------------------------------------------------- producer errors
+# Appended by the record accumulator: the local errors a send can end with.
+
+
+class ProducerClosedError(IllegalStateError):
+    """The producer was closed: a send waiting for buffer memory, or a record still buffered
+    when the producer was closed forcefully, fails with this error."""
+
+
+class BufferExhaustedError(KafkaTimeoutError):
+    """``buffer_memory`` stayed used up by records waiting to be sent for longer than
+    ``max_block_ms``: send() gave up waiting for room (Java's ``BufferExhaustedException``)."""
+
+
+class DeliveryTimeoutError(KafkaTimeoutError):
+    """A record was not acknowledged within ``delivery_timeout_ms`` of being added to its
+    batch; the message says how old the batch was and the limit."""

@@ -1,0 +1,896 @@
+""":class:`RecordAccumulator`: per-partition queues of batches between send() and the Sender.
+
+User threads :meth:`~RecordAccumulator.append` records: into the last batch of the
+partition's queue, or into a new batch whose memory comes from the :class:`BufferPool`. The
+Sender's thread asks :meth:`~RecordAccumulator.ready` which brokers have something to send,
+takes batches with :meth:`~RecordAccumulator.drain`, and completes, re-enqueues, splits or
+expires them. Every decision takes ``now`` (milliseconds of the producer's monotonic clock,
+a float), so tests drive it with a fake clock.
+
+Sender loop sketch::
+
+    result = accumulator.ready(cluster, now)
+    batches = accumulator.drain(cluster, result.ready_nodes, max_request_size, now)
+    for batch in accumulator.expired_batches(now):
+        accumulator.fail_batch(batch, batch.delivery_timeout_error(delivery_timeout_ms, now))
+    ...  # one produce request per node; on its response, per batch:
+    accumulator.complete_batch(batch, base_offset, log_append_time)   # success
+    accumulator.reenqueue(batch, now)                                 # retriable error
+    accumulator.split_and_reenqueue(batch)                            # MESSAGE_TOO_LARGE
+    accumulator.fail_batch(batch, error)                              # other errors
+
+Locking, one lock per partition queue as in Java, chosen by measurement (CPython 3.11 on the
+shared 2-core machine, see ``benchmarks/micro_accumulator.py``): an uncontended
+``threading.Lock`` costs the same whether one or many exist, so the per-record price is equal;
+what differs is who waits. With one accumulator lock, ready() and drain() over all partitions
+hold it for their whole pass, and every appending thread that the GIL switches to during that
+pass blocks on it (a futex sleep and wake-up, ~10-50 us, per switch); with a lock per queue
+they only collide on the same partition for the length of one append or one queue check.
+Measured with 4 appending threads on 6 partitions and a Sender thread draining every
+millisecond: see the numbers in ``benchmarks/micro_accumulator.py`` (``--threads``). The map of
+queues is copy-on-write (a queue is created once per partition), so the hot path and the
+Sender read it without a lock.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import random
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Collection, Sequence
+from typing import NamedTuple, Protocol
+
+from kafkaline.config import ExponentialBackoff, ProducerConfig, UniformRandom
+from kafkaline.errors import IllegalStateError, KafkaTimeoutError, ProducerClosedError
+from kafkaline.net.cluster import TopicPartition
+from kafkaline.producer.batch import ProducerBatch
+from kafkaline.producer.buffer_pool import BufferPool
+from kafkaline.producer.builtin_partitioner import (
+    BuiltInPartitioner,
+    PartitionQueueState,
+    StickyPartition,
+)
+from kafkaline.producer.compression_ratio import CompressionRatioEstimator
+from kafkaline.producer.futures import FutureRecordMetadata
+from kafkaline.producer.partitioner import ClusterPartitions
+from kafkaline.record import CompressionType, Headers
+from kafkaline.record.batch_format import BATCH_HEADER_SIZE
+from kafkaline.record.record_encoder import RECORD_OVERHEAD_BOUND, encode_headers
+
+__all__ = [
+    "AccumulatorCluster",
+    "BatchStats",
+    "LeaderNode",
+    "ReadyCheckResult",
+    "RecordAccumulator",
+    "RecordAppendResult",
+]
+
+_log = logging.getLogger(__name__)
+_new_tuple = tuple.__new__
+
+#: What :meth:`RecordAccumulator.append` returns: ``(future, batch_is_full,
+#: new_batch_created)``. A plain tuple, not a NamedTuple: building a NamedTuple per record cost
+#: ~0.18 us more (measured, see the benchmark), a fifth of the whole send() budget. Unpack it::
+#:
+#:     future, batch_is_full, new_batch_created = accumulator.append(...)
+#:     if batch_is_full or new_batch_created:
+#:         sender.wakeup()
+RecordAppendResult = tuple[FutureRecordMetadata, bool, bool]
+
+
+class LeaderNode(Protocol):
+    """A partition leader as the cluster metadata gives it (``BrokerNode`` is one)."""
+
+    @property
+    def node_id(self) -> int: ...
+
+
+class AccumulatorCluster(ClusterPartitions, Protocol):
+    """What the accumulator needs from a cluster metadata snapshot. The network layer's
+    ``ClusterMetadata`` implements it; so can a small fake in tests."""
+
+    def leader_for(self, tp: TopicPartition) -> LeaderNode | None:
+        """The broker leading ``tp``, or ``None`` when unknown."""
+        ...
+
+    def partitions_for_node(self, node_id: int) -> Sequence[TopicPartition]:
+        """The partitions ``node_id`` leads, in a stable order (drain rotates over it)."""
+        ...
+
+
+class ReadyCheckResult(NamedTuple):
+    """What :meth:`RecordAccumulator.ready` found."""
+
+    #: Node ids of leaders with at least one sendable batch.
+    ready_nodes: set[int]
+    #: How long until another partition may become sendable (``math.inf``: nothing queued).
+    next_ready_check_delay_ms: float
+    #: Topics with queued batches but a partition without known leader: refresh metadata.
+    unknown_leader_topics: set[str]
+
+
+class BatchStats:
+    """Cumulative counts of the batches closed for sending, for the producer's metrics
+    (``batch-size-avg``, ``records-per-batch-avg``, ``compression-rate-avg``). Updated by
+    the Sender's thread only."""
+
+    __slots__ = ("batches", "bytes", "records", "uncompressed_bytes")
+
+    def __init__(self) -> None:
+        self.batches = 0
+        self.records = 0
+        #: Wire bytes of the batches.
+        self.bytes = 0
+        #: Bytes of the batches' records before compression.
+        self.uncompressed_bytes = 0
+
+    def add(self, batch: ProducerBatch) -> None:
+        """Count a batch that was just closed (sealed)."""
+        self.batches += 1
+        self.records += batch.record_count
+        size = batch.estimated_size_in_bytes
+        self.bytes += size
+        uncompressed = batch.builder.uncompressed_records_size
+        self.uncompressed_bytes += uncompressed if batch.builder.compression else size
+
+    @property
+    def batch_size_avg(self) -> float:
+        """Average wire size of a batch (0.0 before any)."""
+        return self.bytes / self.batches if self.batches else 0.0
+
+    @property
+    def records_per_batch_avg(self) -> float:
+        """Average records per batch (0.0 before any)."""
+        return self.records / self.batches if self.batches else 0.0
+
+    @property
+    def compression_rate_avg(self) -> float:
+        """Compressed / uncompressed bytes over all batches (1.0 before any)."""
+        return self.bytes / self.uncompressed_bytes if self.uncompressed_bytes else 1.0
+
+
+class _PartitionQueue:
+    """One partition's batches, oldest first, and the lock that guards them."""
+
+    __slots__ = ("batches", "lock", "tp")
+
+    def __init__(self, tp: TopicPartition) -> None:
+        self.tp = tp
+        self.batches: deque[ProducerBatch] = deque()
+        self.lock = threading.Lock()
+
+
+class _NodeLatency:
+    """When a node last had data ready and when it was last drained (KIP-794)."""
+
+    __slots__ = ("drain_ms", "ready_ms")
+
+    def __init__(self, now: float) -> None:
+        self.ready_ms = now
+        self.drain_ms = now
+
+
+class RecordAccumulator:
+    """Batches records per topic-partition until the Sender takes them.
+
+    ``batch_size`` is Kafka's ``batch.size`` (0: one record per batch); ``linger_ms`` how
+    long a batch that is not full waits for more records; ``delivery_timeout_ms`` how long a
+    batch may wait for an acknowledgement in total; ``retry_backoff`` the wait before a
+    re-enqueued batch is retried (exponential with jitter; ``rng`` draws the jitter and the
+    sticky partitions). Records without a partition go to the KIP-794 built-in sticky
+    partitioner of their topic (``partitioner_adaptive``,
+    ``partitioner_availability_timeout_ms``). ``on_batch_sealed`` is called on the Sender's
+    thread for every batch closed for sending (metrics).
+
+    >>> accumulator = RecordAccumulator(batch_size=1024, linger_ms=5)
+    >>> future, batch_is_full, new_batch = accumulator.append(
+    ...     "events", 0, 1_700_000_000_000, b"key", b"value", now=0.0)
+    >>> new_batch, accumulator.has_undrained()
+    (True, True)
+    """
+
+    def __init__(
+        self,
+        *,
+        batch_size: int = 16384,
+        linger_ms: float = 5.0,
+        buffer_pool: BufferPool | None = None,
+        compression: int = CompressionType.NONE,
+        compression_level: int | None = None,
+        delivery_timeout_ms: float = 120_000.0,
+        retry_backoff: ExponentialBackoff | None = None,
+        partitioner_adaptive: bool = True,
+        partitioner_availability_timeout_ms: float = 0.0,
+        rng: random.Random | None = None,
+        on_batch_sealed: Callable[[ProducerBatch], None] | None = None,
+    ) -> None:
+        self._batch_size = batch_size
+        self._linger_ms = float(linger_ms)
+        self._pool = (
+            buffer_pool
+            if buffer_pool is not None
+            else BufferPool(32 * 1024 * 1024, max(batch_size, BATCH_HEADER_SIZE + 1))
+        )
+        self._compression = CompressionType(compression)
+        self._compression_level = compression_level
+        self._delivery_timeout_ms = float(delivery_timeout_ms)
+        self._retry_backoff = (
+            retry_backoff if retry_backoff is not None else ExponentialBackoff(100, 1000)
+        )
+        self._rng: random.Random = rng if rng is not None else random.Random()
+        self._backoff_rng: UniformRandom = self._rng
+        self._adaptive = partitioner_adaptive
+        self._availability_timeout_ms = partitioner_availability_timeout_ms
+        self._on_batch_sealed = on_batch_sealed
+        self._estimator = CompressionRatioEstimator()
+        #: topic -> partition -> queue. Copy-on-write under _queues_lock: readers take the
+        #: current dicts without a lock, and never see one change under them.
+        self._queues: dict[str, dict[int, _PartitionQueue]] = {}
+        self._queues_lock = threading.Lock()
+        self._sticky: dict[str, BuiltInPartitioner] = {}
+        self._incomplete: set[ProducerBatch] = set()
+        self._incomplete_lock = threading.Lock()
+        # The Sender's thread only: muting, drain rotation, node latency.
+        self._muted: set[TopicPartition] = set()
+        self._drain_index: dict[int, int] = {}
+        self._node_latency: dict[int, _NodeLatency] = {}
+        self._next_expiry_ms = math.inf
+        self._flushes_in_progress = 0
+        self._flush_lock = threading.Lock()
+        self._closed = False
+        #: Counts of the batches closed for sending, for metrics.
+        self.batch_stats = BatchStats()
+
+    @classmethod
+    def from_config(
+        cls,
+        config: ProducerConfig,
+        *,
+        rng: random.Random | None = None,
+        on_batch_sealed: Callable[[ProducerBatch], None] | None = None,
+        on_buffer_wait: Callable[[float], None] | None = None,
+    ) -> RecordAccumulator:
+        """An accumulator (and its buffer pool) set up from a producer's configuration."""
+        return cls(
+            batch_size=config.batch_size,
+            linger_ms=config.linger_ms,
+            buffer_pool=BufferPool(
+                config.buffer_memory,
+                max(config.batch_size, BATCH_HEADER_SIZE + 1),
+                on_wait=on_buffer_wait,
+            ),
+            compression=CompressionType[config.compression_type.upper()],
+            compression_level=config.compression_level,
+            delivery_timeout_ms=config.effective_delivery_timeout_ms,
+            retry_backoff=config.retry_backoff,
+            partitioner_adaptive=config.partitioner_adaptive_partitioning_enable,
+            partitioner_availability_timeout_ms=config.partitioner_availability_timeout_ms,
+            rng=rng,
+            on_batch_sealed=on_batch_sealed,
+        )
+
+    # ------------------------------------------------------------------ appending
+
+    def append(
+        self,
+        topic: str,
+        partition: int | None,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Headers | None = None,
+        max_time_to_block_ms: float = 0.0,
+        now: float = 0.0,
+        cluster: ClusterPartitions | None = None,
+    ) -> RecordAppendResult:
+        """Add a serialized record to its partition's last batch, or to a new batch; return
+        ``(future, batch_is_full, new_batch_created)``. Wake the Sender when either flag is
+        set: a batch is ready to go without waiting for ``linger_ms``.
+
+        ``partition=None`` lets the topic's built-in sticky partitioner choose (``cluster``
+        is then required). Blocks up to ``max_time_to_block_ms`` when ``buffer_memory`` is
+        used up, then raises :class:`~kafkaline.errors.BufferExhaustedError`. Raises
+        :class:`~kafkaline.errors.ProducerClosedError` when a new batch is needed after
+        :meth:`close`, and what the record builder raises for a bad record.
+        """
+        if partition is not None:
+            # Hot path: the partition's last batch has room. Measured per append (100-byte
+            # value, 10-byte key) in benchmarks/micro_accumulator.py; each piece is there
+            # because it was the cheapest form: nested dict lookups (no tuple key to build),
+            # acquire/try/finally (cheaper than `with` here), the builder's append called
+            # directly, the future made with tuple.__new__ and the result a plain tuple.
+            try:
+                queue = self._queues[topic][partition]
+            except KeyError:
+                pass
+            else:
+                lock = queue.lock
+                lock.acquire()
+                try:
+                    batches = queue.batches
+                    if batches:
+                        batch = batches[-1]
+                        offset_delta = batch.builder.append(timestamp, key, value, headers)
+                        if offset_delta is not None:
+                            return (
+                                _new_tuple(
+                                    FutureRecordMetadata,
+                                    (
+                                        batch.result,
+                                        offset_delta,
+                                        -1 if key is None else len(key),
+                                        -1 if value is None else len(value),
+                                        timestamp,
+                                    ),
+                                ),
+                                len(batches) > 1,
+                                False,
+                            )
+                finally:
+                    lock.release()
+        return self._append_slow(
+            topic, partition, timestamp, key, value, headers, max_time_to_block_ms, now, cluster
+        )
+
+    def _append_slow(
+        self,
+        topic: str,
+        partition: int | None,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Headers | None,
+        max_time_to_block_ms: float,
+        now: float,
+        cluster: ClusterPartitions | None,
+    ) -> RecordAppendResult:
+        # Java's append protocol: try the last batch under the queue's lock; else take memory
+        # from the pool without any lock held (it may block), make the batch, and try again
+        # under the lock, since another thread may have made a batch meanwhile. With the
+        # sticky partitioner, start over if another thread switched partitions.
+        sticky_partitioner: BuiltInPartitioner | None = None
+        if partition is None:
+            if cluster is None:
+                raise ValueError("append() without a partition needs the cluster")
+            sticky_partitioner = self._sticky_partitioner(topic)
+        record_size = _record_size_bound(key, value, headers)
+        pooled = 0
+        new_batch: ProducerBatch | None = None
+        try:
+            while True:
+                sticky: StickyPartition | None = None
+                if sticky_partitioner is not None and cluster is not None:
+                    sticky = sticky_partitioner.peek_current(cluster)
+                queue = self._queue(topic, sticky.partition if sticky is not None else partition)
+                with queue.lock:
+                    if sticky is not None and self._sticky_changed(sticky_partitioner, sticky):
+                        continue
+                    future = _try_append_last(queue, timestamp, key, value, headers)
+                    if future is not None:
+                        self._sticky_appended(
+                            sticky_partitioner, sticky, queue, record_size, cluster
+                        )
+                        return future, len(queue.batches) > 1, False
+                if not pooled:
+                    size = max(self._batch_size, BATCH_HEADER_SIZE + record_size)
+                    now += self._pool.allocate(size, max_time_to_block_ms)
+                    pooled = size
+                if new_batch is None or new_batch.topic_partition != queue.tp:
+                    new_batch = self._new_batch(queue.tp, now)
+                with queue.lock:
+                    if sticky is not None and self._sticky_changed(sticky_partitioner, sticky):
+                        continue
+                    if self._closed:
+                        raise ProducerClosedError(
+                            "the producer was closed while a send was in progress"
+                        )
+                    future = _try_append_last(queue, timestamp, key, value, headers)
+                    if future is not None:
+                        self._sticky_appended(
+                            sticky_partitioner, sticky, queue, record_size, cluster
+                        )
+                        return future, len(queue.batches) > 1, False
+                    future = new_batch.try_append(timestamp, key, value, headers)
+                    if future is None:  # pragma: no cover - an empty batch takes any record
+                        raise IllegalStateError("a record did not fit an empty batch")
+                    new_batch.pooled_bytes = pooled
+                    pooled = 0  # the batch holds it now, until it is deallocated
+                    queue.batches.append(new_batch)
+                    with self._incomplete_lock:
+                        self._incomplete.add(new_batch)
+                    self._sticky_appended(sticky_partitioner, sticky, queue, record_size, cluster)
+                    return future, len(queue.batches) > 1 or new_batch.is_full, True
+        finally:
+            if pooled:
+                self._pool.deallocate(pooled)
+
+    def _new_batch(self, tp: TopicPartition, now: float) -> ProducerBatch:
+        compressed = self._compression is not CompressionType.NONE
+        return ProducerBatch(
+            tp,
+            created_ms=now,
+            batch_size=self._batch_size,
+            compression=self._compression,
+            compression_level=self._compression_level,
+            estimated_compression_ratio=self._estimator.estimate(tp.topic) if compressed else 1.0,
+        )
+
+    def _queue(self, topic: str, partition: int | None) -> _PartitionQueue:
+        """The partition's queue, created on first use (copy-on-write)."""
+        if partition is None:  # pragma: no cover - callers resolve the partition first
+            raise IllegalStateError("no partition chosen")
+        partitions = self._queues.get(topic)
+        if partitions is not None:
+            queue = partitions.get(partition)
+            if queue is not None:
+                return queue
+        with self._queues_lock:
+            partitions = self._queues.get(topic, {})
+            queue = partitions.get(partition)
+            if queue is None:
+                queue = _PartitionQueue(TopicPartition(topic, partition))
+                queues = dict(self._queues)
+                queues[topic] = {**partitions, partition: queue}
+                self._queues = queues
+            return queue
+
+    def _existing_queue(self, tp: TopicPartition) -> _PartitionQueue | None:
+        partitions = self._queues.get(tp.topic)
+        return None if partitions is None else partitions.get(tp.partition)
+
+    # ------------------------------------------------------------------ sticky partitioning
+
+    def _sticky_partitioner(self, topic: str) -> BuiltInPartitioner:
+        partitioner = self._sticky.get(topic)
+        if partitioner is None:
+            with self._queues_lock:
+                partitioner = self._sticky.get(topic)
+                if partitioner is None:
+                    partitioner = BuiltInPartitioner(
+                        topic,
+                        max(1, self._batch_size),
+                        adaptive=self._adaptive,
+                        availability_timeout_ms=int(self._availability_timeout_ms),
+                        rng=self._rng,
+                    )
+                    self._sticky = {**self._sticky, topic: partitioner}
+        return partitioner
+
+    @staticmethod
+    def _sticky_changed(partitioner: BuiltInPartitioner | None, sticky: StickyPartition) -> bool:
+        return partitioner is not None and partitioner.is_partition_changed(sticky)
+
+    @staticmethod
+    def _sticky_appended(
+        partitioner: BuiltInPartitioner | None,
+        sticky: StickyPartition | None,
+        queue: _PartitionQueue,
+        record_size: int,
+        cluster: ClusterPartitions | None,
+    ) -> None:
+        # Under the queue's lock, as KIP-794 requires. Switching waits until the last batch
+        # is full, so no small batch is left behind (it happens anyway at 2x batch_size).
+        if partitioner is not None and sticky is not None and cluster is not None:
+            batches = queue.batches
+            all_full = not batches or batches[-1].is_full
+            partitioner.update_partition_info(sticky, record_size, cluster, enable_switch=all_full)
+
+    # ------------------------------------------------------------------ the Sender's view
+
+    def ready(self, cluster: AccumulatorCluster, now: float) -> ReadyCheckResult:
+        """The leaders with a sendable batch, when to check again, and topics whose leaders
+        are unknown.
+
+        A partition's first batch is sendable when it is not backing off after a failed try
+        and: it is full (or more batches wait behind it), or it waited ``linger_ms`` (its
+        retry backoff, when re-enqueued), or threads wait for buffer memory, or the
+        accumulator is closing, or a flush is in progress. Muted partitions are skipped.
+        Also refreshes the adaptive partitioners' queue statistics (KIP-794).
+        """
+        ready_nodes: set[int] = set()
+        unknown_leader_topics: set[str] = set()
+        next_delay = math.inf
+        send_now = self._pool.queued > 0 or self._closed or self._flushes_in_progress > 0
+        linger = self._linger_ms
+        muted = self._muted
+        sticky = self._sticky
+        for topic, partitions in self._queues.items():
+            partitioner = sticky.get(topic)
+            queue_states: list[PartitionQueueState] | None = (
+                [] if partitioner is not None and self._adaptive else None
+            )
+            for queue in partitions.values():
+                leader_node = cluster.leader_for(queue.tp)
+                leader = None if leader_node is None else leader_node.node_id
+                with queue.lock:
+                    batches = queue.batches
+                    queue_size = len(batches)
+                    first = batches[0] if queue_size else None
+                    full = queue_size > 1 or (first is not None and first.is_full)
+                if queue_states is not None:
+                    queue_states.append(
+                        PartitionQueueState(
+                            queue.tp.partition,
+                            queue_size,
+                            has_leader=leader is not None,
+                            leader_stalled_ms=self._leader_stalled_ms(leader),
+                        )
+                    )
+                if first is None:
+                    continue
+                if leader is None:
+                    unknown_leader_topics.add(topic)
+                    continue
+                if leader in ready_nodes or queue.tp in muted:
+                    continue
+                # A batch's times and attempts change only in reenqueue(), on the Sender's own
+                # thread: no lock needed to read them.
+                waited = now - first.last_attempt_ms
+                backing_off = first.attempts > 0 and waited < first.retry_backoff_ms
+                time_to_wait = first.retry_backoff_ms if backing_off else linger
+                if not backing_off and (full or send_now or waited >= time_to_wait):
+                    ready_nodes.add(leader)
+                else:
+                    next_delay = min(next_delay, max(time_to_wait - waited, 0.0))
+            if partitioner is not None and queue_states is not None:
+                try:
+                    partition_count = cluster.partition_count(topic)
+                except KeyError:
+                    # Not in this metadata snapshot (yet): keep the current weights.
+                    continue
+                partitioner.update_load_stats(queue_states, partition_count)
+        return ReadyCheckResult(ready_nodes, next_delay, unknown_leader_topics)
+
+    def _leader_stalled_ms(self, leader: int | None) -> int:
+        latency = None if leader is None else self._node_latency.get(leader)
+        return 0 if latency is None else int(latency.ready_ms - latency.drain_ms)
+
+    def update_node_latency_stats(self, node_id: int, now: float, can_drain: bool) -> None:
+        """Tell the adaptive partitioner whether a ready node could be drained at ``now``
+        (the Sender calls it for every ready node): partitions whose leader has had data
+        ready without being drained for ``partitioner_availability_timeout_ms`` are avoided.
+        """
+        if self._availability_timeout_ms <= 0:
+            return
+        latency = self._node_latency.get(node_id)
+        if latency is None:
+            latency = self._node_latency[node_id] = _NodeLatency(now)
+        if can_drain:
+            latency.drain_ms = now
+        latency.ready_ms = now
+
+    def drain(
+        self,
+        cluster: AccumulatorCluster,
+        nodes: Collection[int],
+        max_request_size: int,
+        now: float,
+    ) -> dict[int, list[ProducerBatch]]:
+        """Take, for each node, at most one batch per partition it leads, up to
+        ``max_request_size`` bytes per node (a first batch larger than that goes alone).
+
+        Partitions are visited from a rotating start per node, so that the size limit does
+        not always favour the same ones: the next drain starts at the partition that did not
+        fit, or one further after a full pass. Muted partitions and batches backing off are
+        skipped. Drained batches are closed and encoded here (outside the queue locks); a
+        batch that cannot be encoded fails with its error instead of being returned.
+        """
+        drained: dict[int, list[ProducerBatch]] = {}
+        for node in nodes:
+            drained[node] = self._drain_node(cluster, node, max_request_size, now)
+        return drained
+
+    def _drain_node(
+        self, cluster: AccumulatorCluster, node: int, max_request_size: int, now: float
+    ) -> list[ProducerBatch]:
+        ready: list[ProducerBatch] = []
+        parts = cluster.partitions_for_node(node)
+        count = len(parts)
+        if not count:
+            return ready
+        start = self._drain_index.get(node, 0) % count
+        next_start = (start + 1) % count
+        size = 0
+        muted = self._muted
+        for step in range(count):
+            index = (start + step) % count
+            tp = parts[index]
+            if tp in muted:
+                continue
+            queue = self._existing_queue(tp)
+            if queue is None:
+                continue
+            with queue.lock:
+                batches = queue.batches
+                if not batches:
+                    continue
+                first = batches[0]
+                if first.is_backing_off(now):
+                    continue
+                if ready and size + first.estimated_size_in_bytes > max_request_size:
+                    next_start = index  # it goes first next time
+                    break
+                batches.popleft()
+                first.close_for_appends()
+            # Encoding is the expensive part: done without holding the queue's lock.
+            try:
+                first.close()
+            except Exception as error:
+                # A record the builder cannot encode (e.g. a timestamp out of range): its
+                # batch fails with the reason, the others go on.
+                _log.warning("failed to encode a batch for %s: %s", tp, error)
+                self.fail_batch(first, error)
+                continue
+            self._batch_sealed(first)
+            size += first.estimated_size_in_bytes
+            first.drained(now)
+            ready.append(first)
+        self._drain_index[node] = next_start
+        return ready
+
+    def _batch_sealed(self, batch: ProducerBatch) -> None:
+        self.batch_stats.add(batch)
+        if batch.builder.compression:
+            self._estimator.update(batch.topic, batch.compression_ratio)
+        if self._on_batch_sealed is not None:
+            self._on_batch_sealed(batch)
+
+    # ------------------------------------------------------------------ muting
+
+    def mute(self, tp: TopicPartition) -> None:
+        """Hold ``tp`` back from ready() and drain() while a batch of it is in flight (the
+        Sender does this with ``max_in_flight_requests_per_connection=1`` to keep order)."""
+        self._muted.add(tp)
+
+    def unmute(self, tp: TopicPartition) -> None:
+        """Let ``tp`` be drained again."""
+        self._muted.discard(tp)
+
+    def is_muted(self, tp: TopicPartition) -> bool:
+        """Whether ``tp`` is muted."""
+        return tp in self._muted
+
+    # ------------------------------------------------------------------ outcomes
+
+    def complete_batch(
+        self, batch: ProducerBatch, base_offset: int, log_append_time: int = -1
+    ) -> bool:
+        """Complete ``batch`` from a successful produce response and free its memory.
+        Returns whether this call completed it (see :meth:`ProducerBatch.done`)."""
+        try:
+            return batch.done(base_offset, log_append_time)
+        finally:
+            self.deallocate(batch)
+
+    def fail_batch(
+        self,
+        batch: ProducerBatch,
+        exception: Exception,
+        record_errors: dict[int, Exception] | None = None,
+    ) -> bool:
+        """Fail ``batch``'s records with ``exception`` (per-record errors in
+        ``record_errors``) and free its memory. Returns whether this call completed it."""
+        try:
+            return batch.done(-1, -1, exception, record_errors)
+        finally:
+            self.deallocate(batch)
+
+    def deallocate(self, batch: ProducerBatch) -> None:
+        """Forget a finished batch and give its memory back to the pool. Idempotent."""
+        with self._incomplete_lock:
+            if batch not in self._incomplete:
+                return
+            self._incomplete.remove(batch)
+        if batch.pooled_bytes:
+            self._pool.deallocate(batch.pooled_bytes)
+
+    def reenqueue(self, batch: ProducerBatch, now: float) -> None:
+        """Put a batch that failed with a retriable error back at the head of its queue:
+        one more attempt, and not retried before its backoff passed (``retry_backoff``,
+        exponential with jitter in the number of attempts)."""
+        backoff = self._retry_backoff.next_delay(batch.attempts, self._backoff_rng)
+        batch.reenqueued(now, float(backoff))
+        queue = self._queue(batch.topic, batch.partition)
+        with queue.lock:
+            queue.batches.appendleft(batch)
+
+    def split_and_reenqueue(self, batch: ProducerBatch) -> int:
+        """Split a batch the broker found too large (MESSAGE_TOO_LARGE) into batches of
+        ``batch_size``, put them at the head of its queue in order, and free the big one's
+        memory; its records' futures follow to the new batches. Returns how many batches it
+        became. The topic's compression estimate is reset, so later batches are smaller."""
+        self._estimator.reset(batch.topic)
+        parts = batch.split(max(self._batch_size, BATCH_HEADER_SIZE + 1))
+        with self._incomplete_lock:
+            self._incomplete.update(parts)
+        queue = self._queue(batch.topic, batch.partition)
+        with queue.lock:
+            queue.batches.extendleft(reversed(parts))
+        self.deallocate(batch)
+        return len(parts)
+
+    def expired_batches(self, now: float) -> list[ProducerBatch]:
+        """Remove and return the queued batches created ``delivery_timeout_ms`` or longer
+        ago (oldest first per partition), closed for appends. Fail each with
+        ``batch.delivery_timeout_error(delivery_timeout_ms, now)`` through
+        :meth:`fail_batch`. Also updates :attr:`next_expiry_time_ms`."""
+        expired: list[ProducerBatch] = []
+        next_expiry = math.inf
+        timeout = self._delivery_timeout_ms
+        for partitions in self._queues.values():
+            for queue in partitions.values():
+                with queue.lock:
+                    batches = queue.batches
+                    while batches:
+                        first = batches[0]
+                        if not first.has_reached_delivery_timeout(timeout, now):
+                            next_expiry = min(next_expiry, first.created_ms + timeout)
+                            break
+                        batches.popleft()
+                        first.close_for_appends()
+                        expired.append(first)
+        self._next_expiry_ms = next_expiry
+        return expired
+
+    @property
+    def delivery_timeout_ms(self) -> float:
+        """How long a batch may wait for its acknowledgement, from its creation."""
+        return self._delivery_timeout_ms
+
+    @property
+    def next_expiry_time_ms(self) -> float:
+        """When the oldest queued batch expires, as of the last :meth:`expired_batches`
+        (``math.inf`` if none was queued): the Sender sleeps no longer than that."""
+        return self._next_expiry_ms
+
+    # ------------------------------------------------------------------ flush and close
+
+    def begin_flush(self) -> None:
+        """Make every batch sendable at once until :meth:`await_flush_completion`."""
+        with self._flush_lock:
+            self._flushes_in_progress += 1
+
+    def flush_in_progress(self) -> bool:
+        """Whether a flush is going on."""
+        return self._flushes_in_progress > 0
+
+    def await_flush_completion(self, timeout_ms: float | None = None) -> None:
+        """Wait until every batch that existed when called has completed (also the batches
+        a split moved its records to), then end the flush begun by :meth:`begin_flush`.
+
+        Raises :class:`~kafkaline.errors.KafkaTimeoutError` if that takes longer than
+        ``timeout_ms`` (``None``: wait for ever); the flush ends either way.
+        """
+        try:
+            deadline = None if timeout_ms is None else time.monotonic() + timeout_ms / 1000.0
+            with self._incomplete_lock:
+                results = [batch.result for batch in self._incomplete]
+            for result in results:
+                if not result.wait_final(deadline):
+                    with self._incomplete_lock:
+                        left = len(self._incomplete)
+                    raise KafkaTimeoutError(
+                        f"flush did not complete within {timeout_ms:.0f} ms: "
+                        f"{left} batch(es) still waiting for an acknowledgement"
+                    )
+        finally:
+            with self._flush_lock:
+                self._flushes_in_progress -= 1
+
+    def close(self) -> None:
+        """Start closing: every batch becomes sendable, no new batch can be created, and
+        threads waiting for buffer memory fail with ProducerClosedError. Batches already
+        queued are still sent (graceful close); :meth:`abort_incomplete_batches` drops them."""
+        self._closed = True
+        self._pool.close()
+
+    @property
+    def is_closed(self) -> bool:
+        """Whether :meth:`close` (or an abort) happened."""
+        return self._closed
+
+    def abort_incomplete_batches(self, exception: Exception | None = None) -> int:
+        """Forced close: fail every incomplete batch, queued or in flight, with
+        ``exception`` (default: :class:`~kafkaline.errors.ProducerClosedError`), free their
+        memory, and refuse new batches. A late response for an aborted in-flight batch is
+        then ignored. Returns how many batches were aborted."""
+        if exception is None:
+            exception = ProducerClosedError(
+                "the producer was closed forcefully before the record was acknowledged"
+            )
+        self.close()
+        aborted: list[ProducerBatch] = []
+        # Queued batches first, under their locks: an append that started before close()
+        # has finished adding its batch by the time we hold the lock, and later appends
+        # see the closed flag.
+        for partitions in self._queues.values():
+            for queue in partitions.values():
+                with queue.lock:
+                    for batch in queue.batches:
+                        batch.close_for_appends()
+                    aborted.extend(queue.batches)
+                    queue.batches.clear()
+        with self._incomplete_lock:
+            queued = set(aborted)
+            aborted.extend(batch for batch in self._incomplete if batch not in queued)
+        count = 0
+        for batch in aborted:
+            if batch.abort(exception):
+                count += 1
+            self.deallocate(batch)
+        return count
+
+    # ------------------------------------------------------------------ inspecting
+
+    def has_undrained(self) -> bool:
+        """Whether any batch is queued (not yet taken by drain)."""
+        return any(
+            queue.batches for partitions in self._queues.values() for queue in partitions.values()
+        )
+
+    def has_incomplete(self) -> bool:
+        """Whether any batch is not completed yet (queued or in flight)."""
+        return bool(self._incomplete)
+
+    def incomplete_count(self) -> int:
+        """How many batches are not completed yet (queued or in flight)."""
+        return len(self._incomplete)
+
+    def queue_sizes(self, topic: str) -> dict[int, int]:
+        """Batches queued per partition of ``topic`` (partitions that had a queue)."""
+        return {
+            partition: len(queue.batches)
+            for partition, queue in self._queues.get(topic, {}).items()
+        }
+
+    def queued_bytes(self, tp: TopicPartition) -> int:
+        """Estimated bytes queued for ``tp``."""
+        queue = self._existing_queue(tp)
+        if queue is None:
+            return 0
+        with queue.lock:
+            return sum(batch.estimated_size_in_bytes for batch in queue.batches)
+
+    def sticky_partitioner(self, topic: str) -> BuiltInPartitioner | None:
+        """The built-in sticky partitioner of ``topic``, once a record without partition
+        was appended to it."""
+        return self._sticky.get(topic)
+
+    @property
+    def buffer_pool(self) -> BufferPool:
+        """The pool bounding the memory of queued batches."""
+        return self._pool
+
+    @property
+    def batch_size(self) -> int:
+        """``batch_size`` new batches are made with."""
+        return self._batch_size
+
+
+def _try_append_last(
+    queue: _PartitionQueue,
+    timestamp: int,
+    key: bytes | None,
+    value: bytes | None,
+    headers: Headers | None,
+) -> FutureRecordMetadata | None:
+    batches = queue.batches
+    return batches[-1].try_append(timestamp, key, value, headers) if batches else None
+
+
+def _record_size_bound(key: bytes | None, value: bytes | None, headers: Headers | None) -> int:
+    """An upper bound of the record's encoded size, checking the types on the way."""
+    size = RECORD_OVERHEAD_BOUND
+    for name, field in (("key", key), ("value", value)):
+        if field is None:
+            continue
+        if not isinstance(field, (bytes, bytearray, memoryview)):
+            raise TypeError(f"record {name} must be bytes or None, not {type(field).__name__}")
+        size += field.nbytes if isinstance(field, memoryview) else len(field)
+    if headers:
+        size += len(encode_headers(headers))
+    return size

@@ -19,6 +19,7 @@ from kafkaline.net.cluster import (
     PartitionMetadata,
     TopicPartition,
 )
+from kafkaline.producer.accumulator import AccumulatorCluster
 from kafkaline.producer.partitioner import ClusterPartitions
 from kafkaline.protocol.api import MetadataResponse
 from kafkaline.protocol.api.metadata import (
@@ -164,6 +165,16 @@ def test_it_is_what_partitioners_need() -> None:
     )
     assert cluster.partition_count("t") == 2
     assert list(cluster.available_partitions("t")) == [0]
+
+
+def test_it_is_what_the_accumulator_needs() -> None:
+    cluster: AccumulatorCluster = ClusterMetadata(
+        [BrokerNode(1, "h", 1)],
+        [PartitionMetadata("t", 1, leader=1), PartitionMetadata("t", 0, leader=1)],
+    )
+    leader = cluster.leader_for(TopicPartition("t", 0))
+    assert leader is not None and leader.node_id == 1
+    assert list(cluster.partitions_for_node(1)) == [TopicPartition("t", 0), TopicPartition("t", 1)]
 
 
 def test_snapshot_cannot_be_changed() -> None:

@@ -9,9 +9,10 @@ was last tried, how often, how long it must back off before the next try.
 Completion happens exactly once. A batch that already failed or was aborted may still get a
 late answer: a forced close (or a delivery timeout) fails a batch that is in flight, then the
 broker's response arrives. That race is expected, so the second completion is ignored and
-logged at debug level, as Java's ``ProducerBatch.done`` does. A second completion of a batch
-that *succeeded* cannot come from that race: it is a bug and raises
-:class:`~kafkaline.errors.IllegalStateError`.
+logged at debug level, as Java's ``ProducerBatch.done`` does. A second answer for a batch
+that *succeeded* (or was split) cannot come from that race: :meth:`ProducerBatch.done` then
+raises :class:`~kafkaline.errors.IllegalStateError`, it is a bug. :meth:`ProducerBatch.abort`
+never raises: a forced close sweeps over batches that may complete under it.
 """
 
 from __future__ import annotations
@@ -271,9 +272,15 @@ class ProducerBatch:
 
     def abort(self, exception: Exception) -> bool:
         """Fail the records with ``exception`` without an answer from the broker (forced
-        close). Returns ``False`` if the batch had already completed."""
+        close). Returns ``False``, changing nothing, if the batch had already completed in
+        any way: an abort sweeps over batches that may complete meanwhile."""
         self.close_for_appends()
-        return self._complete(ABORTED, UNKNOWN_OFFSET, NO_TIMESTAMP, exception, None)
+        previous = self.result.complete(ABORTED, UNKNOWN_OFFSET, NO_TIMESTAMP, exception)
+        if previous is not None:
+            _log.debug(
+                "not aborting a %s batch for %s-%d", previous.value, self.topic, self.partition
+            )
+        return previous is None
 
     def _complete(
         self,

@@ -54,6 +54,8 @@ __all__ = [
     "SPLIT",
     "SUCCEEDED",
     "BatchState",
+    "Callback",
+    "Errback",
     "FutureRecordMetadata",
     "ProduceRequestResult",
     "new_future",

@@ -109,6 +109,13 @@ def breakdown() -> None:
         for _ in range(n):
             append(TIMESTAMP, key, value, None)
 
+    def builder_append_full_batches(n: int) -> None:
+        builder = RecordBatchBuilder(batch_size_limit=BATCH_SIZE)
+        for _ in range(n):
+            if builder.append(TIMESTAMP, key, value, None) is None:
+                builder = RecordBatchBuilder(batch_size_limit=BATCH_SIZE)
+                builder.append(TIMESTAMP, key, value, None)
+
     def lock_with(n: int) -> None:
         for _ in range(n):
             with lock:
@@ -152,7 +159,11 @@ def breakdown() -> None:
             append("bench", 0, TIMESTAMP, key, value, None, 1000.0, 1.0)
 
     for name, loop in [
-        ("RecordBatchBuilder.append (kept references)", builder_append),
+        ("RecordBatchBuilder.append, no size limit reached", builder_append),
+        (
+            "RecordBatchBuilder.append, 64 KiB batches (encodes at limit)",
+            builder_append_full_batches,
+        ),
         ("lock: with", lock_with),
         ("lock: acquire / try / finally release", lock_acquire_finally),
         ("future: tuple.__new__(FutureRecordMetadata, ...)", future_tuple_new),

@@ -318,10 +318,10 @@ class ProducerBatch:
         handles users hold complete with the new batches' offsets. A record larger than
         ``split_size`` gets a batch of its own.
 
-        The new batches keep this batch's creation time (the delivery timeout still counts
-        from the first append), start with no attempts, are not counted in the buffer pool,
-        and get consecutive sequences if this batch had one. The Sender splits only batches
-        with more than one record; a single record too large fails instead.
+        The new batches are closed for appends, keep this batch's creation time (the delivery
+        timeout still counts from the first append), start with no attempts, are not counted
+        in the buffer pool, and get consecutive sequences if this batch had one. The Sender
+        splits only batches with more than one record; a single record too large fails.
         """
         (decoded,) = read_record_batches(self.build())
         codec = self.builder.compression
@@ -354,6 +354,10 @@ class ProducerBatch:
                 if offset_delta is None:  # pragma: no cover - a first record always fits
                     raise IllegalStateError("a record did not fit an empty batch")
             targets.append((batch.result, offset_delta))
+        for batch in new_batches:
+            # Their records are all there: a split part at the tail of an empty queue must
+            # not take new records (they would jump ahead of a retried sequence).
+            batch.close_for_appends()
         if decoded.base_sequence != NO_SEQUENCE:
             sequence = decoded.base_sequence
             for batch in new_batches:

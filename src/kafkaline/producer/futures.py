@@ -9,11 +9,11 @@ delta in the batch, its serialized key and value sizes and its timestamp. A reco
 
 Speed: the handle is a tuple (a :class:`~typing.NamedTuple` subclass without ``__dict__``) made
 with ``tuple.__new__`` on the accumulator's hot path. Measured on the shared 2-core development
-machine (CPython 3.11, no PGO, other jobs running; best of 60 runs): 0.18 us, against 0.20 us
-for a ``__slots__`` class with ``__init__``, 0.48-0.66 us through the NamedTuple's generated
-``__new__``, and 1.5 us for a ``threading.Event``. Nothing per record is allocated besides the
-handle: callbacks are kept by the batch's result, and a ``threading.Event`` is only made when a
-thread actually waits.
+machine (CPython 3.11 without PGO, best of 40 runs, ``benchmarks/micro_accumulator.py
+--breakdown``): 0.18-0.22 us, against ~0.20 us for a ``__slots__`` class with ``__init__``,
+0.31-0.46 us through the NamedTuple's generated ``__new__`` and 2.5-2.8 us for a
+``threading.Event``. Nothing per record is allocated besides the handle: callbacks are kept by
+the batch's result, and a ``threading.Event`` is only made when a thread actually waits.
 
 Splitting a batch (MESSAGE_TOO_LARGE, KIP-126) re-appends its records to new batches; the old
 result is then *redirected*: it maps each old offset delta to (new result, new offset delta),

@@ -179,6 +179,7 @@ def test_split_keeps_order_and_the_original_futures_get_the_new_offsets() -> Non
     parts = batch.split(1024)
     assert len(parts) > 3 and all(p.is_split_batch and p.created_ms == 42.0 for p in parts)
     assert all(p.attempts == 0 and p.pooled_bytes == 0 for p in parts)
+    assert all(p.try_append(TS, None, b"late") is None for p in parts)  # closed for appends
     assert batch.final_state is SPLIT
     assert sum(p.record_count for p in parts) == 21
     # The new batches hold the same records, in order, headers and timestamps included.

@@ -1188,3 +1188,35 @@ class BufferExhaustedError(KafkaTimeoutError):
 class DeliveryTimeoutError(KafkaTimeoutError):
     """A record was not acknowledged within ``delivery_timeout_ms`` of being added to its
     batch; the message says how old the batch was and the limit."""
+
+
+# --------------------------------------------------------------------------- producer errors
+# Appended by the Producer and its Sender: argument checks in send(), and the producer's life
+# (its I/O thread failing, a fork).
+
+
+class InvalidTopicNameError(InvalidTopicError, ValueError):
+    """A topic name Kafka would refuse (empty, longer than 249 characters, ``.`` or ``..``,
+    or a character outside ``[a-zA-Z0-9._-]``), caught by send() before asking any broker,
+    as Java's ``Topic.validate`` does. Also an :class:`InvalidTopicError` and a ValueError."""
+
+
+class InvalidRecordTimestampError(InvalidTimestampError, ValueError):
+    """A record timestamp that is not integer milliseconds in ``[0, 2**63 - 1]``, caught by
+    send(). Also an :class:`InvalidTimestampError` and a ValueError."""
+
+
+class SenderFailedError(KafkaError, RuntimeError):
+    """The producer's I/O thread (the Sender) stopped on an unexpected error.
+
+    Every record it had not completed fails with this error, and the producer refuses further
+    sends and flushes with it; ``__cause__`` is the original exception (also logged, with its
+    traceback, by the ``kafkaline.producer.sender`` logger). Close the producer and make a new
+    one."""
+
+
+class ProducerForkedError(IllegalStateError):
+    """A producer started in one process was used in a child made by ``os.fork()``.
+
+    The child has a copy of the producer but not its I/O thread, so records sent there would
+    never leave. Create the producer in the child instead."""

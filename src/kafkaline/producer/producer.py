@@ -1,0 +1,598 @@
+""":class:`Producer`: the public Kafka producer.
+
+``send()`` runs on the caller's thread: interceptors (if any), serializers (if any), the
+topic's partition count (waited for up to ``max_block_ms`` on the first send to a topic, then
+cached), the partition, and :meth:`RecordAccumulator.append
+<kafkaline.producer.accumulator.RecordAccumulator.append>`; it wakes the Sender only when a
+batch is new or full. Everything else (encoding, requests, retries, completing futures) runs
+on the Sender's thread, started by the first send (or :meth:`Producer.start`).
+
+The hot path is one method with no per-record lock of its own and nothing allocated but the
+record's future handle (the accumulator takes its partition's lock). Each piece is the
+cheapest form measured (CPython 3.11, the project's 2-core machine); see
+``benchmarks/simple_loop.py`` for the end-to-end rate and profile.
+
+Lifecycle decisions:
+
+* ``close()`` sends what is buffered and waits; ``close(timeout)`` waits up to ``timeout``
+  seconds, then aborts what is left; ``close(0)`` aborts at once: unsent records fail with
+  :class:`~kafkaline.errors.ProducerClosedError`. ``close()`` is idempotent; ``send()``
+  afterwards raises ProducerClosedError; ``flush()`` afterwards returns at once.
+* If the Sender's thread dies, every pending record fails with
+  :class:`~kafkaline.errors.SenderFailedError` (its ``__cause__`` is the error), and so do
+  later ``send()`` and ``flush()`` calls.
+* After ``os.fork()``, a producer that was started in the parent raises
+  :class:`~kafkaline.errors.ProducerForkedError` from ``send()``, ``flush()`` and
+  ``partitions_for()`` in the child: its thread and connections stay in the parent. (A
+  producer that was never started may be used in the child.) ``close()`` in the child only
+  marks the child's copy closed. Detected with ``os.register_at_fork``, so the hot path pays
+  nothing; each started producer leaves one small weak callback registered.
+"""
+
+from __future__ import annotations
+
+import enum
+import functools
+import logging
+import os
+import threading
+import time
+import weakref
+from collections.abc import Callable, Mapping
+from types import TracebackType
+from typing import Any
+
+from kafkaline.config import ProducerConfig
+from kafkaline.errors import (
+    IllegalStateError,
+    ProducerClosedError,
+    ProducerForkedError,
+    SenderFailedError,
+)
+from kafkaline.net.client import NetworkClient
+from kafkaline.net.cluster import ClusterMetadata, PartitionMetadata
+from kafkaline.producer.accumulator import RecordAccumulator
+from kafkaline.producer.batch import ProducerBatch
+from kafkaline.producer.futures import FutureRecordMetadata
+from kafkaline.producer.interceptors import InterceptorChain
+from kafkaline.producer.metrics import ProducerMetrics, SenderCounters
+from kafkaline.producer.partitioner import KeyPartitionCache, Partitioner, validate_partition
+from kafkaline.producer.record import ProducerRecord
+from kafkaline.producer.record_metadata import (
+    NO_TIMESTAMP,
+    UNKNOWN_OFFSET,
+    RecordMetadata,
+)
+from kafkaline.producer.sender import Sender
+from kafkaline.producer.serializers import Serializer, as_serializer, bytes_or_none
+from kafkaline.producer.validation import (
+    MAX_TIMESTAMP,
+    RECORD_SIZE_OVERHEAD,
+    check_headers,
+    check_record_size,
+    check_timestamp,
+    check_topic_name,
+    headers_size_bound,
+)
+from kafkaline.record import Headers
+
+__all__ = ["Producer"]
+
+_log = logging.getLogger(__name__)
+_time_ns = time.time_ns
+_monotonic = time.monotonic
+
+
+class _State(enum.Enum):
+    """Why send() cannot go straight on (the producer's ``_gate``; None when it can)."""
+
+    NOT_STARTED = "not started"
+    CLOSED = "closed"
+    FAILED = "failed"
+    FORKED = "forked"
+
+
+class Producer:
+    """A Kafka producer: ``send()`` batches records per partition; a background thread (the
+    Sender) sends them and completes their futures.
+
+    ``Producer(**settings)`` takes :class:`~kafkaline.ProducerConfig`'s settings as keywords;
+    ``Producer(config)`` a ProducerConfig (keywords given too change it);
+    :meth:`from_properties` Java-style properties. Nothing happens until the first send (or
+    :meth:`start`): no thread, no socket. Thread-safe: share one producer between threads.
+
+    Example::
+
+        from kafkaline import Producer
+
+        with Producer(bootstrap_servers="127.0.0.1:9092", linger_ms=5) as producer:
+            future = producer.send("events", b"payload", key=b"user-1", headers=[("h", b"v")])
+            metadata = future.get(timeout=10)      # RecordMetadata(topic, partition, offset, ...)
+            producer.flush()
+        # leaving the block closed it: everything buffered was sent first
+    """
+
+    def __init__(self, config: ProducerConfig | None = None, /, **settings: Any) -> None:
+        if config is None:
+            config = ProducerConfig.from_kwargs(**settings)
+        elif not isinstance(config, ProducerConfig):
+            raise TypeError(
+                f"Producer() takes a ProducerConfig or keyword settings, not "
+                f"{type(config).__name__}; for Java-style properties use Producer.from_properties"
+            )
+        elif settings:
+            config = config.with_changes(**settings)
+        self._config = config
+        self._interceptors: InterceptorChain | None = (
+            InterceptorChain(config.interceptors) if config.interceptors else None
+        )
+        self._key_serializer: Serializer[Any] | None = (
+            None if config.key_serializer is None else as_serializer(config.key_serializer)
+        )
+        self._value_serializer: Serializer[Any] | None = (
+            None if config.value_serializer is None else as_serializer(config.value_serializer)
+        )
+        self._partitioner: Partitioner | None = config.partitioner
+        # Keyed records hash with murmur2 unless a custom partitioner or ignore_keys says no.
+        self._key_partition: Callable[[bytes, int], int] | None = (
+            KeyPartitionCache().partition_for_key
+            if config.partitioner is None and not config.partitioner_ignore_keys
+            else None
+        )
+        self._max_block_ms = float(config.max_block_ms)
+        # Key + value bytes above which send() checks the record's full size bound.
+        self._payload_limit = min(config.max_request_size, config.buffer_memory) - (
+            RECORD_SIZE_OVERHEAD
+        )
+        self._counters = SenderCounters()
+        self._accumulator = RecordAccumulator.from_config(
+            config, on_batch_sealed=self._on_batch_sealed
+        )
+        self._metrics = ProducerMetrics(
+            self._counters,
+            start_ms=_monotonic() * 1000.0,
+            buffer_pool=self._accumulator.buffer_pool,
+            batch_stats=self._accumulator.batch_stats,
+        )
+        self._lock = threading.Lock()
+        self._gate: _State | None = _State.NOT_STARTED
+        self._closed = False
+        self._client: NetworkClient | None = None
+        self._sender: Sender | None = None
+        self._wakeup: Callable[[], None] = _nothing
+        # Partition counts of the topics sent to, for the current metadata: the hot path's
+        # only metadata lookup. Replaced (not changed) by the Sender on a metadata update.
+        self._partition_counts: dict[str, int] = {}
+        self._cluster: ClusterMetadata | None = None
+        self._owner_pid = 0
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, object]) -> Producer:
+        """A producer from Java-style properties (``{"bootstrap.servers": "h:9092",
+        "linger.ms": "5"}``), see :meth:`ProducerConfig.from_properties
+        <kafkaline.ProducerConfig.from_properties>`."""
+        return cls(ProducerConfig.from_properties(properties))
+
+    @property
+    def config(self) -> ProducerConfig:
+        """The producer's configuration."""
+        return self._config
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Start the I/O thread now rather than at the first send. Idempotent; raises
+        ProducerClosedError after :meth:`close`."""
+        self._pass_gate()
+
+    def _pass_gate(self) -> None:
+        if self._gate is _State.NOT_STARTED:
+            with self._lock:
+                if self._gate is _State.NOT_STARTED:
+                    self._start_locked()
+        gate = self._gate
+        if gate is not None:
+            raise self._gate_error(gate)
+
+    def _start_locked(self) -> None:
+        config = self._config
+        client = NetworkClient.from_config(config)
+        try:
+            sender = Sender(
+                client,
+                self._accumulator,
+                acks=config.acks,
+                request_timeout_ms=config.request_timeout_ms,
+                max_request_size=config.max_request_size,
+                retries=config.retries,
+                guarantee_message_order=config.max_in_flight_requests_per_connection == 1,
+                counters=self._counters,
+                name=_thread_name(config.client_id),
+                on_metadata_update=self._on_metadata_update,
+                on_failure=self._on_sender_failure,
+            )
+            sender.start()
+        except BaseException:
+            client.close()  # never polled: safe from this thread
+            raise
+        self._client = client
+        self._sender = sender
+        self._cluster = client.metadata.cluster
+        self._wakeup = sender.wakeup
+        self._owner_pid = os.getpid()
+        if hasattr(os, "register_at_fork"):
+            os.register_at_fork(
+                after_in_child=functools.partial(_call_if_alive, weakref.WeakMethod(self._forked))
+            )
+        self._gate = None
+
+    def _gate_error(self, gate: _State) -> Exception:
+        if gate is _State.CLOSED:
+            return ProducerClosedError("the producer is closed: create a new one to send")
+        if gate is _State.FORKED:
+            return ProducerForkedError(
+                f"this producer was started in process {self._owner_pid} and is used in process "
+                f"{os.getpid()}, a child made by os.fork(): its I/O thread and connections "
+                "exist only in the parent, so records sent here would never leave. Create the "
+                "producer in the child process (records buffered in the parent are not sent "
+                "by the child)"
+            )
+        if gate is _State.FAILED:
+            failure = self._sender.failure if self._sender is not None else None
+            cause = failure.__cause__ if failure is not None else None
+            error = SenderFailedError(
+                f"the producer's I/O thread failed earlier ({cause!r}); pending records failed "
+                "with it. Close this producer and create a new one"
+            )
+            error.__cause__ = cause
+            return error
+        return IllegalStateError(f"the producer is {gate.value}")  # pragma: no cover
+
+    def _forked(self) -> None:
+        # In the child, right after fork(): only a flag, no lock (a parent's thread may have
+        # held one, and it does not exist here to release it).
+        self._gate = _State.FORKED
+
+    def _on_sender_failure(self, failure: SenderFailedError) -> None:
+        if self._gate is not _State.FORKED:
+            self._gate = _State.FAILED
+
+    def _on_metadata_update(self, cluster: ClusterMetadata) -> None:
+        # The Sender's thread, after each metadata update: new counts for the known topics.
+        # A topic gone from the metadata is dropped, so its next send waits for it again.
+        counts = {
+            topic: cluster.partition_count(topic)
+            for topic in list(self._partition_counts)  # list(): other threads may add
+            if cluster.has_topic(topic)
+        }
+        self._cluster = cluster
+        self._partition_counts = counts
+
+    def _on_batch_sealed(self, batch: ProducerBatch) -> None:
+        self._counters.record_batch_size(batch.estimated_size_in_bytes)
+
+    def close(self, timeout: float | None = None) -> None:
+        """Send what is buffered, stop the I/O thread and close every connection.
+
+        ``timeout`` (seconds; ``None``: as long as it takes, bounded by
+        ``delivery_timeout_ms``) limits the wait; what is still unsent then is aborted.
+        ``close(0)`` aborts at once: unsent records fail with
+        :class:`~kafkaline.errors.ProducerClosedError`. Idempotent. Called from a callback
+        on the I/O thread, it cannot wait for that thread: it closes forcefully.
+        """
+        if self._gate is _State.FORKED:
+            self._closed = True  # the thread and sockets belong to the parent
+            return
+        with self._lock:
+            first = not self._closed
+            self._closed = True
+            if self._gate is None or self._gate is _State.NOT_STARTED:
+                self._gate = _State.CLOSED
+            sender = self._sender
+        if sender is not None:
+            _stop_sender(sender, timeout)
+        if first:
+            self._close_user_objects()
+
+    def _close_user_objects(self) -> None:
+        if self._interceptors is not None:
+            self._interceptors.close()
+        for name, obj in (
+            ("key_serializer", self._key_serializer),
+            ("value_serializer", self._value_serializer),
+            ("partitioner", self._partitioner),
+        ):
+            close = getattr(obj, "close", None)
+            if close is None:
+                continue
+            try:
+                close()
+            except Exception:
+                _log.exception("the %s's close() raised; the producer closed anyway", name)
+
+    def __enter__(self) -> Producer:
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ sending
+
+    def send(
+        self,
+        topic: str,
+        value: Any = None,
+        key: Any = None,
+        headers: Headers | None = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
+    ) -> FutureRecordMetadata:
+        """Queue a record for ``topic`` and return its future at once.
+
+        ``value`` and ``key`` are bytes (or anything their serializers take; ``None`` is a
+        Kafka null); ``headers`` a sequence of ``(str, bytes | None)``; ``partition`` a
+        partition number (default: murmur2 of the key like Java, or the sticky partitioner
+        without key); ``timestamp_ms`` epoch milliseconds (default: now).
+
+        Blocks only for the first send to a topic (its metadata) and when ``buffer_memory``
+        is used up, each up to ``max_block_ms``. Raises at once, with a named error:
+        :class:`~kafkaline.errors.InvalidTopicNameError`,
+        :class:`~kafkaline.errors.InvalidPartitionError`,
+        :class:`~kafkaline.errors.InvalidRecordTimestampError`,
+        :class:`~kafkaline.errors.RecordTooLargeError` (larger than ``max_request_size`` or
+        ``buffer_memory``), TypeError (a non-bytes key or value without serializer, a bad
+        header); after waiting: :class:`~kafkaline.errors.KafkaTimeoutError` (topic not in
+        the metadata), :class:`~kafkaline.errors.BufferExhaustedError`; and
+        ProducerClosedError, SenderFailedError or ProducerForkedError when the producer cannot
+        send.
+
+        >>> future = producer.send("events", b"v", key=b"k")  # doctest: +SKIP
+        >>> future.get(timeout=10).offset                       # doctest: +SKIP
+        42
+        """
+        if self._gate is not None:
+            self._pass_gate()
+        interceptors = self._interceptors
+        try:
+            if interceptors is not None:
+                record = interceptors.on_send(
+                    ProducerRecord(topic, value, key, headers or (), partition, timestamp_ms)
+                )
+                topic, value, key = record.topic, record.value, record.key
+                headers = record.headers or None
+                partition, timestamp_ms = record.partition, record.timestamp_ms
+            if headers is not None:
+                headers = check_headers(headers)
+            serializer = self._key_serializer
+            if serializer is not None:
+                key = serializer.serialize(topic, key, headers)
+                if key is not None and type(key) is not bytes:
+                    key = _serialized(key, "key", serializer)
+            elif key is not None and type(key) is not bytes:
+                key = bytes_or_none(key, "key")
+            serializer = self._value_serializer
+            if serializer is not None:
+                value = serializer.serialize(topic, value, headers)
+                if value is not None and type(value) is not bytes:
+                    value = _serialized(value, "value", serializer)
+            elif value is not None and type(value) is not bytes:
+                value = bytes_or_none(value, "value")
+            if timestamp_ms is None:
+                timestamp = _time_ns() // 1_000_000
+            elif type(timestamp_ms) is int and 0 <= timestamp_ms <= MAX_TIMESTAMP:
+                timestamp = timestamp_ms
+            else:
+                timestamp = check_timestamp(timestamp_ms)
+            size = (0 if key is None else len(key)) + (0 if value is None else len(value))
+            if headers is not None or size > self._payload_limit:
+                self._check_size(topic, size, headers)
+            count = self._partition_counts.get(topic)
+            max_block_ms = self._max_block_ms
+            if count is None:
+                count, max_block_ms = self._wait_on_metadata(topic)
+            if partition is not None:
+                if type(partition) is not int or not 0 <= partition < count:
+                    validate_partition(topic, partition, count, "the record")
+            elif key is not None and self._key_partition is not None:
+                partition = self._key_partition(key, count)
+            elif self._partitioner is not None:
+                partition = self._custom_partition(topic, key, value, count)
+            future, batch_is_full, new_batch = self._accumulator.append(
+                topic,
+                partition,
+                timestamp,
+                key,
+                value,
+                headers,
+                max_block_ms,
+                _monotonic() * 1000.0,
+                self._cluster,
+            )
+        except Exception as error:
+            replacement = self._send_failed(error, topic, partition, interceptors)
+            if replacement is not None:
+                raise replacement from error
+            raise
+        if batch_is_full or new_batch:
+            self._wakeup()
+        if interceptors is not None:
+            _acknowledge_to(interceptors, future)
+        return future
+
+    def _check_size(self, topic: str, size: int, headers: Headers | None) -> None:
+        if headers:
+            size += headers_size_bound(headers)
+        check_record_size(
+            size + RECORD_SIZE_OVERHEAD,
+            max_request_size=self._config.max_request_size,
+            buffer_memory=self._config.buffer_memory,
+            topic=topic,
+        )
+
+    def _custom_partition(
+        self, topic: str, key: bytes | None, value: bytes | None, count: int
+    ) -> int:
+        partitioner = self._partitioner
+        cluster = self._cluster
+        if partitioner is None or cluster is None:  # pragma: no cover - checked by the caller
+            raise IllegalStateError("no custom partitioner or no metadata")
+        chosen = partitioner.partition(topic, key, value, cluster)
+        return validate_partition(topic, chosen, count, f"partitioner {partitioner!r}")
+
+    def _wait_on_metadata(self, topic: str) -> tuple[int, float]:
+        """The topic's partition count, waiting for its metadata if needed (the first send
+        to a topic); also the time left of ``max_block_ms``."""
+        check_topic_name(topic)
+        client = self._client
+        if client is None:  # pragma: no cover - the gate started it
+            raise IllegalStateError("the producer is not started")
+        metadata = client.metadata
+        metadata.add_topic(topic, client.now())
+        cluster = metadata.cluster
+        remaining = self._max_block_ms
+        if not cluster.has_topic(topic):
+            started = _monotonic()
+            cluster = metadata.wait_for_topic(topic, remaining)
+            remaining = max(0.0, remaining - (_monotonic() - started) * 1000.0)
+        count = cluster.partition_count(topic)
+        self._cluster = metadata.cluster
+        self._partition_counts[topic] = count
+        return count, remaining
+
+    def _send_failed(
+        self,
+        error: Exception,
+        topic: str,
+        partition: int | None,
+        interceptors: InterceptorChain | None,
+    ) -> Exception | None:
+        """Tell the interceptors; return a clearer error to raise when the producer was
+        closed, failed or forked meanwhile (a wait for metadata or memory ended by it)."""
+        if interceptors is not None and isinstance(topic, str) and topic:
+            interceptors.on_send_error(ProducerRecord(topic), partition, error)
+        gate = self._gate
+        if isinstance(error, IllegalStateError) and gate is not None:
+            replacement = self._gate_error(gate)
+            if type(replacement) is not type(error):
+                return replacement
+        return None
+
+    # ------------------------------------------------------------------ flushing, metadata
+
+    def flush(self, timeout: float | None = None) -> None:
+        """Make every buffered record sendable now and wait until all records sent before
+        this call are acknowledged or failed (their futures are done).
+
+        ``timeout`` in seconds (``None``: no limit); raises
+        :class:`~kafkaline.errors.KafkaTimeoutError` when it runs out (the records stay
+        buffered). Returns at once before the first send and after :meth:`close`. Raises
+        SenderFailedError if the I/O thread died, ProducerForkedError in a forked child.
+        """
+        gate = self._gate
+        if gate is _State.NOT_STARTED or gate is _State.CLOSED:
+            return
+        if gate is not None:
+            raise self._gate_error(gate)
+        sender = self._sender
+        if sender is None:  # pragma: no cover - started when the gate is None
+            return
+        if sender.is_sender_thread():
+            raise IllegalStateError(
+                "flush() was called from a callback on the producer's I/O thread: it would "
+                "wait for itself"
+            )
+        self._accumulator.begin_flush()
+        sender.wakeup()
+        self._accumulator.await_flush_completion(None if timeout is None else timeout * 1000.0)
+        if self._gate is _State.FAILED:
+            raise self._gate_error(_State.FAILED)
+
+    def partitions_for(self, topic: str) -> tuple[PartitionMetadata, ...]:
+        """The partitions of ``topic`` (number, leader, replicas), waiting up to
+        ``max_block_ms`` for its metadata. Starts the producer if needed.
+
+        >>> [p.partition for p in producer.partitions_for("events")]  # doctest: +SKIP
+        [0, 1, 2]
+        """
+        if self._gate is not None:
+            self._pass_gate()
+        self._wait_on_metadata(topic)
+        cluster = self._cluster
+        return () if cluster is None else cluster.partitions_for(topic)
+
+    def metrics(self) -> dict[str, float]:
+        """The producer's metrics under the Java client's names: ``record-send-rate`` and
+        ``-total``, ``record-error-*``, ``record-retry-*``, ``request-rate``,
+        ``request-latency-avg``/``-max``, ``records-per-request-avg``, ``batch-size-avg``/
+        ``-max``, ``compression-rate-avg``, ``record-queue-time-avg``/``-max``,
+        ``buffer-total-bytes``, ``buffer-available-bytes``, ``bufferpool-wait-time-total``
+        (ns), ``waiting-threads``, ``requests-in-flight``, ... Rates are per second over
+        about the last 30 s (see :mod:`kafkaline.producer.metrics`)."""
+        return self._metrics.read(_monotonic() * 1000.0)
+
+    def __repr__(self) -> str:
+        state = "running" if self._gate is None else self._gate.value
+        return f"<Producer {','.join(self._config.bootstrap_servers)} {state}>"
+
+
+def _stop_sender(sender: Sender, timeout: float | None) -> None:
+    if sender.is_sender_thread():
+        _log.warning(
+            "close() was called on the producer's own I/O thread (from a callback): closing "
+            "forcefully, without waiting for buffered records"
+        )
+        sender.force_close()
+        return
+    if timeout is not None and timeout <= 0:
+        sender.force_close()
+    else:
+        sender.initiate_close()
+    if not sender.join(timeout):
+        _log.warning(
+            "the producer did not finish sending within the %s s close timeout; aborting the "
+            "records left",
+            timeout,
+        )
+        sender.force_close()
+        sender.join()
+
+
+def _acknowledge_to(interceptors: InterceptorChain, future: FutureRecordMetadata) -> None:
+    """Tell the interceptors how the record's send ends (on the I/O thread)."""
+
+    def on_error(error: Exception) -> None:
+        metadata = RecordMetadata(
+            future.topic, future.partition, UNKNOWN_OFFSET, NO_TIMESTAMP, -1, -1
+        )
+        interceptors.on_acknowledgement(metadata, error)
+
+    future.add_both(lambda metadata: interceptors.on_acknowledgement(metadata, None), on_error)
+
+
+def _serialized(data: object, role: str, serializer: object) -> bytes:
+    """A serializer's output as bytes: bytearray and memoryview copied, others refused."""
+    if isinstance(data, (bytearray, memoryview)):
+        return bytes(data)
+    raise TypeError(
+        f"{role}_serializer {serializer!r} returned {type(data).__name__}; it must return bytes "
+        "or None"
+    )
+
+
+def _thread_name(client_id: str) -> str:
+    return f"kafkaline-producer-network-thread | {client_id or 'producer'}"
+
+
+def _nothing() -> None:
+    """The wakeup before the Sender exists."""
+
+
+def _call_if_alive(method: weakref.WeakMethod[Callable[[], None]]) -> None:
+    function = method()
+    if function is not None:
+        function()

@@ -1,0 +1,546 @@
+""":class:`Sender`: the producer's I/O thread, moving batches from the accumulator to brokers.
+
+One pass of the loop (:meth:`Sender.run_once`, Java's ``Sender.runOnce``)::
+
+    result = accumulator.ready(cluster, now)          # leaders with a sendable batch
+    unknown leaders          -> metadata.request_update()
+    nodes the client is not ready for (connecting, in-flight limit) are dropped
+    batches = accumulator.drain(cluster, nodes, max_request_size, now)
+    max_in_flight == 1       -> mute the drained partitions (keeps order across retries)
+    expired batches, queued or in flight -> fail with DeliveryTimeoutError
+    one ProduceRequest per node
+    client.poll(min(next ready check, reconnect delay, next expiry))
+
+Responses complete batches on this thread: success with the broker's base offset (records
+get ``base_offset + index``, -1 with acks=0) and log-append time; a retriable error
+re-enqueues the batch with backoff while ``retries`` and ``delivery_timeout_ms`` allow (and
+asks for fresh metadata when the error says the metadata is stale); MESSAGE_TOO_LARGE splits a
+batch of several records (KIP-126); any other error fails the batch with the broker's named
+error, whose message names the topic-partition.
+
+The thread (not a ``threading.Thread`` subclass) is owned by the Sender and started by
+:meth:`Sender.start`. It never swallows an exception: if the loop raises, the error is logged
+with its traceback, every incomplete batch fails with a
+:class:`~kafkaline.errors.SenderFailedError` whose ``__cause__`` is the error, the network
+client is closed, and ``on_failure`` tells the producer, which then refuses sends with it.
+
+Closing: :meth:`Sender.initiate_close` stops taking new batches and sends everything that is
+buffered or in flight, then closes the network client; :meth:`Sender.force_close` stops at
+once, failing every incomplete batch with :class:`~kafkaline.errors.ProducerClosedError`.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+import threading
+from collections.abc import Callable, Mapping
+from typing import Protocol
+
+from kafkaline.errors import (
+    DeliveryTimeoutError,
+    KafkaConnectionError,
+    KafkaError,
+    MessageTooLargeError,
+    ProducerClosedError,
+    ProtocolError,
+    SenderFailedError,
+    error_for_code,
+)
+from kafkaline.net.cluster import ClusterMetadata, TopicPartition
+from kafkaline.net.response import ClientResponse, OnComplete
+from kafkaline.producer.accumulator import RecordAccumulator
+from kafkaline.producer.batch import ProducerBatch
+from kafkaline.producer.metrics import SenderCounters
+from kafkaline.protocol import Request
+from kafkaline.protocol.api import ProduceRequest, ProduceResponse
+from kafkaline.protocol.api.produce import (
+    PartitionProduceData,
+    PartitionProduceResponse,
+    TopicProduceData,
+)
+
+__all__ = ["Sender", "SenderClient", "SenderMetadata"]
+
+_log = logging.getLogger(__name__)
+
+
+class SenderMetadata(Protocol):
+    """What the Sender uses of the client's metadata (:class:`~kafkaline.net.Metadata`)."""
+
+    @property
+    def cluster(self) -> ClusterMetadata: ...
+
+    def add_topic(self, topic: str, now: float) -> None: ...
+
+    def request_update(self) -> int: ...
+
+
+class SenderClient(Protocol):
+    """What the Sender uses of the network client (:class:`~kafkaline.net.NetworkClient`);
+    unit tests pass a fake."""
+
+    @property
+    def metadata(self) -> SenderMetadata: ...
+
+    def now(self) -> float: ...
+
+    def ready(self, node_id: int, now: float) -> bool: ...
+
+    def connection_delay(self, node_id: int, now: float) -> float: ...
+
+    def send(
+        self,
+        node_id: int,
+        request: Request,
+        on_complete: OnComplete | None = None,
+        now: float | None = None,
+    ) -> int: ...
+
+    def poll(self, timeout_ms: float, now: float | None = None) -> list[ClientResponse]: ...
+
+    def in_flight_request_count(self, node_id: int | None = None) -> int: ...
+
+    def wakeup(self) -> None: ...
+
+    def close(self) -> list[ClientResponse]: ...
+
+
+class Sender:
+    """Drives the network client and completes batches; see the module docstring.
+
+    ``acks``, ``request_timeout_ms``, ``max_request_size`` and ``retries`` are the producer's
+    settings; ``guarantee_message_order`` (``max_in_flight_requests_per_connection == 1``)
+    mutes a partition while a batch of it is in flight. ``counters`` receives the metrics.
+    ``on_metadata_update(cluster)`` is called on this thread whenever the client installs new
+    cluster metadata; ``on_failure(error)`` once if the loop dies.
+
+    Unit tests drive :meth:`run_once` directly with a fake client and clock; the producer
+    calls :meth:`start`.
+    """
+
+    def __init__(
+        self,
+        client: SenderClient,
+        accumulator: RecordAccumulator,
+        *,
+        acks: int,
+        request_timeout_ms: int,
+        max_request_size: int,
+        retries: int,
+        guarantee_message_order: bool,
+        counters: SenderCounters | None = None,
+        name: str = "kafkaline-producer-network-thread",
+        on_metadata_update: Callable[[ClusterMetadata], None] | None = None,
+        on_failure: Callable[[SenderFailedError], None] | None = None,
+    ) -> None:
+        self._client = client
+        self._metadata = client.metadata
+        self._accumulator = accumulator
+        self._acks = acks
+        self._request_timeout_ms = request_timeout_ms
+        self._max_request_size = max_request_size
+        self._retries = retries
+        self._guarantee_order = guarantee_message_order
+        self._delivery_timeout_ms = accumulator.delivery_timeout_ms
+        self._counters = counters if counters is not None else SenderCounters()
+        self._name = name
+        self._on_metadata_update = on_metadata_update
+        self._on_failure = on_failure
+        # Batches sent and not answered: they expire at delivery_timeout_ms too (Java's
+        # inFlightBatches); checked no sooner than the earliest expiry among them.
+        self._in_flight: set[ProducerBatch] = set()
+        self._in_flight_expiry_ms = math.inf
+        self._last_cluster: ClusterMetadata | None = None
+        self._running = True
+        self._forced = False
+        self._failure: SenderFailedError | None = None
+        self._thread: threading.Thread | None = None
+
+    # ------------------------------------------------------------------ lifecycle
+
+    def start(self) -> None:
+        """Start the I/O thread (a daemon, as Java's: close or flush the producer before
+        the interpreter exits, or buffered records are lost)."""
+        if self._thread is not None:
+            raise RuntimeError("the Sender was already started")
+        thread = threading.Thread(target=self._run, name=self._name, daemon=True)
+        self._thread = thread
+        thread.start()
+
+    def initiate_close(self) -> None:
+        """Graceful close: no new batches; send what is buffered and in flight, then stop."""
+        self._accumulator.close()
+        self._running = False
+        self.wakeup()
+
+    def force_close(self) -> None:
+        """Forced close: stop at once; incomplete batches fail with ProducerClosedError."""
+        self._forced = True
+        self.initiate_close()
+
+    def join(self, timeout: float | None = None) -> bool:
+        """Wait up to ``timeout`` seconds for the thread to end; return whether it ended (also
+        when it never started)."""
+        thread = self._thread
+        if thread is None:
+            return True
+        thread.join(timeout)
+        return not thread.is_alive()
+
+    def wakeup(self) -> None:
+        """Interrupt the thread's poll: new data to send, a flush, a close. Any thread."""
+        self._client.wakeup()
+
+    def is_sender_thread(self) -> bool:
+        """Whether the calling thread is the Sender's (e.g. a callback calling close())."""
+        return self._thread is not None and threading.current_thread() is self._thread
+
+    @property
+    def is_alive(self) -> bool:
+        """Whether the thread runs."""
+        return self._thread is not None and self._thread.is_alive()
+
+    @property
+    def failure(self) -> SenderFailedError | None:
+        """Why the thread died, if it did."""
+        return self._failure
+
+    @property
+    def counters(self) -> SenderCounters:
+        """The metrics counters this Sender updates."""
+        return self._counters
+
+    # ------------------------------------------------------------------ the loop
+
+    def _run(self) -> None:
+        try:
+            while self._running:
+                self.run_once()
+            # Closing: send what is left unless forced (Java's Sender.run).
+            while not self._forced and (
+                self._accumulator.has_undrained() or self._client.in_flight_request_count() > 0
+            ):
+                self.run_once()
+            if self._forced:
+                self._accumulator.abort_incomplete_batches()
+            elif self._accumulator.has_incomplete():  # pragma: no cover - a bug if it happens
+                self._accumulator.abort_incomplete_batches(
+                    ProducerClosedError("the producer closed before the record was acknowledged")
+                )
+            self._client.close()
+        except BaseException as error:  # also SystemExit etc.: the records must not hang
+            self._die(error)
+
+    def _die(self, error: BaseException) -> None:
+        _log.error(
+            "the producer's I/O thread %r failed; every pending record fails with this error",
+            self._name,
+            exc_info=error,
+        )
+        failure = SenderFailedError(
+            f"the producer's I/O thread stopped on an unexpected error: {error!r}; "
+            "close this producer and create a new one"
+        )
+        failure.__cause__ = error
+        self._failure = failure
+        self._running = False
+        # Each step on its own: a failure in one must not skip the next. Failures are logged.
+        if self._on_failure is not None:
+            try:
+                self._on_failure(failure)
+            except Exception:
+                _log.exception("the producer's failure handler raised")
+        try:
+            self._accumulator.abort_incomplete_batches(failure)
+        except Exception:
+            _log.exception("aborting the batches after the I/O thread failed raised too")
+        try:
+            self._client.close()
+        except Exception:
+            _log.exception("closing the network client after the I/O thread failed raised too")
+
+    def run_once(self, now: float | None = None) -> None:
+        """One pass: send what is ready, then poll the network (see the module docstring)."""
+        if now is None:
+            now = self._client.now()
+        poll_timeout = self.send_producer_data(now)
+        self._client.poll(poll_timeout)
+        cluster = self._metadata.cluster
+        if cluster is not self._last_cluster:
+            self._last_cluster = cluster
+            if self._on_metadata_update is not None:
+                self._on_metadata_update(cluster)
+
+    def send_producer_data(self, now: float) -> float:
+        """Drain ready batches into produce requests and expire old ones; return how long
+        the next poll may wait (ms)."""
+        accumulator = self._accumulator
+        client = self._client
+        cluster = self._metadata.cluster
+        result = accumulator.ready(cluster, now)
+        if result.unknown_leader_topics:
+            for topic in result.unknown_leader_topics:
+                self._metadata.add_topic(topic, now)
+            self._metadata.request_update()
+        ready_nodes = result.ready_nodes
+        not_ready_timeout = math.inf
+        for node in list(ready_nodes):
+            if client.ready(node, now):
+                accumulator.update_node_latency_stats(node, now, True)
+            else:
+                accumulator.update_node_latency_stats(node, now, False)
+                ready_nodes.discard(node)
+                not_ready_timeout = min(not_ready_timeout, client.connection_delay(node, now))
+        drained = (
+            accumulator.drain(cluster, ready_nodes, self._max_request_size, now)
+            if ready_nodes
+            else {}
+        )
+        timeout = self._delivery_timeout_ms
+        for batches in drained.values():
+            for batch in batches:
+                if self._guarantee_order:
+                    accumulator.mute(batch.topic_partition)
+                self._in_flight.add(batch)
+                self._in_flight_expiry_ms = min(
+                    self._in_flight_expiry_ms, batch.created_ms + timeout
+                )
+        expired = accumulator.expired_batches(now)
+        expired.extend(self._expired_in_flight(now))
+        for batch in expired:
+            self._fail_batch(batch, batch.delivery_timeout_error(timeout, now))
+        for node, batches in drained.items():
+            if batches:
+                self._send_produce_request(node, batches, now)
+        poll_timeout = min(
+            result.next_ready_check_delay_ms,
+            not_ready_timeout,
+            accumulator.next_expiry_time_ms - now,
+            self._in_flight_expiry_ms - now,
+        )
+        if ready_nodes:
+            # More may be ready than one drain took (one batch per partition): come back at
+            # once, as Java does. Nodes at their in-flight limit were dropped above.
+            poll_timeout = 0.0
+        return max(poll_timeout, 0.0)
+
+    def _expired_in_flight(self, now: float) -> list[ProducerBatch]:
+        if not self._in_flight or now < self._in_flight_expiry_ms:
+            return []
+        expired: list[ProducerBatch] = []
+        next_expiry = math.inf
+        timeout = self._delivery_timeout_ms
+        for batch in list(self._in_flight):
+            if batch.has_reached_delivery_timeout(timeout, now):
+                # Its partition stays muted until the response (or the request's timeout)
+                # comes: a retry must not overtake a request that may still succeed.
+                self._in_flight.discard(batch)
+                expired.append(batch)
+            else:
+                next_expiry = min(next_expiry, batch.created_ms + timeout)
+        self._in_flight_expiry_ms = next_expiry
+        return expired
+
+    # ------------------------------------------------------------------ requests
+
+    def _send_produce_request(self, node: int, batches: list[ProducerBatch], now: float) -> None:
+        by_partition: dict[TopicPartition, ProducerBatch] = {}
+        topic_data: dict[str, list[PartitionProduceData]] = {}
+        size = 0
+        records = 0
+        queue_times: list[float] = []
+        for batch in batches:
+            if batch.final_state is not None:
+                continue  # expired during this pass
+            tp = batch.topic_partition
+            wire = batch.build()
+            size += len(wire)
+            records += batch.record_count
+            queue_times.append(now - batch.created_ms)
+            topic_data.setdefault(tp.topic, []).append(
+                PartitionProduceData(index=tp.partition, records=wire)
+            )
+            by_partition[tp] = batch
+        if not by_partition:
+            return
+        request = ProduceRequest(
+            transactional_id=None,
+            acks=self._acks,
+            timeout_ms=self._request_timeout_ms,
+            topic_data=[
+                TopicProduceData(name=topic, partition_data=partitions)
+                for topic, partitions in topic_data.items()
+            ],
+        )
+        on_complete = functools.partial(self._handle_produce_response, by_partition)
+        try:
+            self._client.send(node, request, on_complete, now)
+        except KafkaError as error:
+            # The request could not even be queued (no version the broker shares, a value
+            # the version cannot encode): its batches fail or retry like an answered error.
+            _log.warning("could not send a produce request to node %d: %s", node, error)
+            for batch in by_partition.values():
+                self._complete_with_error(batch, error, now)
+            return
+        self._counters.record_request(records=records, size_bytes=size, queue_times_ms=queue_times)
+        for topic in topic_data:
+            # Keeps the topic in the metadata requests (unused topics expire from them).
+            self._metadata.add_topic(topic, now)
+
+    def _handle_produce_response(
+        self, batches: Mapping[TopicPartition, ProducerBatch], response: ClientResponse
+    ) -> None:
+        now = response.completed_at_ms
+        error = response.error
+        produce: ProduceResponse | None = None
+        if error is None and response.response is not None:
+            produce = response.response_as(ProduceResponse)
+        self._counters.record_response(
+            latency_ms=response.latency_ms,
+            throttle_ms=float(produce.throttle_time_ms) if produce is not None else 0.0,
+        )
+        if error is not None:
+            _log.warning(
+                "produce request to node %d failed (%s) for %s",
+                response.node_id,
+                error,
+                ", ".join(f"{tp.topic}-{tp.partition}" for tp in batches),
+            )
+            for batch in batches.values():
+                self._complete_with_error(batch, error, now)
+            return
+        if produce is None:  # acks=0: written to the socket, no answer will come
+            for batch in batches.values():
+                self._complete(batch, -1, -1)
+            return
+        pending = dict(batches)
+        for topic_response in produce.responses:
+            for answer in topic_response.partition_responses:
+                tp = TopicPartition(topic_response.name, answer.index)
+                if tp not in pending:
+                    _log.warning(
+                        "node %d answered for %s-%d, which was not in the request",
+                        response.node_id,
+                        tp.topic,
+                        tp.partition,
+                    )
+                    continue
+                batch = pending.pop(tp)
+                if answer.error_code == 0:
+                    self._complete(batch, answer.base_offset, answer.log_append_time_ms)
+                else:
+                    broker_error, record_errors = _partition_error(tp, answer)
+                    self._complete_with_error(batch, broker_error, now, record_errors)
+        for tp, batch in pending.items():
+            self._fail_batch(
+                batch,
+                ProtocolError(
+                    f"the produce response from node {response.node_id} did not answer for "
+                    f"{tp.topic}-{tp.partition}"
+                ),
+            )
+            self._unmute(batch)
+
+    # ------------------------------------------------------------------ outcomes
+
+    def _complete(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
+        self._in_flight.discard(batch)
+        self._accumulator.complete_batch(batch, base_offset, log_append_time)
+        self._unmute(batch)
+
+    def _complete_with_error(
+        self,
+        batch: ProducerBatch,
+        error: KafkaError,
+        now: float,
+        record_errors: dict[int, Exception] | None = None,
+    ) -> None:
+        self._in_flight.discard(batch)
+        tp = batch.topic_partition
+        if batch.final_state is not None:
+            pass  # expired or aborted while in flight: this late answer changes nothing
+        elif isinstance(error, MessageTooLargeError) and batch.record_count > 1:
+            parts = self._accumulator.split_and_reenqueue(batch)
+            self._counters.batch_splits += 1
+            _log.info(
+                "split a batch of %d records for %s-%d into %d after MESSAGE_TOO_LARGE",
+                batch.record_count,
+                tp.topic,
+                tp.partition,
+                parts,
+            )
+        elif self._can_retry(batch, error, now):
+            _log.warning(
+                "retrying a batch of %d records for %s-%d (attempt %d) after: %s",
+                batch.record_count,
+                tp.topic,
+                tp.partition,
+                batch.attempts + 1,
+                error,
+            )
+            self._accumulator.reenqueue(batch, now)
+            self._counters.records_retried += batch.record_count
+        else:
+            final: Exception = error
+            if error.retriable and batch.has_reached_delivery_timeout(
+                self._delivery_timeout_ms, now
+            ):
+                final = batch.delivery_timeout_error(self._delivery_timeout_ms, now)
+                final.__cause__ = error
+            self._fail_batch(batch, final, record_errors)
+        if isinstance(error, KafkaConnectionError) or getattr(error, "invalid_metadata", False):
+            self._metadata.request_update()
+        self._unmute(batch)
+
+    def _can_retry(self, batch: ProducerBatch, error: KafkaError, now: float) -> bool:
+        return (
+            error.retriable
+            and batch.attempts < self._retries
+            and not batch.has_reached_delivery_timeout(self._delivery_timeout_ms, now)
+            and not self._forced
+        )
+
+    def _fail_batch(
+        self,
+        batch: ProducerBatch,
+        error: Exception,
+        record_errors: dict[int, Exception] | None = None,
+    ) -> None:
+        self._in_flight.discard(batch)
+        if self._accumulator.fail_batch(batch, error, record_errors):
+            self._counters.records_errored += batch.record_count
+            log = _log.debug if isinstance(error, DeliveryTimeoutError) else _log.warning
+            log(
+                "%d record(s) for %s-%d failed: %s",
+                batch.record_count,
+                batch.topic,
+                batch.partition,
+                error,
+            )
+
+    def _unmute(self, batch: ProducerBatch) -> None:
+        if self._guarantee_order:
+            self._accumulator.unmute(batch.topic_partition)
+
+
+def _partition_error(
+    tp: TopicPartition, answer: PartitionProduceResponse
+) -> tuple[KafkaError, dict[int, Exception] | None]:
+    """The broker's named error for a partition, its message naming the topic-partition, and
+    the per-record errors it listed (KIP-467)."""
+    detail = f"producing to {tp.topic}-{tp.partition}"
+    if answer.error_message:
+        detail += f": {answer.error_message}"
+    error_class = error_for_code(answer.error_code)
+    record_errors: dict[int, Exception] | None = None
+    if answer.record_errors:
+        record_errors = {
+            item.batch_index: error_class(
+                f"{detail} (record {item.batch_index}: "
+                f"{item.batch_index_error_message or 'invalid'})"
+            )
+            for item in answer.record_errors
+        }
+    return error_class(detail), record_errors

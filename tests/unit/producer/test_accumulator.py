@@ -405,13 +405,28 @@ def test_a_flush_that_times_out_says_so_and_ends() -> None:
 
 def test_a_flush_waits_for_the_batches_a_split_made() -> None:
     accumulator = new_accumulator(batch_size=8192, linger_ms=0)
-    for i in range(10):
-        append(accumulator, T0, value=bytes([i]) * 500)
-    (big,) = drain_all(accumulator, 0.0)
+    future = append(accumulator, T0)
+    (big,) = drain_all(accumulator, 0.0)  # in flight when the flush starts
+    flushed = threading.Event()
+    outcome: list[BaseException] = []
+
+    def flush() -> None:
+        try:
+            accumulator.await_flush_completion(timeout_ms=10_000)
+        except BaseException as error:  # reported to the test thread
+            outcome.append(error)
+        flushed.set()
+
     accumulator.begin_flush()
-    accumulator.split_and_reenqueue(big)
-    with pytest.raises(KafkaTimeoutError):
-        accumulator.await_flush_completion(timeout_ms=20)
+    waiter = threading.Thread(target=flush)
+    waiter.start()
+    time.sleep(0.05)  # the flush now waits for `big` only
+    accumulator.split_and_reenqueue(big)  # MESSAGE_TOO_LARGE: its records move on
+    assert not flushed.wait(0.05)  # their new batch is not done: still flushing
+    (part,) = drain_all(accumulator, 1.0)
+    accumulator.complete_batch(part, 0)
+    waiter.join(10)
+    assert flushed.is_set() and outcome == [] and future.get(0).offset == 0
 
 
 def test_close_makes_batches_ready_and_refuses_new_batches() -> None:

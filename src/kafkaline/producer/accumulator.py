@@ -701,13 +701,16 @@ class RecordAccumulator:
         with queue.lock:
             queue.batches.appendleft(batch)
 
-    def split_and_reenqueue(self, batch: ProducerBatch) -> int:
+    def split_and_reenqueue(self, batch: ProducerBatch, split_size: int | None = None) -> int:
         """Split a batch the broker found too large (MESSAGE_TOO_LARGE) into batches of
-        ``batch_size``, put them at the head of its queue in order, and free the big one's
-        memory; its records' futures follow to the new batches. Returns how many batches it
-        became. The topic's compression estimate is reset, so later batches are smaller."""
+        ``split_size`` bytes (default ``batch_size``), put them at the head of its queue in
+        order, and free the big one's memory; its records' futures follow to the new batches.
+        Returns how many batches it became. The topic's compression estimate is reset, so
+        later batches are smaller. (The Sender passes about half the batch's size, so a
+        broker whose limit is below ``batch_size`` still sees the batches shrink.)"""
         self._estimator.reset(batch.topic)
-        parts = batch.split(max(self._batch_size, BATCH_HEADER_SIZE + 1))
+        size = self._batch_size if split_size is None else split_size
+        parts = batch.split(max(size, BATCH_HEADER_SIZE + 1))
         with self._incomplete_lock:
             self._incomplete.update(parts)
         queue = self._queue(batch.topic, batch.partition)

@@ -60,6 +60,7 @@ from kafkaline.protocol.api.produce import (
     PartitionProduceResponse,
     TopicProduceData,
 )
+from kafkaline.record.batch_format import BATCH_HEADER_SIZE
 
 __all__ = ["Sender", "SenderClient", "SenderMetadata"]
 
@@ -462,7 +463,11 @@ class Sender:
         if batch.final_state is not None:
             pass  # expired or aborted while in flight: this late answer changes nothing
         elif isinstance(error, MessageTooLargeError) and batch.record_count > 1:
-            parts = self._accumulator.split_and_reenqueue(batch)
+            # Halves, not batch_size: a batch no larger than batch_size would come back
+            # whole and be refused again until it expired (Java's behaviour). Halving ends
+            # with one-record batches, which then fail with the broker's named error.
+            half = BATCH_HEADER_SIZE + (batch.estimated_size_in_bytes - BATCH_HEADER_SIZE) // 2
+            parts = self._accumulator.split_and_reenqueue(batch, half)
             self._counters.batch_splits += 1
             _log.info(
                 "split a batch of %d records for %s-%d into %d after MESSAGE_TOO_LARGE",

@@ -67,10 +67,18 @@ def main(argv: Sequence[str] | None = None) -> int:
     return status
 
 
+class _CommandLineLogHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """The handler main() installs; a type of its own so a second main() in the same process
+    (tests) replaces it instead of printing every message twice."""
+
+
 def _configure_logging(verbose: bool) -> None:
-    handler = logging.StreamHandler(sys.stderr)
-    handler.setFormatter(logging.Formatter(_LOG_FORMAT))
     library_logger = logging.getLogger("kafkaline")
+    for old_handler in list(library_logger.handlers):
+        if isinstance(old_handler, _CommandLineLogHandler):
+            library_logger.removeHandler(old_handler)
+    handler = _CommandLineLogHandler(sys.stderr)
+    handler.setFormatter(logging.Formatter(_LOG_FORMAT))
     library_logger.addHandler(handler)
     # Without --verbose only errors: a retried connection attempt is not the user's concern,
     # and the command reports what failed in the end in its own words.

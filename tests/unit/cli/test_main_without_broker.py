@@ -1,0 +1,200 @@
+"""The command line's checks that fail before any broker is contacted: each gives one line on
+stderr and its exit status. Run in-process (main() returns the status)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from kafkaline.cli.exit_status import ExitStatus
+from kafkaline.cli.main import build_parser, main
+
+# A port nothing listens on is never reached: these checks fail earlier.
+SERVER = "127.0.0.1:1"
+
+
+def run(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    status = main(list(argv))
+    captured = capsys.readouterr()
+    return status, captured.out, captured.err
+
+
+def one_error_line(err: str) -> str:
+    lines = err.splitlines()
+    assert len(lines) == 1, err
+    assert lines[0].startswith("kafkaline: error: ")
+    return lines[0]
+
+
+def test_bad_producer_property_value(capsys: pytest.CaptureFixture[str]) -> None:
+    status, out, err = run(
+        capsys, "produce", "--topic", "t", "--bootstrap-server", SERVER,
+        "--producer-property", "linger.ms=soon",
+    )  # fmt: skip
+    assert status == ExitStatus.CONFIG
+    assert "linger.ms" in one_error_line(err)
+    assert out == ""
+
+
+def test_unknown_producer_property_suggests_the_right_one(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status, _, err = run(
+        capsys, "perf", "--topic", "t", "--num-records", "1", "--record-size", "1",
+        "--producer-props", "bootstrap.servers=" + SERVER, "lingr.ms=5",
+    )  # fmt: skip
+    assert status == ExitStatus.CONFIG
+    assert "did you mean 'linger.ms'" in one_error_line(err)
+
+
+def test_bad_reader_property(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run(
+        capsys, "produce", "--topic", "t", "--bootstrap-server", SERVER,
+        "--property", "parse.keys=true",
+    )  # fmt: skip
+    assert status == ExitStatus.CONFIG
+    assert "did you mean 'parse.key'" in one_error_line(err)
+
+
+def test_the_tool_options_override_properties_and_are_validated(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status, _, err = run(
+        capsys, "produce", "--topic", "t", "--bootstrap-server", SERVER,
+        "--producer-property", "acks=1", "--request-required-acks", "2",
+    )  # fmt: skip
+    assert status == ExitStatus.CONFIG
+    assert "acks" in one_error_line(err)
+
+
+def test_missing_bootstrap_server(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run(capsys, "produce", "--topic", "t")
+    assert status == ExitStatus.CONFIG
+    assert "--bootstrap-server" in one_error_line(err)
+
+
+def test_missing_producer_config_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    missing = tmp_path / "producer.properties"
+    status, _, err = run(
+        capsys, "produce", "--topic", "t", "--bootstrap-server", SERVER,
+        "--producer.config", str(missing),
+    )  # fmt: skip
+    assert status == ExitStatus.FILE
+    assert one_error_line(err) == f"kafkaline: error: {missing}: No such file or directory"
+
+
+def test_missing_input_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    missing = tmp_path / "lines.txt"
+    status, _, err = run(
+        capsys, "produce", "--topic", "t", "--bootstrap-server", SERVER, "--input", str(missing)
+    )
+    assert status == ExitStatus.FILE
+    assert str(missing) in one_error_line(err)
+
+
+def test_missing_payload_file(capsys: pytest.CaptureFixture[str], tmp_path: Path) -> None:
+    status, _, err = run(
+        capsys, "perf", "--topic", "t", "--num-records", "1", "--bootstrap-server", SERVER,
+        "--payload-file", str(tmp_path / "payloads.txt"),
+    )  # fmt: skip
+    assert status == ExitStatus.FILE
+    assert "payloads.txt: No such file or directory" in one_error_line(err)
+
+
+def test_producer_config_file_with_a_bad_value(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    config = tmp_path / "producer.properties"
+    config.write_text(f"bootstrap.servers={SERVER}\ncompression.type=brotli\n")
+    status, _, err = run(capsys, "produce", "--topic", "t", "--producer.config", str(config))
+    assert status == ExitStatus.CONFIG
+    assert "compression" in one_error_line(err)
+
+
+def test_illegal_topic_name(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run(capsys, "produce", "--topic", "no spaces", "--bootstrap-server", SERVER)
+    assert status == ExitStatus.USAGE
+    assert "not a legal topic name" in one_error_line(err)
+
+
+@pytest.mark.parametrize(
+    "flags", [["--transactional-id", "tx-1"], ["--transaction-duration-ms", "100"]]
+)
+def test_perf_transactions_are_not_supported_yet(
+    capsys: pytest.CaptureFixture[str], flags: list[str]
+) -> None:
+    status, _, err = run(
+        capsys, "perf", "--topic", "t", "--num-records", "1", "--record-size", "1",
+        "--bootstrap-server", SERVER, *flags,
+    )  # fmt: skip
+    assert status == ExitStatus.NOT_SUPPORTED
+    assert "not supported yet" in one_error_line(err)
+
+
+@pytest.mark.parametrize(
+    ("flags", "message"),
+    [
+        (["--num-records", "0", "--record-size", "1"], "--num-records must be >= 1"),
+        (["--num-records", "1", "--record-size", "-1"], "--record-size must be >= 0"),
+        (["--num-records", "1", "--record-size", "1", "--throughput", "0"], "never send"),
+    ],
+)
+def test_perf_argument_checks(
+    capsys: pytest.CaptureFixture[str], flags: list[str], message: str
+) -> None:
+    status, _, err = run(capsys, "perf", "--topic", "t", "--bootstrap-server", SERVER, *flags)
+    assert status == ExitStatus.USAGE
+    assert message in one_error_line(err)
+
+
+def test_perf_needs_exactly_one_payload_source(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        main(["perf", "--topic", "t", "--num-records", "1"])
+    assert exited.value.code == ExitStatus.USAGE
+    assert "--record-size" in capsys.readouterr().err
+
+
+def test_verbose_shows_the_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run(
+        capsys, "produce", "--verbose", "--topic", "t", "--bootstrap-server", SERVER,
+        "--producer-property", "linger.ms=soon",
+    )  # fmt: skip
+    assert status == ExitStatus.CONFIG
+    assert err.startswith("Traceback (most recent call last):")
+    assert "ConfigError" in err
+
+
+def test_verbose_is_accepted_before_and_after_the_command() -> None:
+    parser = build_parser()
+    assert parser.parse_args(["-v", "topics", "list", "--bootstrap-server", "h:1"]).verbose
+    assert parser.parse_args(["topics", "list", "--bootstrap-server", "h:1", "-v"]).verbose
+    assert not parser.parse_args(["topics", "list", "--bootstrap-server", "h:1"]).verbose
+
+
+def test_compression_codec_without_value_means_gzip() -> None:
+    parser = build_parser()
+    args = parser.parse_args(["produce", "--topic", "t", "--compression-codec"])
+    assert args.compression_codec == "gzip"
+    args = parser.parse_args(["produce", "--topic", "t", "--compression-codec", "zstd"])
+    assert args.compression_codec == "zstd"
+
+
+def test_broker_argument_checks(capsys: pytest.CaptureFixture[str]) -> None:
+    status, _, err = run(capsys, "broker", "--port", "70000")
+    assert status == ExitStatus.USAGE
+    assert "--port" in one_error_line(err)
+    status, _, err = run(capsys, "broker", "--topic", "a b")
+    assert status == ExitStatus.USAGE
+
+
+def test_topics_create_checks_its_arguments_before_connecting(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    status, _, err = run(capsys, "topics", "create", "t", "--partitions", "0",
+                         "--bootstrap-server", SERVER)  # fmt: skip
+    assert status == ExitStatus.USAGE
+    assert "--partitions must be >= 1" in one_error_line(err)
+    status, _, err = run(capsys, "topics", "list", "--bootstrap-server", "no-port")
+    assert status == ExitStatus.USAGE
+    assert "not HOST:PORT" in one_error_line(err)

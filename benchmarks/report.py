@@ -1,0 +1,375 @@
+"""Turning runs into the results table: medians, spreads, ratios to confluent-kafka.
+
+Only runs whose read-back count was right enter a median; failed runs are listed apart with
+why. "Spread" is the lowest and highest value of the good runs. Ratios divide medians: for
+throughput higher is better, for latency and memory lower is better (the table says which).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from benchmarks.clients import REFERENCE_CLIENT
+from benchmarks.harness import BenchRun
+from benchmarks.machine import scrub_paths
+from benchmarks.result import RunResult, Status
+from benchmarks.workloads import Kind, Workload
+
+MIB = 2**20
+
+
+@dataclass(frozen=True)
+class Stat:
+    """The median of the good runs' values, and their lowest and highest."""
+
+    median: float
+    low: float
+    high: float
+
+    @classmethod
+    def of(cls, values: Sequence[float]) -> Stat | None:
+        if not values:
+            return None
+        return cls(statistics.median(values), min(values), max(values))
+
+
+@dataclass(frozen=True)
+class Summary:
+    workload: Workload
+    client: str
+    good: list[RunResult]
+    failed: list[RunResult]
+
+    def stat(self, value: Callable[[RunResult], float | None]) -> Stat | None:
+        return Stat.of([v for v in map(value, self.good) if v is not None])
+
+
+def summarise(bench: BenchRun) -> list[Summary]:
+    """One summary per workload and client that ran, in plan order."""
+    summaries = []
+    for workload in bench.plan.workloads:
+        for client in bench.plan.clients:
+            runs = [r for r in bench.results if r.workload == workload.name and r.client == client]
+            if runs:
+                summaries.append(
+                    Summary(
+                        workload=workload,
+                        client=client,
+                        good=[r for r in runs if r.status is Status.OK],
+                        failed=[r for r in runs if r.status is Status.FAILED],
+                    )
+                )
+    return summaries
+
+
+# ---------------------------------------------------------------------------- formatting
+
+
+def _rate(value: float) -> str:
+    if value >= 1e6:
+        return f"{value / 1e6:.2f} M"
+    if value >= 1e3:
+        return f"{value / 1e3:.0f} k"
+    return f"{value:.0f}"
+
+
+def _spread(stat: Stat | None, fmt: Callable[[float], str]) -> str:
+    return f"{fmt(stat.low)} - {fmt(stat.high)}" if stat else "-"
+
+
+def _median(stat: Stat | None, fmt: Callable[[float], str]) -> str:
+    return fmt(stat.median) if stat else "-"
+
+
+def _ratio(stat: Stat | None, reference: Stat | None) -> str:
+    if stat is None or reference is None or reference.median == 0:
+        return "-"
+    return f"{stat.median / reference.median:.2f}x"
+
+
+def _runs(summary: Summary, rounds: int) -> str:
+    text = f"{len(summary.good)}/{rounds}"
+    return text + f" ({len(summary.failed)} failed)" if summary.failed else text
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(row) + " |" for row in rows]
+    return lines
+
+
+def _reference(summaries: Sequence[Summary], workload: str) -> Summary | None:
+    for summary in summaries:
+        if summary.workload.name == workload and summary.client == REFERENCE_CLIENT:
+            return summary
+    return None
+
+
+def _records_per_s(run: RunResult) -> float:
+    return run.records_per_s
+
+
+def _mb_per_s(run: RunResult) -> float:
+    return run.megabytes_per_s
+
+
+def _cpu(run: RunResult) -> float:
+    return run.cpu_s_per_million
+
+
+def _rss_mib(run: RunResult) -> float:
+    return run.rss_above_idle / MIB
+
+
+def _idle_mib(run: RunResult) -> float:
+    return run.idle_rss / MIB
+
+
+def _throughput_rows(summaries: Sequence[Summary], rounds: int) -> list[list[str]]:
+    rows = []
+    for summary in summaries:
+        if summary.workload.kind is not Kind.THROUGHPUT:
+            continue
+        reference = _reference(summaries, summary.workload.name)
+        rate = summary.stat(_records_per_s)
+        cpu = summary.stat(_cpu)
+        ref_rate = reference.stat(_records_per_s) if reference else None
+        ref_cpu = reference.stat(_cpu) if reference else None
+        rows.append(
+            [
+                summary.workload.name,
+                summary.client,
+                _runs(summary, rounds),
+                _median(rate, _rate),
+                _spread(rate, _rate),
+                _median(summary.stat(_mb_per_s), "{:.1f}".format),
+                _ratio(rate, ref_rate),
+                _median(cpu, "{:.2f}".format),
+                _ratio(cpu, ref_cpu),
+            ]
+        )
+    return rows
+
+
+def _latency_rows(summaries: Sequence[Summary], rounds: int) -> list[list[str]]:
+    rows = []
+    ms = "{:.3f}".format
+    for summary in summaries:
+        if summary.workload.kind is not Kind.LATENCY:
+            continue
+        reference = _reference(summaries, summary.workload.name)
+        p99 = summary.stat(lambda r: r.latency_p99_ms)
+        ref_p99 = reference.stat(lambda r: r.latency_p99_ms) if reference else None
+        rows.append(
+            [
+                summary.workload.name,
+                summary.client,
+                _runs(summary, rounds),
+                _median(summary.stat(lambda r: r.latency_p50_ms), ms),
+                _median(p99, ms),
+                _spread(p99, ms),
+                _median(summary.stat(lambda r: r.latency_p999_ms), ms),
+                _ratio(p99, ref_p99),
+                _median(summary.stat(_cpu), "{:.1f}".format),
+            ]
+        )
+    return rows
+
+
+def _memory_rows(summaries: Sequence[Summary], rounds: int) -> list[list[str]]:
+    rows = []
+    mib = "{:.0f}".format
+    for summary in summaries:
+        if summary.workload.kind is not Kind.MEMORY:
+            continue
+        reference = _reference(summaries, summary.workload.name)
+        rss = summary.stat(_rss_mib)
+        rate = summary.stat(_mb_per_s)
+        ref_rate = reference.stat(_mb_per_s) if reference else None
+        budget = (summary.workload.buffer_memory + 64 * MIB) / MIB
+        within = "-" if rss is None else ("yes" if rss.median <= budget else "no")
+        rows.append(
+            [
+                summary.workload.name,
+                summary.client,
+                _runs(summary, rounds),
+                _median(rss, mib),
+                _spread(rss, mib),
+                within,
+                _median(summary.stat(_idle_mib), mib),
+                _median(rate, "{:.0f}".format),
+                _ratio(rate, ref_rate),
+                _median(summary.stat(_cpu), "{:.2f}".format),
+            ]
+        )
+    return rows
+
+
+def _machine_lines(bench: BenchRun) -> list[str]:
+    machine = bench.machine
+    start = ", ".join(f"{x:.2f}" for x in machine.load_average_start)
+    end = ", ".join(f"{x:.2f}" for x in machine.load_average_end or ())
+    per_run = [r.load_average_1m for r in bench.results if r.load_average_1m is not None]
+    versions = ", ".join(f"{name} {version}" for name, version in machine.versions.items())
+    lines = [
+        f"- When: {machine.started_at}, {bench.duration_s / 60:.1f} min for {len(bench.results)} "
+        f"runs ({bench.plan.rounds} round(s){', --quick' if bench.plan.quick else ''})",
+        f"- Machine: {machine.cpu_count} CPUs ({machine.cpu_model}), "
+        f"{machine.memory_gib:.0f} GiB, {machine.system}; {machine.python}",
+        f"- Load average (1, 5, 15 min): at start {start}; at end {end}"
+        + (
+            f"; 1-min load before each run: {min(per_run):.2f} - {max(per_run):.2f}"
+            if per_run
+            else ""
+        ),
+        "- The broker (one Tansu process, memory storage) and each client share these CPUs; "
+        "other people's jobs may too (that is the load above).",
+        f"- Broker: {machine.broker}; kafkaline commit {machine.kafkaline_commit}",
+        f"- Versions: {versions}",
+    ]
+    return lines
+
+
+def _config_lines(bench: BenchRun) -> list[str]:
+    lines = [
+        "How the common settings map onto each client (the `small` workload; other workloads "
+        "change only the values: compression, `linger 0` for latency). Idempotence is off "
+        "everywhere (acks=1 does not allow it); in-flight limits are each client's default.",
+        "",
+    ]
+    rows = []
+    small = bench.plan.workloads[0].name
+    for client, by_workload in bench.configs.items():
+        settings = by_workload.get(small, {})
+        rows.append([client, ", ".join(f"`{k}={v}`" for k, v in settings.items())])
+    lines += _table(["client", f"settings ({small})"], rows)
+    lines += [
+        "",
+        "- kafka-python 3.x and aiokafka have no buffer-memory setting: kafka-python's "
+        "accumulator is unbounded, aiokafka's `send()` waits while a partition's one open "
+        "batch is full.",
+        "- confluent-kafka: `queue.buffering.max.kbytes` is librdkafka's buffer memory; its "
+        "message-count bound is lifted so that only bytes count, as elsewhere. Delivery "
+        "reports are served only when the queue is full and by `flush()` (its fastest use).",
+        "- kafkaline-batch / kafkaline-arrow hand over 10,000 records per call (Spark's Arrow "
+        "batch size); the Arrow batches are made before the clock starts.",
+    ]
+    return lines
+
+
+def _workload_lines(bench: BenchRun) -> list[str]:
+    return [f"- `{w.name}`: {w.description}" for w in bench.plan.workloads] + [
+        "- Records/s and MB/s are wall-clock, from the first send to the last acknowledgement "
+        "(flush); MB = 10^6 bytes of keys and values. CPU is the client process's user+sys "
+        "seconds (all its threads) per million records over the same span.",
+        "- Every run's topic is read back (kafkaline's Fetch and reader, every record "
+        "decoded) and must hold exactly the records and key+value bytes sent; otherwise the "
+        "run is failed and not timed.",
+    ]
+
+
+def _skipped_lines(bench: BenchRun) -> list[str]:
+    lines = [f"- {client}: not available: {why}" for client, why in bench.unavailable.items()]
+    lines += [
+        f"- {client} on `{workload}`: {why}"
+        for (workload, client), why in bench.unsupported.items()
+    ]
+    return lines
+
+
+def _failure_lines(bench: BenchRun) -> list[str]:
+    return [
+        f"- {r.client} on `{r.workload}`, round {r.round}: {scrub_paths(r.detail)}"
+        for r in bench.failed
+    ]
+
+
+def broker_limit_line(summaries: Sequence[Summary]) -> str | None:
+    """The broker's limit on ``small``, as a sentence (None if it was not measured)."""
+    for summary in summaries:
+        if summary.client == "broker-limit" and summary.workload.name == "small":
+            rate = summary.stat(_records_per_s)
+            mb = summary.stat(_mb_per_s)
+            if rate and mb:
+                return (
+                    f"Broker limit (raw protocol loop, pre-built batches) on `small`: "
+                    f"{_rate(rate.median)} records/s, {mb.median:.0f} MB/s "
+                    f"(spread {_spread(rate, _rate)} records/s)."
+                )
+    return None
+
+
+def render_markdown(bench: BenchRun) -> str:
+    summaries = summarise(bench)
+    rounds = bench.plan.rounds
+    lines = ["# kafkaline producer benchmark", ""]
+    lines += [*_machine_lines(bench), ""]
+    limit = broker_limit_line(summaries)
+    if limit:
+        lines += [limit, ""]
+    throughput = _throughput_rows(summaries, rounds)
+    if throughput:
+        lines += ["## Throughput (higher is better)", ""]
+        lines += _table(
+            [
+                "workload",
+                "client",
+                "good runs",
+                "records/s (median)",
+                "spread (min - max)",
+                "MB/s",
+                "vs confluent-kafka",
+                "CPU s / M records",
+                "CPU vs confluent-kafka",
+            ],
+            throughput,
+        )
+        lines.append("")
+    latency = _latency_rows(summaries, rounds)
+    if latency:
+        lines += ["## Latency, one record at a time (ms, lower is better)", ""]
+        lines += _table(
+            [
+                "workload",
+                "client",
+                "good runs",
+                "p50",
+                "p99",
+                "p99 spread",
+                "p99.9",
+                "p99 vs confluent-kafka",
+                "CPU s / M records",
+            ],
+            latency,
+        )
+        lines.append("")
+    memory = _memory_rows(summaries, rounds)
+    if memory:
+        lines += ["## Memory (MiB, lower is better)", ""]
+        lines += _table(
+            [
+                "workload",
+                "client",
+                "good runs",
+                "peak RSS above idle",
+                "spread",
+                "<= buffer_memory + 64 MiB",
+                "idle RSS",
+                "MB/s",
+                "MB/s vs confluent-kafka",
+                "CPU s / M records",
+            ],
+            memory,
+        )
+        lines.append("")
+    failures = _failure_lines(bench)
+    if failures:
+        lines += ["## Failed runs (not timed)", "", *failures, ""]
+    skipped = _skipped_lines(bench)
+    if skipped:
+        lines += ["## Not run", "", *skipped, ""]
+    lines += ["## Workloads", "", *_workload_lines(bench), ""]
+    lines += ["## Configuration", "", *_config_lines(bench), ""]
+    return "\n".join(lines)

@@ -1,0 +1,182 @@
+"""The workloads of issue #5, as values: what to send and how every client is configured.
+
+One :class:`Workload` says everything a client needs to be configured the same way as the
+others (acks, linger, batch size, compression, buffer memory) and what records to send. The
+records themselves are made by :func:`make_records` in the client's own process, before the
+clock starts, so no client pays for making its input.
+"""
+
+from __future__ import annotations
+
+import random
+from dataclasses import dataclass, replace
+from enum import Enum
+
+KIB = 1024
+MIB = 1024 * KIB
+
+#: Every topic the harness makes has this many partitions (the issue asks for 6).
+PARTITIONS = 6
+#: Kafka's, kafka-python's and kafkaline's default buffer.memory; set on every client and
+#: workload so librdkafka (whose default queue is 1 GiB) is held to the same bound.
+BUFFER_MEMORY = 32 * MIB
+#: Records sent before the latency clock starts (connections warm, metadata known). They are
+#: produced to the same topic, so the read-back counts them too.
+LATENCY_WARMUP = 100
+
+
+class Kind(str, Enum):
+    """What a workload measures."""
+
+    THROUGHPUT = "throughput"  # send everything, wait for every acknowledgement
+    LATENCY = "latency"  # one record at a time, each waited for
+    MEMORY = "memory"  # throughput, plus the client's peak RSS above its idle RSS
+
+
+@dataclass(frozen=True)
+class Workload:
+    """One workload: the records and the producer settings every client gets."""
+
+    name: str
+    kind: Kind
+    records: int
+    value_size: int
+    #: Keys are drawn in turn from this many distinct keys (record i gets key i % key_count).
+    key_count: int
+    linger_ms: int
+    batch_size: int
+    acks: int = 1
+    compression: str = "none"  # none, lz4, zstd (the names every client accepts)
+    buffer_memory: int = BUFFER_MEMORY
+    #: Distinct values made and sent in turn. 0: every record has its own value. Large and
+    #: memory workloads cycle a small pool so the child's idle RSS stays small (a 1 GB input
+    #: held in memory would swamp the memory measurement); clients copy values into their
+    #: batches either way, so the work per record is the same.
+    value_pool: int = 0
+    description: str = ""
+
+    @property
+    def warmup_records(self) -> int:
+        return LATENCY_WARMUP if self.kind is Kind.LATENCY else 0
+
+    @property
+    def expected_records(self) -> int:
+        """What the read-back must count: the measured records plus any warm-up records."""
+        return self.records + self.warmup_records
+
+
+_SMALL = Workload(
+    name="small",
+    kind=Kind.THROUGHPUT,
+    records=300_000,
+    value_size=100,
+    key_count=10_000,
+    linger_ms=5,
+    batch_size=64 * KIB,
+    description="300,000 records of 100 bytes, 10,000 keys in turn, linger 5 ms, "
+    "batch 64 KiB, acks=1, no compression",
+)
+
+#: The default workloads, in the order they run and are reported.
+DEFAULT_WORKLOADS: tuple[Workload, ...] = (
+    _SMALL,
+    replace(_SMALL, name="small-lz4", compression="lz4", description="small, lz4"),
+    replace(_SMALL, name="small-zstd", compression="zstd", description="small, zstd"),
+    replace(
+        _SMALL,
+        name="large",
+        records=20_000,
+        value_size=10_000,
+        value_pool=1_000,
+        description="20,000 records of 10 KB (200 MB), otherwise as small",
+    ),
+    replace(
+        _SMALL,
+        name="latency",
+        kind=Kind.LATENCY,
+        records=5_000,
+        linger_ms=0,
+        description=f"5,000 records of 100 bytes sent one at a time, each waited for, "
+        f"linger 0 (after {LATENCY_WARMUP} warm-up records)",
+    ),
+    replace(
+        _SMALL,
+        name="memory",
+        kind=Kind.MEMORY,
+        records=100_000,
+        value_size=10_000,
+        value_pool=100,
+        description="1 GB (100,000 records of 10 KB) with buffer_memory 32 MiB: peak RSS "
+        "above the idle process",
+    ),
+)
+
+
+def quick(workload: Workload) -> Workload:
+    """The same workload with tiny counts, for a smoke run that only proves the plumbing."""
+    records = {Kind.THROUGHPUT: 2_000, Kind.LATENCY: 200, Kind.MEMORY: 500}[workload.kind]
+    if workload.value_size >= 10_000:
+        records = 300
+    return replace(workload, records=records, key_count=min(workload.key_count, records))
+
+
+def workload_by_name(name: str, workloads: tuple[Workload, ...] = DEFAULT_WORKLOADS) -> Workload:
+    for workload in workloads:
+        if workload.name == name:
+            return workload
+    known = ", ".join(w.name for w in workloads)
+    raise KeyError(f"unknown workload {name!r}; known: {known}")
+
+
+@dataclass(frozen=True)
+class Records:
+    """The records of a run: key and value of record i are ``keys[i]`` and ``values[i]``."""
+
+    keys: list[bytes]
+    values: list[bytes]
+
+    @property
+    def payload_bytes(self) -> int:
+        """Key and value bytes of all records: what MB/s counts."""
+        return sum(map(len, self.keys)) + sum(map(len, self.values))
+
+
+def key_for(index: int) -> bytes:
+    return b"key-%06d" % index
+
+
+def make_text_source(rng: random.Random, size: int) -> bytes:
+    """``size`` bytes of JSON-like event text with random fields, that values are windows of.
+    Values then compress the way event payloads do (structure and entropy), where random
+    bytes would make lz4 and zstd pure overhead and a constant would flatter them; and 300,000
+    windows are sliced in a fraction of the time it takes to format 300,000 values."""
+    bits = rng.getrandbits
+    events = (b"page_view", b"click", b"add_to_cart", b"search", b"checkout")
+    pieces: list[bytes] = []
+    total = 0
+    while total < size:
+        piece = b'{"user":%d,"event":"%s","session":"%016x","ms":%d,"score":%d}\n' % (
+            bits(20),
+            events[bits(8) % len(events)],
+            bits(64),
+            1_700_000_000_000 + bits(32),
+            bits(16),
+        )
+        pieces.append(piece)
+        total += len(piece)
+    return b"".join(pieces)[:size]
+
+
+def make_records(workload: Workload, count: int | None = None, seed: int = 5) -> Records:
+    """``count`` records (default: the workload's) with the workload's keys and values."""
+    count = workload.records if count is None else count
+    rng = random.Random(seed)
+    distinct = min(workload.value_pool or count, count)
+    size = workload.value_size
+    source = make_text_source(rng, max(2 << 20, 4 * size))
+    offsets = [rng.getrandbits(32) % (len(source) - size) for _ in range(distinct)]
+    pool = [source[offset : offset + size] for offset in offsets]
+    key_pool = [key_for(i) for i in range(min(workload.key_count, count))]
+    values = [pool[i % len(pool)] for i in range(count)] if pool else []
+    keys = [key_pool[i % len(key_pool)] for i in range(count)] if key_pool else []
+    return Records(keys=keys, values=values)

@@ -153,6 +153,8 @@ class Sender:
         # inFlightBatches); checked no sooner than the earliest expiry among them.
         self._in_flight: set[ProducerBatch] = set()
         self._in_flight_expiry_ms = math.inf
+        # When a queued batch may first expire (see _expired_queued).
+        self._queued_expiry_ms = -math.inf
         self._last_cluster: ClusterMetadata | None = None
         self._running = True
         self._forced = False
@@ -308,7 +310,7 @@ class Sender:
                 self._in_flight_expiry_ms = min(
                     self._in_flight_expiry_ms, batch.created_ms + timeout
                 )
-        expired = accumulator.expired_batches(now)
+        expired = self._expired_queued(now)
         expired.extend(self._expired_in_flight(now))
         for batch in expired:
             self._fail_batch(batch, batch.delivery_timeout_error(timeout, now))
@@ -318,7 +320,7 @@ class Sender:
         poll_timeout = min(
             result.next_ready_check_delay_ms,
             not_ready_timeout,
-            accumulator.next_expiry_time_ms - now,
+            self._queued_expiry_ms - now,
             self._in_flight_expiry_ms - now,
         )
         if ready_nodes:
@@ -326,6 +328,21 @@ class Sender:
             # once, as Java does. Nodes at their in-flight limit were dropped above.
             poll_timeout = 0.0
         return max(poll_timeout, 0.0)
+
+    def _expired_queued(self, now: float) -> list[ProducerBatch]:
+        # Scanning every queue takes every queue's lock, and an appending thread that meets
+        # one held (the GIL switched away inside it) waits for a GIL hand-over: py-spy put
+        # ~15% of the send() thread's samples on lock.acquire with a scan per pass, ~9%
+        # without (benchmarks/simple_loop.py workload). So scan only when a batch can have
+        # expired: the oldest queued batch's expiry, or a timeout after the last scan for
+        # batches created since (re-enqueued ones lower the bound, see _reenqueued).
+        if now < self._queued_expiry_ms:
+            return []
+        expired = self._accumulator.expired_batches(now)
+        self._queued_expiry_ms = min(
+            self._accumulator.next_expiry_time_ms, now + self._delivery_timeout_ms
+        )
+        return expired
 
     def _expired_in_flight(self, now: float) -> list[ProducerBatch]:
         if not self._in_flight or now < self._in_flight_expiry_ms:
@@ -468,6 +485,7 @@ class Sender:
             # with one-record batches, which then fail with the broker's named error.
             half = BATCH_HEADER_SIZE + (batch.estimated_size_in_bytes - BATCH_HEADER_SIZE) // 2
             parts = self._accumulator.split_and_reenqueue(batch, half)
+            self._reenqueued(batch)
             self._counters.batch_splits += 1
             _log.info(
                 "split a batch of %d records for %s-%d into %d after MESSAGE_TOO_LARGE",
@@ -486,6 +504,7 @@ class Sender:
                 error,
             )
             self._accumulator.reenqueue(batch, now)
+            self._reenqueued(batch)
             self._counters.records_retried += batch.record_count
         else:
             final: Exception = error
@@ -498,6 +517,12 @@ class Sender:
         if isinstance(error, KafkaConnectionError) or getattr(error, "invalid_metadata", False):
             self._metadata.request_update()
         self._unmute(batch)
+
+    def _reenqueued(self, batch: ProducerBatch) -> None:
+        # Back in the queue with its old creation time: it may expire before the next scan.
+        self._queued_expiry_ms = min(
+            self._queued_expiry_ms, batch.created_ms + self._delivery_timeout_ms
+        )
 
     def _can_retry(self, batch: ProducerBatch, error: KafkaError, now: float) -> bool:
         return (

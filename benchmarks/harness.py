@@ -147,6 +147,7 @@ def _run_once(
         result = _run_child(plan, broker, workload, client, topic, scratch)
         result.round = round_index
         result.load_average_1m = load
+        result.records_expected = workload.expected_records
         if result.status is Status.OK:
             _check_read_back(result, broker, workload, topic, expected_payload)
         return result

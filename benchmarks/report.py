@@ -89,6 +89,12 @@ def _ratio(stat: Stat | None, reference: Stat | None) -> str:
     return f"{stat.median / reference.median:.2f}x"
 
 
+def _verified(summary: Summary) -> str:
+    """The records read back per good run (each equals what was sent, or the run failed)."""
+    counts = sorted({r.records_read for r in summary.good if r.records_read is not None})
+    return " / ".join(f"{count:,}" for count in counts) if counts else "-"
+
+
 def _runs(summary: Summary, rounds: int) -> str:
     text = f"{len(summary.good)}/{rounds}"
     return text + f" ({len(summary.failed)} failed)" if summary.failed else text
@@ -142,6 +148,7 @@ def _throughput_rows(summaries: Sequence[Summary], rounds: int) -> list[list[str
                 summary.workload.name,
                 summary.client,
                 _runs(summary, rounds),
+                _verified(summary),
                 _median(rate, _rate),
                 _spread(rate, _rate),
                 _median(summary.stat(_mb_per_s), "{:.1f}".format),
@@ -167,6 +174,7 @@ def _latency_rows(summaries: Sequence[Summary], rounds: int) -> list[list[str]]:
                 summary.workload.name,
                 summary.client,
                 _runs(summary, rounds),
+                _verified(summary),
                 _median(summary.stat(lambda r: r.latency_p50_ms), ms),
                 _median(p99, ms),
                 _spread(p99, ms),
@@ -195,6 +203,7 @@ def _memory_rows(summaries: Sequence[Summary], rounds: int) -> list[list[str]]:
                 summary.workload.name,
                 summary.client,
                 _runs(summary, rounds),
+                _verified(summary),
                 _median(rss, mib),
                 _spread(rss, mib),
                 within,
@@ -317,6 +326,7 @@ def render_markdown(bench: BenchRun) -> str:
                 "workload",
                 "client",
                 "good runs",
+                "read back",
                 "records/s (median)",
                 "spread (min - max)",
                 "MB/s",
@@ -335,6 +345,7 @@ def render_markdown(bench: BenchRun) -> str:
                 "workload",
                 "client",
                 "good runs",
+                "read back",
                 "p50",
                 "p99",
                 "p99 spread",
@@ -353,6 +364,7 @@ def render_markdown(bench: BenchRun) -> str:
                 "workload",
                 "client",
                 "good runs",
+                "read back",
                 "peak RSS above idle",
                 "spread",
                 "<= buffer_memory + 64 MiB",

@@ -39,7 +39,9 @@ class RunResult:
     latency_p99_ms: float | None = None
     latency_p999_ms: float | None = None
     latency_max_ms: float | None = None
-    #: Records the harness read back from the topic (None: not read back).
+    #: Records the topic must hold (measured plus warm-up records) and the records the harness
+    #: read back from it (None: not read back).
+    records_expected: int = 0
     records_read: int | None = None
     load_average_1m: float | None = None
 

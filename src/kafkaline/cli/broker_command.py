@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import signal
+import socket
 import sys
 import threading
 from collections.abc import Iterator
@@ -21,6 +22,7 @@ from kafkaline.cli.topic_admin import validate_topic_name
 from kafkaline.errors import KafkaError
 from kafkaline.testing import STORAGE_KINDS, LocalBroker
 
+LOOPBACK = "127.0.0.1"  # where LocalBroker listens
 # How often the foreground loop checks that the broker process is still alive.
 _LIVENESS_CHECK_S = 0.5
 
@@ -75,6 +77,8 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--partitions must be >= 1, got {args.partitions}")
     for name in args.topic:
         validate_topic_name(name)
+    if args.port is not None:
+        _require_free_port(args.port)
     stop_requested = threading.Event()
     with (
         _stop_on_signals(stop_requested),
@@ -99,6 +103,21 @@ def run(args: argparse.Namespace) -> int:
                 )
     print("kafkaline: broker stopped", file=sys.stderr, flush=True)
     return ExitStatus.OK
+
+
+def _require_free_port(port: int) -> None:
+    """Fail at once on a port someone listens on: LocalBroker would wait its whole start
+    timeout for the port to come free (which suits a restart, not a user's typo)."""
+    with socket.socket() as probe:
+        # As servers bind (Tansu too): connections of an earlier broker left in TIME_WAIT
+        # do not block the port, a listener does.
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((LOOPBACK, port))
+        except OSError as error:
+            raise UsageError(
+                f"--port {port}: cannot listen on {LOOPBACK}:{port} ({error.strerror})"
+            ) from error
 
 
 @contextmanager

@@ -22,7 +22,13 @@ from kafkaline.cli.error_report import PROGRAM, one_line_description
 from kafkaline.cli.errors import NotSupportedError, UsageError
 from kafkaline.cli.exit_status import ExitStatus
 from kafkaline.cli.perf_payloads import load_payload_file, parse_delimiter, random_payload
-from kafkaline.cli.perf_stats import PerfStats, PerfSummary, Throttle, metrics_table
+from kafkaline.cli.perf_stats import (
+    REPORTING_INTERVAL_MS,
+    PerfStats,
+    PerfSummary,
+    Throttle,
+    metrics_table,
+)
 from kafkaline.cli.producer_options import assemble_properties, producer_config
 from kafkaline.cli.topic_admin import validate_topic_name
 from kafkaline.cli.topic_check import require_topic
@@ -105,6 +111,13 @@ def add_parser(subcommands: argparse._SubParsersAction[argparse.ArgumentParser],
         help="commit a transaction every MS milliseconds (not supported yet)",
     )
     parser.add_argument(
+        "--reporting-interval",
+        type=int,
+        default=REPORTING_INTERVAL_MS,
+        metavar="MS",
+        help=f"print a window line every MS milliseconds (default: {REPORTING_INTERVAL_MS})",
+    )
+    parser.add_argument(
         "--json", action="store_true", help="print the result as one JSON object on stdout"
     )
     parser.set_defaults(run=run)
@@ -116,6 +129,8 @@ def run(args: argparse.Namespace) -> int:
     validate_topic_name(args.topic)
     if args.num_records < 1:
         raise UsageError(f"--num-records must be >= 1, got {args.num_records}")
+    if args.reporting_interval < 1:
+        raise UsageError(f"--reporting-interval must be >= 1 ms, got {args.reporting_interval}")
     if args.throughput == 0:
         raise UsageError("--throughput 0 would never send; use -1 for no limit")
     rng = random.Random(_PAYLOAD_SEED)
@@ -167,8 +182,8 @@ class _Measurement:
     """The callbacks' side: records each acknowledgement's latency under a lock (callbacks
     run on the producer's I/O thread, and on the sending thread for a record already done)."""
 
-    def __init__(self, num_records: int, window_stream: TextIO) -> None:
-        self.stats = PerfStats(num_records, start_ms=_now_ms())
+    def __init__(self, num_records: int, reporting_interval_ms: int, window_stream: TextIO) -> None:
+        self.stats = PerfStats(num_records, _now_ms(), reporting_interval_ms)
         self._window_stream = window_stream
         self._lock = threading.Lock()
 
@@ -197,7 +212,9 @@ def _run_test(
     args: argparse.Namespace, config: ProducerConfig, payloads: list[bytes], rng: random.Random
 ) -> int:
     topic: str = args.topic
-    measurement = _Measurement(args.num_records, sys.stderr if args.json else sys.stdout)
+    measurement = _Measurement(
+        args.num_records, args.reporting_interval, sys.stderr if args.json else sys.stdout
+    )
     throttle = Throttle(args.throughput)
     interrupted = False
     producer = Producer(config)

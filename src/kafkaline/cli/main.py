@@ -12,7 +12,8 @@ import logging
 import os
 import signal
 import sys
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 
 from kafkaline import __version__
 from kafkaline.cli import broker_command, perf_command, produce_command, topics_command
@@ -53,9 +54,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the process exit status."""
     args = build_parser().parse_args(argv)
     verbose: bool = args.verbose
-    _configure_logging(verbose)
     try:
-        status: int = args.run(args)
+        with _library_logging(verbose):
+            status: int = args.run(args)
     except KeyboardInterrupt:
         # Commands that have something to clean up on Ctrl-C handle it themselves.
         print(f"\n{PROGRAM}: interrupted", file=sys.stderr)
@@ -67,22 +68,23 @@ def main(argv: Sequence[str] | None = None) -> int:
     return status
 
 
-class _CommandLineLogHandler(logging.StreamHandler):  # type: ignore[type-arg]
-    """The handler main() installs; a type of its own so a second main() in the same process
-    (tests) replaces it instead of printing every message twice."""
-
-
-def _configure_logging(verbose: bool) -> None:
+@contextmanager
+def _library_logging(verbose: bool) -> Iterator[None]:
+    """Show the library's log messages on stderr while the command runs; put the logger back
+    as it was afterwards, so main() called in-process (tests) leaves no trace."""
     library_logger = logging.getLogger("kafkaline")
-    for old_handler in list(library_logger.handlers):
-        if isinstance(old_handler, _CommandLineLogHandler):
-            library_logger.removeHandler(old_handler)
-    handler = _CommandLineLogHandler(sys.stderr)
+    previous_level = library_logger.level
+    handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(logging.Formatter(_LOG_FORMAT))
     library_logger.addHandler(handler)
     # Without --verbose only errors: a retried connection attempt is not the user's concern,
     # and the command reports what failed in the end in its own words.
     library_logger.setLevel(logging.INFO if verbose else logging.ERROR)
+    try:
+        yield
+    finally:
+        library_logger.removeHandler(handler)
+        library_logger.setLevel(previous_level)
 
 
 def _exit_on_broken_pipe() -> int:

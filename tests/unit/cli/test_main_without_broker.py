@@ -3,6 +3,7 @@ stderr and its exit status. Run in-process (main() returns the status)."""
 
 from __future__ import annotations
 
+import logging
 from pathlib import Path
 
 import pytest
@@ -198,3 +199,12 @@ def test_topics_create_checks_its_arguments_before_connecting(
     status, _, err = run(capsys, "topics", "list", "--bootstrap-server", "no-port")
     assert status == ExitStatus.USAGE
     assert "not HOST:PORT" in one_error_line(err)
+
+
+def test_main_leaves_the_library_logger_as_it_found_it(capsys: pytest.CaptureFixture[str]) -> None:
+    library_logger = logging.getLogger("kafkaline")
+    before = (library_logger.level, list(library_logger.handlers))
+    run(capsys, "produce", "--topic", "t", "--bootstrap-server", SERVER,
+        "--producer-property", "linger.ms=soon")  # fmt: skip
+    run(capsys, "-v", "produce", "--topic", "t")
+    assert (library_logger.level, list(library_logger.handlers)) == before

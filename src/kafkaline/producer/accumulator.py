@@ -55,6 +55,7 @@ from kafkaline.producer.builtin_partitioner import (
 )
 from kafkaline.producer.compression_ratio import CompressionRatioEstimator
 from kafkaline.producer.futures import FutureRecordMetadata
+from kafkaline.producer.idempotence import TransactionManager
 from kafkaline.producer.partitioner import ClusterPartitions
 from kafkaline.record import CompressionType, Headers
 from kafkaline.record.batch_format import BATCH_HEADER_SIZE
@@ -207,6 +208,7 @@ class RecordAccumulator:
         partitioner_availability_timeout_ms: float = 0.0,
         rng: random.Random | None = None,
         on_batch_sealed: Callable[[ProducerBatch], None] | None = None,
+        transaction_manager: TransactionManager | None = None,
     ) -> None:
         self._batch_size = batch_size
         self._linger_ms = float(linger_ms)
@@ -226,6 +228,8 @@ class RecordAccumulator:
         self._adaptive = partitioner_adaptive
         self._availability_timeout_ms = partitioner_availability_timeout_ms
         self._on_batch_sealed = on_batch_sealed
+        # Idempotence: holds back batches whose sequence must wait, numbers the drained ones.
+        self._transaction_manager = transaction_manager
         self._estimator = CompressionRatioEstimator()
         #: topic -> partition -> queue. Copy-on-write under _queues_lock: readers take the
         #: current dicts without a lock, and never see one change under them.
@@ -253,6 +257,7 @@ class RecordAccumulator:
         rng: random.Random | None = None,
         on_batch_sealed: Callable[[ProducerBatch], None] | None = None,
         on_buffer_wait: Callable[[float], None] | None = None,
+        transaction_manager: TransactionManager | None = None,
     ) -> RecordAccumulator:
         """An accumulator (and its buffer pool) set up from a producer's configuration."""
         return cls(
@@ -271,6 +276,7 @@ class RecordAccumulator:
             partitioner_availability_timeout_ms=config.partitioner_availability_timeout_ms,
             rng=rng,
             on_batch_sealed=on_batch_sealed,
+            transaction_manager=transaction_manager,
         )
 
     # ------------------------------------------------------------------ appending
@@ -599,6 +605,7 @@ class RecordAccumulator:
         next_start = (start + 1) % count
         size = 0
         muted = self._muted
+        transactions = self._transaction_manager
         for step in range(count):
             index = (start + step) % count
             tp = parts[index]
@@ -614,6 +621,8 @@ class RecordAccumulator:
                 first = batches[0]
                 if first.is_backing_off(now):
                     continue
+                if transactions is not None and transactions.should_stop_drain(first):
+                    continue
                 if ready and size + first.estimated_size_in_bytes > max_request_size:
                     next_start = index  # it goes first next time
                     break
@@ -628,6 +637,9 @@ class RecordAccumulator:
                 _log.warning("failed to encode a batch for %s: %s", tp, error)
                 self.fail_batch(first, error)
                 continue
+            if transactions is not None:
+                # After encoding: a batch that failed to encode must not take a sequence.
+                transactions.assign_sequence(first)
             self._batch_sealed(first)
             size += first.estimated_size_in_bytes
             first.drained(now)
@@ -699,7 +711,10 @@ class RecordAccumulator:
         batch.reenqueued(now, float(backoff))
         queue = self._queue(batch.topic, batch.partition)
         with queue.lock:
-            queue.batches.appendleft(batch)
+            if batch.has_sequence:
+                _insert_in_sequence_order(queue.batches, batch)
+            else:
+                queue.batches.appendleft(batch)
 
     def split_and_reenqueue(self, batch: ProducerBatch, split_size: int | None = None) -> int:
         """Split a batch the broker found too large (MESSAGE_TOO_LARGE) into batches of
@@ -713,6 +728,8 @@ class RecordAccumulator:
         parts = batch.split(max(size, BATCH_HEADER_SIZE + 1))
         with self._incomplete_lock:
             self._incomplete.update(parts)
+        if self._transaction_manager is not None:
+            self._transaction_manager.replace_split_batch(batch, parts)
         queue = self._queue(batch.topic, batch.partition)
         with queue.lock:
             queue.batches.extendleft(reversed(parts))
@@ -875,6 +892,17 @@ class RecordAccumulator:
     def batch_size(self) -> int:
         """``batch_size`` new batches are made with."""
         return self._batch_size
+
+
+def _insert_in_sequence_order(batches: deque[ProducerBatch], batch: ProducerBatch) -> None:
+    # Java's insertInSequenceOrder: batches answered out of order come back out of order,
+    # and a retry must not go after a higher sequence (the broker would refuse it).
+    index = 0
+    for queued in batches:
+        if not queued.has_sequence or queued.base_sequence > batch.base_sequence:
+            break
+        index += 1
+    batches.insert(index, batch)
 
 
 def _try_append_last(

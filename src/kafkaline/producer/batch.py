@@ -232,6 +232,21 @@ class ProducerBatch:
         """Set the idempotence fields (at drain time; also after :meth:`close`)."""
         self.builder.set_producer_state(producer_id, producer_epoch, base_sequence)
 
+    @property
+    def has_sequence(self) -> bool:
+        """Whether the batch was given a sequence (idempotence, at its first drain)."""
+        return self.builder.base_sequence != NO_SEQUENCE
+
+    @property
+    def base_sequence(self) -> int:
+        """The sequence of its first record (-1 without idempotence)."""
+        return self.builder.base_sequence
+
+    @property
+    def producer_id_and_epoch(self) -> tuple[int, int]:
+        """The producer id and epoch it carries (``(-1, -1)`` without idempotence)."""
+        return (self.builder.producer_id, self.builder.producer_epoch)
+
     def build(self) -> bytes:
         """The batch's wire bytes (closing it first if needed)."""
         return self.builder.build()

@@ -46,6 +46,7 @@ from kafkaline.config import ProducerConfig
 from kafkaline.errors import (
     IllegalStateError,
     InvalidPartitionError,
+    KafkaError,
     ProducerClosedError,
     ProducerForkedError,
     SenderFailedError,
@@ -55,6 +56,7 @@ from kafkaline.net.cluster import ClusterMetadata, PartitionMetadata
 from kafkaline.producer.accumulator import RecordAccumulator
 from kafkaline.producer.batch import ProducerBatch
 from kafkaline.producer.futures import FutureRecordMetadata
+from kafkaline.producer.idempotence import TransactionManager
 from kafkaline.producer.interceptors import InterceptorChain
 from kafkaline.producer.metrics import ProducerMetrics, SenderCounters
 from kafkaline.producer.partitioner import KeyPartitionCache, Partitioner, validate_partition
@@ -93,6 +95,8 @@ class _State(enum.Enum):
     CLOSED = "closed"
     FAILED = "failed"
     FORKED = "forked"
+    #: The idempotent producer was fenced, or could not get a producer id.
+    FATAL = "fatal"
 
 
 class Producer:
@@ -151,8 +155,17 @@ class Producer:
             RECORD_SIZE_OVERHEAD
         )
         self._counters = SenderCounters()
+        self._transaction_manager = (
+            TransactionManager(
+                retry_backoff=config.retry_backoff, on_fatal_error=self._on_fatal_error
+            )
+            if config.idempotent
+            else None
+        )
         self._accumulator = RecordAccumulator.from_config(
-            config, on_batch_sealed=self._on_batch_sealed
+            config,
+            on_batch_sealed=self._on_batch_sealed,
+            transaction_manager=self._transaction_manager,
         )
         self._metrics = ProducerMetrics(
             self._counters,
@@ -216,6 +229,7 @@ class Producer:
                 name=_thread_name(config.client_id),
                 on_metadata_update=self._on_metadata_update,
                 on_failure=self._on_sender_failure,
+                transaction_manager=self._transaction_manager,
             )
             sender.start()
         except BaseException:
@@ -252,6 +266,16 @@ class Producer:
             )
             error.__cause__ = cause
             return error
+        if gate is _State.FATAL:
+            fatal = (
+                self._transaction_manager.fatal_error
+                if self._transaction_manager is not None
+                else None
+            )
+            if fatal is not None:
+                again = type(fatal)(str(fatal))
+                again.__cause__ = fatal
+                return again
         return IllegalStateError(f"the producer is {gate.value}")  # pragma: no cover
 
     def _forked(self) -> None:
@@ -262,6 +286,11 @@ class Producer:
     def _on_sender_failure(self, failure: SenderFailedError) -> None:
         if self._gate is not _State.FORKED:
             self._gate = _State.FAILED
+
+    def _on_fatal_error(self, error: KafkaError) -> None:
+        # The Sender's thread: from now on send() raises the error (see _gate_error).
+        if self._gate is not _State.FORKED:
+            self._gate = _State.FATAL
 
     def _on_metadata_update(self, cluster: ClusterMetadata) -> None:
         # The Sender's thread, after each metadata update: new counts for the known topics.

@@ -40,6 +40,7 @@ from typing import Protocol
 
 from kafkaline.errors import (
     DeliveryTimeoutError,
+    DuplicateSequenceNumberError,
     KafkaConnectionError,
     KafkaError,
     MessageTooLargeError,
@@ -52,9 +53,11 @@ from kafkaline.net.cluster import ClusterMetadata, TopicPartition
 from kafkaline.net.response import ClientResponse, OnComplete
 from kafkaline.producer.accumulator import RecordAccumulator
 from kafkaline.producer.batch import ProducerBatch
+from kafkaline.producer.idempotence import TransactionManager
 from kafkaline.producer.metrics import SenderCounters
 from kafkaline.protocol import Request
 from kafkaline.protocol.api import ProduceRequest, ProduceResponse
+from kafkaline.protocol.api.init_producer_id import InitProducerIdResponse
 from kafkaline.protocol.api.produce import (
     PartitionProduceData,
     PartitionProduceResponse,
@@ -65,6 +68,9 @@ from kafkaline.record.batch_format import BATCH_HEADER_SIZE
 __all__ = ["Sender", "SenderClient", "SenderMetadata"]
 
 _log = logging.getLogger(__name__)
+
+#: How often to look for a node to send InitProducerId to while none is ready.
+_NODE_RECHECK_MS = 50.0
 
 
 class SenderMetadata(Protocol):
@@ -103,6 +109,8 @@ class SenderClient(Protocol):
 
     def in_flight_request_count(self, node_id: int | None = None) -> int: ...
 
+    def least_loaded_node(self, now: float) -> int | None: ...
+
     def wakeup(self) -> None: ...
 
     def close(self) -> list[ClientResponse]: ...
@@ -135,6 +143,7 @@ class Sender:
         name: str = "kafkaline-producer-network-thread",
         on_metadata_update: Callable[[ClusterMetadata], None] | None = None,
         on_failure: Callable[[SenderFailedError], None] | None = None,
+        transaction_manager: TransactionManager | None = None,
     ) -> None:
         self._client = client
         self._metadata = client.metadata
@@ -149,6 +158,9 @@ class Sender:
         self._name = name
         self._on_metadata_update = on_metadata_update
         self._on_failure = on_failure
+        # Idempotence (None: off). Its fatal error is acted on once, see _abort_on_fatal.
+        self._transactions = transaction_manager
+        self._fatal_handled = False
         # Batches sent and not answered: they expire at delivery_timeout_ms too (Java's
         # inFlightBatches); checked no sooner than the earliest expiry among them.
         self._in_flight: set[ProducerBatch] = set()
@@ -279,6 +291,13 @@ class Sender:
     def send_producer_data(self, now: float) -> float:
         """Drain ready batches into produce requests and expire old ones; return how long
         the next poll may wait (ms)."""
+        transactions = self._transactions
+        if transactions is not None:
+            if transactions.fatal_error is not None:
+                self._abort_on_fatal(transactions.fatal_error)
+            if transactions.needs_producer_id():
+                # Nothing is drained without an id (Java's maybeSendAndPollTransactionalRequest).
+                return self._wait_for_producer_id(transactions, now)
         accumulator = self._accumulator
         client = self._client
         cluster = self._metadata.cluster
@@ -323,11 +342,75 @@ class Sender:
             self._queued_expiry_ms - now,
             self._in_flight_expiry_ms - now,
         )
-        if ready_nodes:
+        if any(drained.values()):
             # More may be ready than one drain took (one batch per partition): come back at
-            # once, as Java does. Nodes at their in-flight limit were dropped above.
+            # once, as Java does. Nodes at their in-flight limit were dropped above. (When
+            # nothing was drained, nothing more can be: partitions held back for sequence
+            # order wait for an answer, which ends the poll.)
             poll_timeout = 0.0
         return max(poll_timeout, 0.0)
+
+    # ------------------------------------------------------------------ idempotence
+
+    def _wait_for_producer_id(self, transactions: TransactionManager, now: float) -> float:
+        timeout = self._send_init_producer_id(transactions, now)
+        for batch in self._expired_queued(now) + self._expired_in_flight(now):
+            self._fail_batch(batch, batch.delivery_timeout_error(self._delivery_timeout_ms, now))
+        return max(
+            0.0,
+            min(timeout, self._queued_expiry_ms - now, self._in_flight_expiry_ms - now),
+        )
+
+    def _send_init_producer_id(self, transactions: TransactionManager, now: float) -> float:
+        """Send InitProducerId to the least loaded node when due; return how long to poll."""
+        due_in = transactions.init_producer_id_due_in(now)
+        if due_in is None:
+            return math.inf  # in flight (its answer ends the poll) or not needed
+        if due_in > 0:
+            return due_in
+        client = self._client
+        node = client.least_loaded_node(now)
+        if node is None or not client.ready(node, now):
+            # ready() starts connecting; look again when it may have connected (the poll
+            # is not woken by a connection that completes without a request on it).
+            delay = client.connection_delay(node, now) if node is not None else math.inf
+            return min(delay, _NODE_RECHECK_MS)
+        request = transactions.init_producer_id_request()
+        try:
+            client.send(node, request, self._handle_init_producer_id, now)
+        except KafkaError as error:
+            transactions.handle_init_producer_id(error, -1, -1, -1, now)
+            return 0.0
+        return math.inf
+
+    def _handle_init_producer_id(self, response: ClientResponse) -> None:
+        transactions = self._transactions
+        if transactions is None:  # pragma: no cover - only sent with idempotence
+            return
+        now = response.completed_at_ms
+        error = response.error
+        if error is not None or response.response is None:
+            transactions.handle_init_producer_id(
+                error or ProtocolError("InitProducerId got no answer"), -1, -1, -1, now
+            )
+            return
+        answer = response.response_as(InitProducerIdResponse)
+        broker_error = (
+            error_for_code(answer.error_code)(f"InitProducerId at node {response.node_id}")
+            if answer.error_code
+            else None
+        )
+        transactions.handle_init_producer_id(
+            broker_error, answer.producer_id, answer.producer_epoch, response.api_version, now
+        )
+
+    def _abort_on_fatal(self, error: KafkaError) -> None:
+        if self._fatal_handled:
+            return
+        self._fatal_handled = True
+        # Every pending record fails with the fatal error; the producer refuses new ones.
+        self._accumulator.abort_incomplete_batches(error)
+        self._in_flight.clear()
 
     def _expired_queued(self, now: float) -> list[ProducerBatch]:
         # Scanning every queue takes every queue's lock, and an appending thread that meets
@@ -465,6 +548,8 @@ class Sender:
 
     def _complete(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
         self._in_flight.discard(batch)
+        if self._transactions is not None and batch.final_state is None:
+            self._transactions.handle_completed_batch(batch)
         self._accumulator.complete_batch(batch, base_offset, log_append_time)
         self._unmute(batch)
 
@@ -477,8 +562,25 @@ class Sender:
     ) -> None:
         self._in_flight.discard(batch)
         tp = batch.topic_partition
+        transactions = self._transactions
         if batch.final_state is not None:
             pass  # expired or aborted while in flight: this late answer changes nothing
+        elif transactions is not None and isinstance(error, DuplicateSequenceNumberError):
+            # The broker has this batch already (an earlier try was written): a success
+            # whose offset it does not say, as in Java.
+            _log.info("%s-%d: duplicate of a batch already written", tp.topic, tp.partition)
+            self._complete(batch, -1, -1)
+            return
+        elif transactions is not None and transactions.error_is_fatal(error):
+            fatal = type(error)(
+                f"{error} (fatal: the broker fenced this idempotent producer's id/epoch; "
+                "every pending record fails and the producer cannot send any more: close it "
+                "and create a new one)"
+            )
+            fatal.__cause__ = error
+            self._fail_batch(batch, fatal, record_errors)
+            transactions.transition_to_fatal(fatal)
+            self._abort_on_fatal(fatal)
         elif isinstance(error, MessageTooLargeError) and batch.record_count > 1:
             # Halves, not batch_size: a batch no larger than batch_size would come back
             # whole and be refused again until it expired (Java's behaviour). Halving ends
@@ -525,8 +627,13 @@ class Sender:
         )
 
     def _can_retry(self, batch: ProducerBatch, error: KafkaError, now: float) -> bool:
+        if self._transactions is not None and batch.has_sequence:
+            # Sequence errors: retried after an epoch bump, or not (see TransactionManager).
+            retriable = self._transactions.can_retry(batch, error)
+        else:
+            retriable = error.retriable
         return (
-            error.retriable
+            retriable
             and batch.attempts < self._retries
             and not batch.has_reached_delivery_timeout(self._delivery_timeout_ms, now)
             and not self._forced
@@ -539,6 +646,8 @@ class Sender:
         record_errors: dict[int, Exception] | None = None,
     ) -> None:
         self._in_flight.discard(batch)
+        if self._transactions is not None and batch.final_state is None:
+            self._transactions.handle_failed_batch(batch)
         if self._accumulator.fail_batch(batch, error, record_errors):
             self._counters.records_errored += batch.record_count
             log = _log.debug if isinstance(error, DeliveryTimeoutError) else _log.warning

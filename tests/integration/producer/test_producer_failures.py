@@ -161,6 +161,9 @@ def test_records_are_delivered_across_a_broker_restart(durable_broker: LocalBrok
         request_timeout_ms=2000,
         delivery_timeout_ms=30_000,
         max_block_ms=10_000,
+        # At least once, without idempotence: every record gets its offset. The idempotent
+        # producer across a restart is tested in test_idempotence.py.
+        enable_idempotence=False,
     ) as producer:
         warmed_up(producer, topic)
 

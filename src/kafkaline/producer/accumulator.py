@@ -54,7 +54,7 @@ from kafkaline.producer.builtin_partitioner import (
     StickyPartition,
 )
 from kafkaline.producer.compression_ratio import CompressionRatioEstimator
-from kafkaline.producer.futures import FutureRecordMetadata
+from kafkaline.producer.futures import FutureRecordMetadata, ProduceRequestResult
 from kafkaline.producer.idempotence import TransactionManager
 from kafkaline.producer.partitioner import ClusterPartitions
 from kafkaline.record import CompressionType, Headers
@@ -64,6 +64,7 @@ from kafkaline.record.record_encoder import RECORD_OVERHEAD_BOUND, encode_header
 __all__ = [
     "AccumulatorCluster",
     "BatchStats",
+    "BulkSegment",
     "LeaderNode",
     "ReadyCheckResult",
     "RecordAccumulator",
@@ -81,6 +82,9 @@ _new_tuple = tuple.__new__
 #:     if batch_is_full or new_batch_created:
 #:         sender.wakeup()
 RecordAppendResult = tuple[FutureRecordMetadata, bool, bool]
+#: A run of consecutive records appended by :meth:`RecordAccumulator.append_many` to one
+#: batch: ``(batch result, first offset delta, record count)``.
+BulkSegment = tuple[ProduceRequestResult, int, int]
 
 
 class LeaderNode(Protocol):
@@ -416,6 +420,111 @@ class RecordAccumulator:
         finally:
             if pooled:
                 self._pool.deallocate(pooled)
+
+    def append_many(
+        self,
+        topic: str,
+        partition: int | None,
+        timestamp: int,
+        keys: Sequence[bytes | None],
+        values: Sequence[bytes | None],
+        headers: Sequence[Headers | None] | None = None,
+        max_time_to_block_ms: float = 0.0,
+        now: float = 0.0,
+        cluster: ClusterPartitions | None = None,
+    ) -> tuple[list[BulkSegment], bool]:
+        """Bulk :meth:`append`: add the records of parallel sequences (serialized, types
+        checked by the caller) in order, filling the partition's last batch and new ones as
+        they fill; return ``(segments, wake_sender)``. Each segment is ``(batch result,
+        first offset delta, count)`` for a run of consecutive records in one batch, in input
+        order; ``wake_sender`` is set when a batch was made or filled.
+
+        ``partition=None`` uses the topic's sticky partitioner (``cluster`` required),
+        switching partitions between batches as :meth:`append` does. Memory comes from the
+        pool per new batch, blocking up to ``max_time_to_block_ms`` in total. If it raises
+        midway (buffer exhausted, closed), the records before stay queued: the error says
+        how many.
+        """
+        count = len(values)
+        segments: list[BulkSegment] = []
+        sticky_partitioner: BuiltInPartitioner | None = None
+        if partition is None:
+            if cluster is None:
+                raise ValueError("append_many() without a partition needs the cluster")
+            sticky_partitioner = self._sticky_partitioner(topic)
+        position = 0
+        wake = False
+        pooled = 0
+        new_batch: ProducerBatch | None = None
+        try:
+            while position < count:
+                sticky: StickyPartition | None = None
+                if sticky_partitioner is not None and cluster is not None:
+                    sticky = sticky_partitioner.peek_current(cluster)
+                queue = self._queue(topic, sticky.partition if sticky is not None else partition)
+                with queue.lock:
+                    if sticky is not None and self._sticky_changed(sticky_partitioner, sticky):
+                        continue
+                    batches = queue.batches
+                    if batches:
+                        before = position
+                        position, grown = _append_run(
+                            batches[-1], timestamp, keys, values, headers, position, segments
+                        )
+                        if position > before:
+                            self._sticky_appended(sticky_partitioner, sticky, queue, grown, cluster)
+                            if position == count:
+                                return segments, wake or len(batches) > 1
+                        wake = True  # the last batch is full: it can go
+                if not pooled:
+                    size = max(
+                        self._batch_size,
+                        BATCH_HEADER_SIZE
+                        + _record_size_bound(
+                            keys[position],
+                            values[position],
+                            None if headers is None else headers[position],
+                        ),
+                    )
+                    waited = self._pool.allocate(size, max_time_to_block_ms)
+                    now += waited
+                    max_time_to_block_ms = max(0.0, max_time_to_block_ms - waited)
+                    pooled = size
+                if new_batch is None or new_batch.topic_partition != queue.tp:
+                    new_batch = self._new_batch(queue.tp, now)
+                with queue.lock:
+                    if sticky is not None and self._sticky_changed(sticky_partitioner, sticky):
+                        continue
+                    if self._closed:
+                        raise ProducerClosedError(
+                            f"the producer was closed while send_batch() was in progress "
+                            f"({position} of {count} records were queued)"
+                        )
+                    batches = queue.batches
+                    if batches:  # another thread may have made a batch meanwhile
+                        before = position
+                        position, grown = _append_run(
+                            batches[-1], timestamp, keys, values, headers, position, segments
+                        )
+                        if position > before:
+                            self._sticky_appended(sticky_partitioner, sticky, queue, grown, cluster)
+                            continue
+                    # Filled before it is queued: the Sender never sees an empty batch.
+                    position, grown = _append_run(
+                        new_batch, timestamp, keys, values, headers, position, segments
+                    )
+                    new_batch.pooled_bytes = pooled
+                    pooled = 0  # the batch holds it now, until it is deallocated
+                    batches.append(new_batch)
+                    with self._incomplete_lock:
+                        self._incomplete.add(new_batch)
+                    self._sticky_appended(sticky_partitioner, sticky, queue, grown, cluster)
+                    new_batch = None
+                    wake = True
+        finally:
+            if pooled:
+                self._pool.deallocate(pooled)
+        return segments, wake
 
     def _new_batch(self, tp: TopicPartition, now: float) -> ProducerBatch:
         compressed = self._compression is not CompressionType.NONE
@@ -892,6 +1001,26 @@ class RecordAccumulator:
     def batch_size(self) -> int:
         """``batch_size`` new batches are made with."""
         return self._batch_size
+
+
+def _append_run(
+    batch: ProducerBatch,
+    timestamp: int,
+    keys: Sequence[bytes | None],
+    values: Sequence[bytes | None],
+    headers: Sequence[Headers | None] | None,
+    position: int,
+    segments: list[BulkSegment],
+) -> tuple[int, int]:
+    """Append records from ``position`` to ``batch`` as many as fit; note the run in
+    ``segments``; return the next position and the bytes the batch grew by."""
+    builder = batch.builder
+    first = len(builder)
+    size_before = builder.estimated_size_in_bytes if first else 0
+    added = builder.append_many(keys, values, timestamp, headers, start=position)
+    if added:
+        segments.append((batch.result, first, added))
+    return position + added, builder.estimated_size_in_bytes - size_before
 
 
 def _insert_in_sequence_order(batches: deque[ProducerBatch], batch: ProducerBatch) -> None:

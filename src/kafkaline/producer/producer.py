@@ -38,9 +38,10 @@ import os
 import threading
 import time
 import weakref
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence, Sized
+from itertools import repeat
 from types import TracebackType
-from typing import Any
+from typing import Any, cast
 
 from kafkaline.config import ProducerConfig
 from kafkaline.errors import (
@@ -49,12 +50,20 @@ from kafkaline.errors import (
     KafkaError,
     ProducerClosedError,
     ProducerForkedError,
+    RecordTooLargeError,
     SenderFailedError,
 )
 from kafkaline.net.client import NetworkClient
 from kafkaline.net.cluster import ClusterMetadata, PartitionMetadata
 from kafkaline.producer.accumulator import RecordAccumulator
 from kafkaline.producer.batch import ProducerBatch
+from kafkaline.producer.bulk import (
+    BatchSendResult,
+    BulkRun,
+    arrow_columns,
+    as_bytes_column,
+    gather,
+)
 from kafkaline.producer.futures import FutureRecordMetadata
 from kafkaline.producer.idempotence import TransactionManager
 from kafkaline.producer.interceptors import InterceptorChain
@@ -464,6 +473,260 @@ class Producer:
             _acknowledge_to(interceptors, future)
         return future
 
+    def send_batch(
+        self,
+        topic: str,
+        values: Sequence[Any],
+        keys: Sequence[Any] | None = None,
+        headers: Sequence[Headers | None] | None = None,
+        partition: int | None = None,
+    ) -> BatchSendResult:
+        """Queue many records for ``topic`` in one call; return one
+        :class:`~kafkaline.producer.bulk.BatchSendResult` for all of them.
+
+        ``values`` (required) and ``keys`` (optional) are parallel sequences of bytes (or what
+        their serializers take; ``None`` is a Kafka null); ``headers`` an optional sequence of
+        one header list (or ``None``) per record; ``partition`` sends every record there.
+        Records go to the partitions :meth:`send` would choose (murmur2 of the key, or the
+        sticky partitioner without key), in input order within each partition, all with the
+        same timestamp (now). Checks and errors are those of :meth:`send`, raised before
+        anything is queued and naming the record's index (``TypeError: values[3] is of type
+        str ...``); only a wait for buffer memory can fail midway, and then the records
+        before stay queued.
+
+        >>> result = producer.send_batch("t", [b"a", b"b"], keys=[b"k1", b"k2"])  # doctest: +SKIP
+        >>> [m.partition for m in result.get(timeout=10)]                         # doctest: +SKIP
+        [3, 0]
+        """
+        if self._gate is not None:
+            self._pass_gate()
+        if self._interceptors is not None:
+            # Interceptors see every record as a ProducerRecord: the per-record path.
+            count = len(values)
+            key_list = [None] * count if keys is None else keys
+            header_list = [None] * count if headers is None else headers
+            _check_lengths(count, key_list, header_list)
+            return BatchSendResult.of_futures(
+                topic,
+                [
+                    self.send(topic, value, key, header, partition)
+                    for value, key, header in zip(values, key_list, header_list, strict=True)
+                ],
+            )
+        prepared = self._prepare_bulk(topic, values, keys, headers)
+        return self._send_bulk(topic, *prepared, partition)
+
+    def send_arrow(
+        self,
+        topic: str,
+        data: Any,
+        key: str | None = "key",
+        value: str = "value",
+        headers: str | None = None,
+    ) -> BatchSendResult:
+        """:meth:`send_batch` for a pyarrow ``RecordBatch`` or ``Table``: the columns named
+        ``key`` (``None``: no keys), ``value`` and optionally ``headers`` are sent, one record
+        per row. Key and value columns are binary or string (or large_binary/large_string;
+        strings are sent as UTF-8), nulls are Kafka nulls; the headers column is
+        ``list<struct<key: string, value: binary>>``. A missing column raises ValueError, a
+        column of another type TypeError, both naming it. Serializers are not applied (the
+        columns are bytes already). Needs pyarrow (kafkaline's ``spark`` extra).
+
+        >>> batch = pyarrow.record_batch({"key": [b"k"], "value": [b"v"]})  # doctest: +SKIP
+        >>> producer.send_arrow("events", batch).get(timeout=10)             # doctest: +SKIP
+        """
+        if self._gate is not None:
+            self._pass_gate()
+        keys, values, header_list = arrow_columns(data, key, value, headers)
+        if self._interceptors is not None:
+            return self.send_batch(topic, values, keys, header_list)
+        checked_headers = None
+        if header_list is not None:
+            checked_headers = [None if not h else check_headers(h) for h in header_list]
+        self._check_bulk_sizes(topic, keys, values, checked_headers)
+        return self._send_bulk(topic, values, keys, checked_headers, None)
+
+    def _prepare_bulk(
+        self,
+        topic: str,
+        values: Sequence[Any],
+        keys: Sequence[Any] | None,
+        headers: Sequence[Headers | None] | None,
+    ) -> tuple[
+        list[bytes | None],
+        list[bytes | None] | None,
+        list[tuple[tuple[str, bytes | None], ...] | None] | None,
+    ]:
+        """send_batch()'s checks and serializers over whole sequences (C-level where the
+        records are already bytes)."""
+        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
+            raise TypeError(f"values must be a sequence, not {type(values).__name__}")
+        count = len(values)
+        if keys is not None and (isinstance(keys, (str, bytes)) or not isinstance(keys, Sequence)):
+            raise TypeError(f"keys must be a sequence or None, not {type(keys).__name__}")
+        _check_lengths(count, keys, headers)
+        checked_headers: list[tuple[tuple[str, bytes | None], ...] | None] | None = None
+        if headers is not None:
+            checked_headers = []
+            for index, header in enumerate(headers):
+                try:
+                    checked_headers.append(None if not header else check_headers(header))
+                except TypeError as error:
+                    raise TypeError(f"headers[{index}]: {error}") from None
+        serializer = self._key_serializer
+        if serializer is not None and keys is not None:
+            keys = [
+                serializer.serialize(
+                    topic, key, None if checked_headers is None else checked_headers[i]
+                )
+                for i, key in enumerate(keys)
+            ]
+        serializer = self._value_serializer
+        if serializer is not None:
+            values = [
+                serializer.serialize(
+                    topic, value, None if checked_headers is None else checked_headers[i]
+                )
+                for i, value in enumerate(values)
+            ]
+        value_list = as_bytes_column(values, "values")
+        key_list = None if keys is None else as_bytes_column(keys, "keys")
+        self._check_bulk_sizes(topic, key_list, value_list, checked_headers)
+        return value_list, key_list, checked_headers
+
+    def _check_bulk_sizes(
+        self,
+        topic: str,
+        keys: Sequence[bytes | None] | None,
+        values: Sequence[bytes | None],
+        headers: Sequence[Headers | None] | None,
+    ) -> None:
+        # The largest key plus the largest value bounds every record: one C-level pass each,
+        # and a per-record look only when that bound is over the limit or there are headers.
+        longest = max(map(len, filter(None, values)), default=0)
+        if keys is not None:
+            longest += max(map(len, filter(None, keys)), default=0)
+        if headers is None and longest <= self._payload_limit:
+            return
+        for index, value in enumerate(values):
+            key = None if keys is None else keys[index]
+            size = (0 if key is None else len(key)) + (0 if value is None else len(value))
+            header = None if headers is None else headers[index]
+            if header is not None or size > self._payload_limit:
+                try:
+                    self._check_size(topic, size, header)
+                except RecordTooLargeError as error:
+                    raise type(error)(f"record {index}: {error}") from None
+
+    def _send_bulk(
+        self,
+        topic: str,
+        values: list[bytes | None],
+        keys: list[bytes | None] | None,
+        headers: Sequence[Headers | None] | None,
+        partition: int | None,
+    ) -> BatchSendResult:
+        """Partition checked records and append them per partition (the bulk hot loop)."""
+        if partition is not None and (type(partition) is not int or partition < 0):
+            raise InvalidPartitionError(
+                f"partition={partition!r} given to send_batch() is invalid: must be None or "
+                "an integer >= 0"
+            )
+        count = self._partition_counts.get(topic)
+        max_block_ms = self._max_block_ms
+        if count is None:
+            count, max_block_ms = self._wait_on_metadata(topic)
+        timestamp = _time_ns() // 1_000_000
+        total = len(values)
+        key_list: Sequence[bytes | None] = [None] * total if keys is None else keys
+        # (partition or None for sticky, input positions or None for all in order)
+        groups: list[tuple[int | None, list[int] | None]]
+        if partition is not None:
+            validate_partition(topic, partition, count, "send_batch()")
+            groups = [(partition, None)]
+        elif keys is not None and (
+            self._key_partition is not None or self._partitioner is not None
+        ):
+            if self._key_partition is not None:
+                partition_for_key = self._key_partition
+                if None in keys:
+                    chosen = [-1 if k is None else partition_for_key(k, count) for k in keys]
+                else:
+                    chosen = list(map(partition_for_key, cast("list[bytes]", keys), repeat(count)))
+            else:
+                chosen = [
+                    self._custom_partition(topic, k, v, count)
+                    for k, v in zip(keys, values, strict=True)
+                ]
+            # Positions per partition, in input order: one Python loop over the records, the
+            # cheapest grouping measured (10,000 records in 6 partitions: ~160 ns/record, a
+            # stable sort of the positions by partition ~250, a pass per partition ~300-600).
+            buckets: list[list[int]] = [[] for _ in range(count + 1)]  # [-1]: no key, sticky
+            appenders = [bucket.append for bucket in buckets]
+            for position, chosen_partition in enumerate(chosen):
+                appenders[chosen_partition](position)
+            groups = [
+                (None if p == count else p, bucket) for p, bucket in enumerate(buckets) if bucket
+            ]
+        elif self._partitioner is not None:
+            chosen = [self._custom_partition(topic, None, v, count) for v in values]
+            buckets = [[] for _ in range(count)]
+            for position, chosen_partition in enumerate(chosen):
+                buckets[chosen_partition].append(position)
+            groups = [(p, bucket) for p, bucket in enumerate(buckets) if bucket]
+        else:
+            groups = [(None, None)]
+        runs: list[BulkRun] = []
+        group_keys: Sequence[bytes | None]
+        group_values: Sequence[bytes | None]
+        group_headers: Sequence[Headers | None] | None
+        wake = False
+        append_many = self._accumulator.append_many
+        try:
+            for group_partition, positions in groups:
+                if positions is None:
+                    group_keys, group_values, group_headers = key_list, values, headers
+                else:
+                    group_keys = gather(key_list, positions)
+                    group_values = gather(values, positions)
+                    group_headers = None if headers is None else gather(headers, positions)
+                segments, new_or_full = append_many(
+                    topic,
+                    group_partition,
+                    timestamp,
+                    group_keys,
+                    group_values,
+                    group_headers,
+                    max_block_ms,
+                    _monotonic() * 1000.0,
+                    self._cluster,
+                )
+                wake = wake or new_or_full
+                offset = 0
+                for result, first_delta, run_count in segments:
+                    if positions is None:
+                        runs.append((result, first_delta, run_count, None, offset))
+                    else:
+                        runs.append(
+                            (
+                                result,
+                                first_delta,
+                                run_count,
+                                positions[offset : offset + run_count],
+                                0,
+                            )
+                        )
+                    offset += run_count
+        except Exception as error:
+            replacement = self._send_failed(error, topic, partition, None)
+            if replacement is not None:
+                raise replacement from error
+            raise
+        finally:
+            if wake:
+                self._wakeup()
+        return BatchSendResult(topic, total, runs, key_list, values, timestamp)
+
     def _check_size(self, topic: str, size: int, headers: Headers | None) -> None:
         if headers:
             size += headers_size_bound(headers)
@@ -578,6 +841,13 @@ class Producer:
     def __repr__(self) -> str:
         state = "running" if self._gate is None else self._gate.value
         return f"<Producer {','.join(self._config.bootstrap_servers)} {state}>"
+
+
+def _check_lengths(count: int, keys: Sized | None, headers: Sized | None) -> None:
+    if keys is not None and len(keys) != count:
+        raise ValueError(f"send_batch() got {len(keys)} keys for {count} values")
+    if headers is not None and len(headers) != count:
+        raise ValueError(f"send_batch() got {len(headers)} headers for {count} values")
 
 
 def _stop_sender(sender: Sender, timeout: float | None) -> None:

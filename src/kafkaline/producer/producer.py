@@ -63,6 +63,7 @@ from kafkaline.producer.bulk import (
     arrow_columns,
     as_bytes_column,
     gather,
+    group_by_partition,
 )
 from kafkaline.producer.futures import FutureRecordMetadata
 from kafkaline.producer.idempotence import TransactionManager
@@ -640,7 +641,7 @@ class Producer:
         total = len(values)
         key_list: Sequence[bytes | None] = [None] * total if keys is None else keys
         # (partition or None for sticky, input positions or None for all in order)
-        groups: list[tuple[int | None, list[int] | None]]
+        groups: Sequence[tuple[int | None, list[int] | None]]
         if partition is not None:
             validate_partition(topic, partition, count, "send_batch()")
             groups = [(partition, None)]
@@ -658,22 +659,10 @@ class Producer:
                     self._custom_partition(topic, k, v, count)
                     for k, v in zip(keys, values, strict=True)
                 ]
-            # Positions per partition, in input order: one Python loop over the records, the
-            # cheapest grouping measured (10,000 records in 6 partitions: ~160 ns/record, a
-            # stable sort of the positions by partition ~250, a pass per partition ~300-600).
-            buckets: list[list[int]] = [[] for _ in range(count + 1)]  # [-1]: no key, sticky
-            appenders = [bucket.append for bucket in buckets]
-            for position, chosen_partition in enumerate(chosen):
-                appenders[chosen_partition](position)
-            groups = [
-                (None if p == count else p, bucket) for p, bucket in enumerate(buckets) if bucket
-            ]
+            groups = group_by_partition(chosen, count)
         elif self._partitioner is not None:
             chosen = [self._custom_partition(topic, None, v, count) for v in values]
-            buckets = [[] for _ in range(count)]
-            for position, chosen_partition in enumerate(chosen):
-                buckets[chosen_partition].append(position)
-            groups = [(p, bucket) for p, bucket in enumerate(buckets) if bucket]
+            groups = group_by_partition(chosen, count)
         else:
             groups = [(None, None)]
         runs: list[BulkRun] = []

@@ -1,0 +1,261 @@
+"""The bulk paths without a broker: RecordAccumulator.append_many (batches, memory, sticky
+partitions, blocking), the grouping of records by partition, BatchSendResult, send_batch()'s
+checks (errors naming the index) and send_arrow()'s column checks (naming the column)."""
+
+from __future__ import annotations
+
+import doctest
+import socket
+from collections.abc import Iterator
+
+import pytest
+
+from kafkaline import Producer
+from kafkaline.errors import BufferExhaustedError, KafkaTimeoutError, RecordTooLargeError
+from kafkaline.net.cluster import TopicPartition
+from kafkaline.producer.accumulator import RecordAccumulator
+from kafkaline.producer.buffer_pool import BufferPool
+from kafkaline.producer.bulk import BatchSendResult, arrow_columns, group_by_partition
+from kafkaline.producer.futures import FAILED, SUCCEEDED, ProduceRequestResult
+from kafkaline.producer.partitioner import StaticCluster, partition_for_key
+from kafkaline.record import read_record_batches
+
+VALUE = b"v" * 100
+
+
+def closed_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+    return port
+
+
+@pytest.fixture
+def producer() -> Iterator[Producer]:
+    """A producer whose bootstrap server refuses connections: checks fail before metadata."""
+    with_nobody = Producer(
+        bootstrap_servers=f"127.0.0.1:{closed_port()}", max_block_ms=200, max_request_size=2000
+    )
+    yield with_nobody
+    with_nobody.close(0)
+
+
+def accumulator_for(batch_size: int = 1024, buffer_memory: int = 1 << 20) -> RecordAccumulator:
+    return RecordAccumulator(
+        batch_size=batch_size, linger_ms=5, buffer_pool=BufferPool(buffer_memory, batch_size)
+    )
+
+
+def records_of(accumulator: RecordAccumulator, tp: TopicPartition) -> list[tuple[object, ...]]:
+    """Every queued record of ``tp`` as (key, value), decoded from the built batches."""
+    decoded: list[tuple[object, ...]] = []
+    queue = accumulator._existing_queue(tp)
+    assert queue is not None
+    for batch in queue.batches:
+        batch.close()
+        for record_batch in read_record_batches(batch.builder.build()):
+            decoded.extend((record.key, record.value) for record in record_batch.records)
+    return decoded
+
+
+# --------------------------------------------------------------------------- append_many
+
+
+def test_append_many_fills_batches_in_order_and_reports_runs() -> None:
+    accumulator = accumulator_for(batch_size=1024)
+    keys = [b"k%d" % i for i in range(100)]
+    values = [VALUE] * 100
+    segments, wake = accumulator.append_many("t", 0, 1_700_000_000_000, keys, values)
+    assert wake  # batches filled
+    assert sum(count for _, _, count in segments) == 100
+    assert [first for _, first, _ in segments] == [0] * len(segments)  # each run starts a batch
+    assert len(segments) == accumulator.queue_sizes("t")[0] > 1
+    assert records_of(accumulator, TopicPartition("t", 0)) == list(zip(keys, values, strict=True))
+    # pooled memory: one batch_size per batch
+    pool = accumulator.buffer_pool
+    assert pool.total_memory - pool.available_memory == 1024 * len(segments)
+
+
+def test_append_many_continues_the_last_batch_of_an_earlier_append() -> None:
+    accumulator = accumulator_for(batch_size=4096)
+    accumulator.append("t", 0, 1, b"first", VALUE)
+    segments, wake = accumulator.append_many("t", 0, 1, [None, None], [b"a", b"b"])
+    assert not wake  # one batch, not full: linger decides
+    ((result, first, count),) = segments
+    assert (result.partition, first, count) == (0, 1, 2)
+    assert records_of(accumulator, TopicPartition("t", 0)) == [
+        (b"first", VALUE),
+        (None, b"a"),
+        (None, b"b"),
+    ]
+
+
+def test_append_many_without_partition_is_sticky_per_batch() -> None:
+    accumulator = accumulator_for(batch_size=1024)
+    cluster = StaticCluster({"t": 4})
+    segments, _ = accumulator.append_many(
+        "t", None, 1, [None] * 200, [VALUE] * 200, cluster=cluster
+    )
+    assert sum(count for _, _, count in segments) == 200
+    # a whole batch per partition before switching, not a record at a time
+    assert all(count > 5 for _, _, count in segments[:-1])
+    assert accumulator.sticky_partitioner("t") is not None
+
+
+def test_append_many_blocks_then_fails_when_memory_is_used_up() -> None:
+    accumulator = accumulator_for(batch_size=1024, buffer_memory=2048)
+    with pytest.raises(BufferExhaustedError):
+        accumulator.append_many("t", 0, 1, [None] * 100, [VALUE] * 100, max_time_to_block_ms=50)
+    # the two batches that fitted stay queued; their memory is still held by them
+    assert accumulator.queue_sizes("t")[0] == 2
+    assert accumulator.buffer_pool.available_memory == 0
+
+
+def test_append_many_with_headers() -> None:
+    accumulator = accumulator_for()
+    headers = [[("h", b"1")], None]
+    accumulator.append_many("t", 1, 1, [b"a", b"b"], [b"x", None], headers)
+    queue = accumulator._existing_queue(TopicPartition("t", 1))
+    assert queue is not None
+    (batch,) = queue.batches
+    batch.close()
+    (decoded,) = read_record_batches(batch.builder.build())
+    assert [(r.key, r.value, r.headers) for r in decoded.records] == [
+        (b"a", b"x", (("h", b"1"),)),
+        (b"b", None, ()),
+    ]
+
+
+# --------------------------------------------------------------------------- grouping
+
+
+def test_group_by_partition_keeps_input_order_and_puts_keyless_last() -> None:
+    keys = [b"user-%d" % (i % 17) for i in range(200)]
+    chosen = [partition_for_key(key, 6) for key in keys] + [-1, -1]
+    groups = group_by_partition(chosen, 6)
+    assert groups[-1] == (None, [200, 201])
+    seen: list[int] = []
+    for partition, positions in groups[:-1]:
+        assert positions == sorted(positions)
+        assert all(chosen[p] == partition for p in positions)
+        seen += positions
+    assert sorted(seen) == list(range(200))
+
+
+# --------------------------------------------------------------------------- BatchSendResult
+
+
+def test_batch_send_result_orders_metadata_by_input_and_reports_errors() -> None:
+    ok = ProduceRequestResult("t", 0)
+    bad = ProduceRequestResult("t", 1)
+    keys = [b"a", None, b"ccc"]
+    values: list[bytes | None] = [b"1", b"22", None]
+    # positions 0 and 2 in partition 0 (deltas 5, 6), position 1 in partition 1
+    result = BatchSendResult("t", 3, [(ok, 5, 2, [0, 2], 0), (bad, 0, 1, [1], 0)], keys, values, 7)
+    assert not result.done()
+    with pytest.raises(KafkaTimeoutError):
+        result.get(timeout=0.01)
+    ok.complete(SUCCEEDED, base_offset=100)
+    assert not result.done()
+    error = RuntimeError("broker said no")
+    bad.complete(FAILED, error=error)
+    assert result.done()
+    assert result.exceptions(0) == {1: error}
+    with pytest.raises(RuntimeError, match="broker said no"):
+        result.get(0)
+    futures = result.futures()
+    assert futures[0].get(0).offset == 105
+    assert futures[2].get(0)[2:] == (106, 7, 3, -1)  # offset, timestamp, key size, value size
+    assert futures[1].exception(0) is error
+
+
+def test_batch_send_result_consecutive_runs() -> None:
+    first = ProduceRequestResult("t", 2)
+    second = ProduceRequestResult("t", 2)
+    result = BatchSendResult(
+        "t", 3, [(first, 10, 2, None, 0), (second, 0, 1, None, 2)], [None] * 3, [b"x"] * 3, 1
+    )
+    first.complete(SUCCEEDED, base_offset=0)
+    second.complete(SUCCEEDED, base_offset=50)
+    assert [(m.partition, m.offset) for m in result.get(0)] == [(2, 10), (2, 11), (2, 50)]
+
+
+# --------------------------------------------------------------------------- send_batch checks
+
+
+def test_send_batch_names_the_index_of_a_bad_value_or_key(producer: Producer) -> None:
+    with pytest.raises(TypeError, match=r"values\[2\] is of type str"):
+        producer.send_batch("t", [b"a", None, "text"])
+    with pytest.raises(TypeError, match=r"keys\[1\] is of type int"):
+        producer.send_batch("t", [b"a", b"b"], keys=[b"k", 5])
+    with pytest.raises(TypeError, match=r"headers\[1\]"):
+        producer.send_batch("t", [b"a", b"b"], headers=[None, [("h", 1)]])  # type: ignore[list-item]
+    with pytest.raises(ValueError, match="got 1 keys for 2 values"):
+        producer.send_batch("t", [b"a", b"b"], keys=[b"k"])
+    with pytest.raises(TypeError, match="values must be a sequence"):
+        producer.send_batch("t", b"abc")
+
+
+def test_send_batch_names_a_record_too_large(producer: Producer) -> None:
+    with pytest.raises(RecordTooLargeError, match="record 1"):
+        producer.send_batch("t", [b"a", bytes(5000)])
+
+
+def test_send_batch_applies_serializers_before_checking() -> None:
+    with_nobody = Producer(
+        bootstrap_servers=f"127.0.0.1:{closed_port()}",
+        max_block_ms=100,
+        value_serializer=lambda value: value.encode(),
+    )
+    try:
+        # str values pass through the serializer: the check passes, then metadata times out
+        with pytest.raises(KafkaTimeoutError):
+            with_nobody.send_batch("t", ["a", "b"])
+    finally:
+        with_nobody.close(0)
+
+
+# --------------------------------------------------------------------------- Arrow columns
+
+
+def test_arrow_columns_binary_string_large_and_nulls() -> None:
+    pa = pytest.importorskip("pyarrow")
+    batch = pa.record_batch(
+        [
+            pa.array([b"k1", None], pa.large_binary()),
+            pa.array(["é", None], pa.string()),
+            pa.array(
+                [[{"key": "h", "value": b"1"}], None],
+                pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())])),
+            ),
+        ],
+        names=["key", "value", "headers"],
+    )
+    keys, values, headers = arrow_columns(batch, "key", "value", "headers")
+    assert keys == [b"k1", None]
+    assert values == ["é".encode(), None]
+    assert headers == [[("h", b"1")], None]
+    sliced = pa.Table.from_batches([batch, batch.slice(1, 1)])
+    assert arrow_columns(sliced, None, "value", None) == (None, [b"\xc3\xa9", None, None], None)
+
+
+def test_arrow_columns_name_the_bad_column() -> None:
+    pa = pytest.importorskip("pyarrow")
+    batch = pa.record_batch(
+        [pa.array([1]), pa.array([b"v"]), pa.array([["x"]])], names=["key", "value", "h"]
+    )
+    with pytest.raises(TypeError, match=r"column 'key' has type int64"):
+        arrow_columns(batch, "key", "value", None)
+    with pytest.raises(ValueError, match=r"key column 'id' is not in the data"):
+        arrow_columns(batch, "id", "value", None)
+    with pytest.raises(TypeError, match=r"column 'h' has type list<item: string>"):
+        arrow_columns(batch, None, "value", "h")
+    with pytest.raises(TypeError, match="RecordBatch or Table, not list"):
+        arrow_columns([b"v"], None, "value", None)
+
+
+def test_bulk_docstring_examples() -> None:
+    import kafkaline.producer.bulk
+
+    results = doctest.testmod(kafkaline.producer.bulk, optionflags=doctest.ELLIPSIS)
+    assert results.failed == 0 and results.attempted > 0

@@ -135,6 +135,9 @@ class FakeClient:
     def in_flight_request_count(self, node_id: int | None = None) -> int:
         return sum(1 for sent in self.sent if not sent.done)
 
+    def least_loaded_node(self, now: float) -> int | None:
+        return min(self.ready_nodes, default=None)
+
     def wakeup(self) -> None:
         self.wakeups += 1
 

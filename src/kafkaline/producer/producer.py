@@ -671,6 +671,8 @@ class Producer:
         group_headers: Sequence[Headers | None] | None
         wake = False
         append_many = self._accumulator.append_many
+        # max_block_ms bounds the whole call's waits for memory, not each partition's.
+        deadline_ms = _monotonic() * 1000.0 + max_block_ms
         try:
             for group_partition, positions in groups:
                 if positions is None:
@@ -679,6 +681,7 @@ class Producer:
                     group_keys = gather(key_list, positions)
                     group_values = gather(values, positions)
                     group_headers = None if headers is None else gather(headers, positions)
+                now_ms = _monotonic() * 1000.0
                 segments, new_or_full = append_many(
                     topic,
                     group_partition,
@@ -686,8 +689,8 @@ class Producer:
                     group_keys,
                     group_values,
                     group_headers,
-                    max_block_ms,
-                    _monotonic() * 1000.0,
+                    max(0.0, deadline_ms - now_ms),
+                    now_ms,
                     self._cluster,
                 )
                 wake = wake or new_or_full

@@ -116,6 +116,8 @@ def test_send_batch_headers_nulls_and_partition(
     with producer_for(broker) as producer:
         metadata = producer.send_batch(topic, values, keys=keys, headers=headers, partition=2)
         result = metadata.get(timeout=10)
+        assert producer.send_batch(topic, []).get(timeout=1) == []
+        assert producer.send_batch(topic, [], keys=[]).get(timeout=1) == []
     assert {meta.partition for meta in result} == {2}
     stored = read_back(broker, topic, 3, 4)
     assert [stored[(2, meta.offset)] for meta in result] == [

@@ -272,3 +272,9 @@ def test_bulk_key_partitions_match_send_and_remember_only_short_keys() -> None:
     assert set(with_nobody._bulk_partition_memo[7]) == {b"a", b"b"}
     assert with_nobody._bulk_key_partitions([b"a"], 3) == [partition_for_key(b"a", 3)]
     with_nobody.close()
+
+
+def test_append_many_of_nothing_queues_nothing() -> None:
+    accumulator = accumulator_for()
+    assert accumulator.append_many("t", 0, 1, [], []) == ([], False)
+    assert accumulator.queue_sizes("t") == {}

@@ -30,7 +30,15 @@ from benchmarks.measure import (
     reset_peak_rss,
 )
 from benchmarks.result import RunResult, Status
-from benchmarks.workloads import Kind, Records, Workload, make_records, quick, workload_by_name
+from benchmarks.workloads import (
+    Kind,
+    Records,
+    Sizes,
+    Workload,
+    make_records,
+    workload_by_name,
+    workloads_for,
+)
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
@@ -40,15 +48,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--bootstrap-servers", required=True)
     parser.add_argument("--topic", required=True)
     parser.add_argument("--result", required=True, type=Path, help="where to write the JSON")
-    parser.add_argument("--quick", action="store_true", help="the workload's tiny version")
+    parser.add_argument(
+        "--sizes", type=Sizes, default=Sizes.DEFAULT, help="which record counts (see workloads)"
+    )
     parser.add_argument("--raw-connections", type=int, default=DEFAULT_CONNECTIONS)
     parser.add_argument("--raw-in-flight", type=int, default=DEFAULT_IN_FLIGHT)
     return parser.parse_args(argv)
 
 
-def resolve_workload(name: str, is_quick: bool) -> Workload:
-    workload = workload_by_name(name)
-    return quick(workload) if is_quick else workload
+def resolve_workload(name: str, sizes: Sizes) -> Workload:
+    return workload_by_name(name, workloads_for(sizes))
 
 
 def _measured_part(records: Records, warmup: int) -> Records:
@@ -56,7 +65,7 @@ def _measured_part(records: Records, warmup: int) -> Records:
 
 
 def run(args: argparse.Namespace) -> RunResult:
-    workload = resolve_workload(args.workload, args.quick)
+    workload = resolve_workload(args.workload, args.sizes)
     result = RunResult(client=args.client, workload=workload.name, status=Status.OK)
     adapter = make_adapter(
         args.client,

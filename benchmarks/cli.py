@@ -30,7 +30,7 @@ from benchmarks.clients import CLIENT_NAMES
 from benchmarks.clients.raw_client import DEFAULT_CONNECTIONS, DEFAULT_IN_FLIGHT
 from benchmarks.harness import BenchRun, Plan, run_plan
 from benchmarks.report import render_markdown, summarise
-from benchmarks.workloads import DEFAULT_WORKLOADS, Workload, quick, workload_by_name
+from benchmarks.workloads import ISSUE_WORKLOADS, Sizes, workload_by_name, workloads_for
 
 DEFAULT_ROUNDS = 3
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
@@ -47,7 +47,7 @@ def _names(text: str, known: tuple[str, ...], what: str) -> tuple[str, ...]:
 
 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
-    workload_names = tuple(w.name for w in DEFAULT_WORKLOADS)
+    workload_names = tuple(w.name for w in ISSUE_WORKLOADS)
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks",
         description="kafkaline's producer benchmark against confluent-kafka, kafka-python and "
@@ -70,8 +70,15 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help=f"comma-separated, in this order by default: {','.join(CLIENT_NAMES)}",
     )
     parser.add_argument(
-        "--quick", action="store_true", help="tiny record counts: checks the plumbing only"
+        "--sizes",
+        type=Sizes,
+        choices=list(Sizes),
+        default=Sizes.DEFAULT,
+        help="record counts: default (fits ~10 min here; see benchmarks/workloads.py), issue "
+        "(issue #5's: 300,000 compressed records, 5,000 latency samples, 1 GB of memory run; "
+        "~20 min), quick (tiny: checks the plumbing only)",
     )
+    parser.add_argument("--quick", action="store_true", help="the same as --sizes quick")
     parser.add_argument(
         "--output-dir",
         type=Path,
@@ -96,20 +103,20 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--run-timeout", type=float, default=300.0, help="seconds before a run is killed"
     )
     args = parser.parse_args(argv)
+    if args.quick:
+        args.sizes = Sizes.QUICK
     if args.rounds < 1 or args.raw_connections < 1 or args.raw_in_flight < 1:
         parser.error("--rounds, --raw-connections and --raw-in-flight must be at least 1")
     return args
 
 
 def _plan(args: argparse.Namespace) -> Plan:
-    workloads: list[Workload] = [workload_by_name(name) for name in args.workloads]
-    if args.quick:
-        workloads = [quick(w) for w in workloads]
+    sized = workloads_for(args.sizes)
     return Plan(
-        workloads=tuple(workloads),
+        workloads=tuple(workload_by_name(name, sized) for name in args.workloads),
         clients=tuple(args.clients),
         rounds=args.rounds,
-        quick=args.quick,
+        sizes=args.sizes,
         raw_connections=args.raw_connections,
         raw_in_flight=args.raw_in_flight,
         run_timeout_s=args.run_timeout,
@@ -126,7 +133,7 @@ def write_results(bench: BenchRun, output_dir: Path, with_chart: bool) -> list[s
             "machine": asdict(bench.machine),
             "plan": {
                 "rounds": bench.plan.rounds,
-                "quick": bench.plan.quick,
+                "sizes": bench.plan.sizes.value,
                 "clients": list(bench.plan.clients),
                 "workloads": [asdict(w) for w in bench.plan.workloads],
                 "raw_connections": bench.plan.raw_connections,
@@ -171,7 +178,8 @@ def write_results(bench: BenchRun, output_dir: Path, with_chart: bool) -> list[s
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     plan = _plan(args)
-    output_dir = args.output_dir or (RESULTS_DIR / "quick" if args.quick else RESULTS_DIR)
+    quick = args.sizes is Sizes.QUICK
+    output_dir = args.output_dir or (RESULTS_DIR / "quick" if quick else RESULTS_DIR)
     bench = run_plan(plan)
     notes = write_results(bench, output_dir, with_chart=not args.no_chart)
     print(render_markdown(bench))

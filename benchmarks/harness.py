@@ -24,7 +24,7 @@ from benchmarks.clients import ClientUnavailable, make_adapter
 from benchmarks.machine import MachineInfo, collect_machine_info, load_average_1m, scrub_paths
 from benchmarks.result import RunResult, Status
 from benchmarks.verify import read_back
-from benchmarks.workloads import PARTITIONS, Workload, make_records
+from benchmarks.workloads import PARTITIONS, Sizes, Workload, make_records
 from kafkaline.testing import LocalBroker
 
 #: The directory holding the ``benchmarks`` package: children run with it as their cwd, so
@@ -40,7 +40,7 @@ class Plan:
     workloads: tuple[Workload, ...]
     clients: tuple[str, ...]
     rounds: int
-    quick: bool = False
+    sizes: Sizes = Sizes.DEFAULT
     raw_connections: int = 2
     raw_in_flight: int = 5
     #: A child still running after this many seconds is killed and its run failed.
@@ -144,12 +144,16 @@ def _run_once(
     broker.create_topic(topic, partitions=PARTITIONS)
     try:
         load = load_average_1m()
+        started = time.monotonic()
         result = _run_child(plan, broker, workload, client, topic, scratch)
+        result.process_s = time.monotonic() - started
         result.round = round_index
         result.load_average_1m = load
         result.records_expected = workload.expected_records
         if result.status is Status.OK:
+            started = time.monotonic()
             _check_read_back(result, broker, workload, topic, expected_payload)
+            result.read_back_s = time.monotonic() - started
         return result
     finally:
         broker.delete_topic(topic)
@@ -183,9 +187,9 @@ def _run_child(
         str(plan.raw_connections),
         "--raw-in-flight",
         str(plan.raw_in_flight),
+        "--sizes",
+        plan.sizes.value,
     ]
-    if plan.quick:
-        argv.append("--quick")
     failed = RunResult(client=client, workload=workload.name, status=Status.FAILED)
     with log_path.open("wb") as log:
         try:
@@ -215,7 +219,7 @@ def _check_read_back(
 ) -> None:
     """Fail ``result`` unless the topic holds exactly the records (and bytes) sent."""
     try:
-        found = read_back(broker.host, broker.port, topic, PARTITIONS)
+        found = read_back(broker.host, broker.port, topic, PARTITIONS, workload.expected_records)
     except Exception as exc:  # a read-back that cannot finish proves nothing: failed
         result.status = Status.FAILED
         result.detail = f"read-back failed: {type(exc).__name__}: {scrub_paths(str(exc))}"
@@ -239,7 +243,8 @@ def _log_tail(path: Path) -> str:
 def _describe(result: RunResult, rounds: int) -> str:
     where = f"[{result.workload} {result.round}/{rounds}] {result.client}:"
     if result.status is not Status.OK:
-        return f"{where} {result.status.value.upper()}: {result.detail}"
+        status = result.status.value.upper()
+        return f"{where} {status}: {result.detail} (process {result.process_s:.1f} s)"
     if result.latency_p99_ms is not None:
         measured = (
             f"p50 {result.latency_p50_ms:.3f} ms, p99 {result.latency_p99_ms:.3f} ms, "
@@ -250,5 +255,6 @@ def _describe(result: RunResult, rounds: int) -> str:
     return (
         f"{where} {measured}, CPU {result.cpu_s_per_million:.2f} s/M records, "
         f"peak RSS +{result.rss_above_idle / 2**20:.0f} MiB, "
-        f"read back {result.records_read:,} (load {result.load_average_1m:.2f})"
+        f"read back {result.records_read:,} (load {result.load_average_1m:.2f}; process "
+        f"{result.process_s:.1f} s, read-back {result.read_back_s:.1f} s)"
     )

@@ -15,7 +15,7 @@ from benchmarks.clients import REFERENCE_CLIENT
 from benchmarks.harness import BenchRun
 from benchmarks.machine import scrub_paths
 from benchmarks.result import RunResult, Status
-from benchmarks.workloads import Kind, Workload
+from benchmarks.workloads import Kind, Workload, describe
 
 MIB = 2**20
 
@@ -224,7 +224,7 @@ def _machine_lines(bench: BenchRun) -> list[str]:
     versions = ", ".join(f"{name} {version}" for name, version in machine.versions.items())
     lines = [
         f"- When: {machine.started_at}, {bench.duration_s / 60:.1f} min for {len(bench.results)} "
-        f"runs ({bench.plan.rounds} round(s){', --quick' if bench.plan.quick else ''})",
+        f"runs ({bench.plan.rounds} round(s), sizes: {bench.plan.sizes.value})",
         f"- Machine: {machine.cpu_count} CPUs ({machine.cpu_model}), "
         f"{machine.memory_gib:.0f} GiB, {machine.system}; {machine.python}",
         f"- Load average (1, 5, 15 min): at start {start}; at end {end}"
@@ -269,7 +269,7 @@ def _config_lines(bench: BenchRun) -> list[str]:
 
 
 def _workload_lines(bench: BenchRun) -> list[str]:
-    return [f"- `{w.name}`: {w.description}" for w in bench.plan.workloads] + [
+    return [f"- `{w.name}`: {describe(w)}" for w in bench.plan.workloads] + [
         "- Records/s and MB/s are wall-clock, from the first send to the last acknowledgement "
         "(flush); MB = 10^6 bytes of keys and values. CPU is the client process's user+sys "
         "seconds (all its threads) per million records over the same span.",

@@ -44,6 +44,9 @@ class RunResult:
     records_expected: int = 0
     records_read: int | None = None
     load_average_1m: float | None = None
+    #: Seconds the client process lived, and the read-back took (the harness's own costs).
+    process_s: float = 0.0
+    read_back_s: float = 0.0
 
     @property
     def ok(self) -> bool:

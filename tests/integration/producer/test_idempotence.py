@@ -106,6 +106,33 @@ def test_after_a_fatal_error_send_raises_it(broker: LocalBroker, make_topic: Top
         assert refused.value.__cause__ is fenced
 
 
+def test_a_broker_that_lost_the_producer_state_gets_sequences_from_zero(
+    broker: LocalBroker, make_topic: TopicFactory, caplog: pytest.LogCaptureFixture
+) -> None:
+    # A memory broker forgets everything on restart: the next batch (sequence 5) is answered
+    # UNKNOWN_PRODUCER_ID, the producer asks for a new epoch (Tansu refuses the KIP-360 form
+    # and a fresh id is taken), and the batch is renumbered from 0 and written once.
+    topic = make_topic(partitions=1)
+    with Producer(
+        bootstrap_servers=broker.bootstrap_servers, linger_ms=0, retry_backoff_ms=50
+    ) as producer:
+        for i in range(5):
+            producer.send(topic, b"before-%d" % i, partition=0).get(10)
+        broker.restart()
+        with caplog.at_level("INFO", logger="kafkaline.producer"):
+            futures = [producer.send(topic, b"after-%d" % i, partition=0) for i in range(5)]
+            producer.flush(30)
+        assert all(future.get(0).offset >= 0 for future in futures)
+    assert "UNKNOWN_PRODUCER_ID" in caplog.text
+    batches = fetch_log(broker, topic, 1)[0]
+    assert values_of(batches) == [b"after-%d" % i for i in range(5)]
+    assert batches[0].base_sequence == 0
+    expected_sequence = 0
+    for batch in batches:
+        assert batch.base_sequence == expected_sequence
+        expected_sequence += len(batch.records)
+
+
 @pytest.fixture(scope="module")
 def durable_broker(tmp_path_factory: pytest.TempPathFactory) -> Iterator[LocalBroker]:
     """A broker on S3 storage (a local moto server), so records survive a restart."""

@@ -18,6 +18,12 @@ asks for fresh metadata when the error says the metadata is stale); MESSAGE_TOO_
 batch of several records (KIP-126); any other error fails the batch with the broker's named
 error, whose message names the topic-partition.
 
+With idempotence (a :class:`~kafkaline.producer.idempotence.TransactionManager`), nothing is
+drained until InitProducerId gave a producer id; the accumulator's drain numbers batches and
+holds back those that must wait for sequence order; DUPLICATE_SEQUENCE_NUMBER completes a
+batch with offset -1; sequence errors retry after an epoch bump or fail with the broker's
+named error; INVALID_PRODUCER_EPOCH / PRODUCER_FENCED fail every pending batch for good.
+
 The thread (not a ``threading.Thread`` subclass) is owned by the Sender and started by
 :meth:`Sender.start`. It never swallows an exception: if the loop raises, the error is logged
 with its traceback, every incomplete batch fails with a
@@ -123,7 +129,8 @@ class Sender:
     settings; ``guarantee_message_order`` (``max_in_flight_requests_per_connection == 1``)
     mutes a partition while a batch of it is in flight. ``counters`` receives the metrics.
     ``on_metadata_update(cluster)`` is called on this thread whenever the client installs new
-    cluster metadata; ``on_failure(error)`` once if the loop dies.
+    cluster metadata; ``on_failure(error)`` once if the loop dies. ``transaction_manager``
+    turns idempotence on (see the module docstring).
 
     Unit tests drive :meth:`run_once` directly with a fake client and clock; the producer
     calls :meth:`start`.

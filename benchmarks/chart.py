@@ -72,7 +72,7 @@ def write_chart(summaries: Sequence[Summary], path: Path, title: str) -> None:
     throughput.set_yscale("log")
     throughput.set_ylabel("records/s (median, whiskers: min-max; log scale)")
     throughput.set_title("Throughput")
-    throughput.legend(fontsize="small")
+    throughput.legend(fontsize="small", loc="upper center", bbox_to_anchor=(0.5, -0.07), ncol=3)
 
     lat = [s for s in summaries if s.workload.kind is Kind.LATENCY]
     percentiles: dict[str, Callable[[RunResult], float | None]] = {
@@ -114,7 +114,9 @@ def write_chart(summaries: Sequence[Summary], path: Path, title: str) -> None:
         memory.legend(fontsize="small")
     memory.set_xticks(range(len(shown)), [c for c, _ in shown], rotation=20, fontsize="small")
     memory.set_ylabel("peak RSS above idle, MiB")
-    memory.set_title("Memory while producing 1 GB")
+    if mem:
+        produced = mem[0].workload.records * mem[0].workload.value_size
+        memory.set_title(f"Memory while producing {produced / 1e6:,.0f} MB")
 
     figure.tight_layout()
     figure.savefig(path, dpi=90)

@@ -263,7 +263,8 @@ def _config_lines(bench: BenchRun) -> list[str]:
         "message-count bound is lifted so that only bytes count, as elsewhere. Delivery "
         "reports are served only when the queue is full and by `flush()` (its fastest use).",
         "- kafkaline-batch / kafkaline-arrow hand over 10,000 records per call (Spark's Arrow "
-        "batch size); the Arrow batches are made before the clock starts.",
+        "batch size), fewer where that would be more than a quarter of buffer_memory (800 "
+        "records of 10 KB); the Arrow batches are made before the clock starts.",
     ]
     return lines
 

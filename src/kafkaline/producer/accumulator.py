@@ -432,6 +432,7 @@ class RecordAccumulator:
         max_time_to_block_ms: float = 0.0,
         now: float = 0.0,
         cluster: ClusterPartitions | None = None,
+        wakeup: Callable[[], None] | None = None,
     ) -> tuple[list[BulkSegment], bool]:
         """Bulk :meth:`append`: add the records of parallel sequences (serialized, types
         checked by the caller) in order, filling the partition's last batch and new ones as
@@ -443,7 +444,10 @@ class RecordAccumulator:
         switching partitions between batches as :meth:`append` does. Memory comes from the
         pool per new batch, blocking up to ``max_time_to_block_ms`` in total. If it raises
         midway (buffer exhausted, closed), the records before stay queued: the error says
-        how many.
+        how many. ``wakeup`` (the Sender's) is called whenever a new batch is queued behind
+        another (which is then ready), so that the Sender sends full batches (and frees their
+        memory) during a call larger than ``buffer_memory``, as a send() loop wakes it at every
+        full batch.
         """
         count = len(values)
         segments: list[BulkSegment] = []
@@ -521,6 +525,9 @@ class RecordAccumulator:
                     self._sticky_appended(sticky_partitioner, sticky, queue, grown, cluster)
                     new_batch = None
                     wake = True
+                    sendable = len(batches) > 1  # a batch with one behind it is ready
+                if sendable and wakeup is not None:
+                    wakeup()
         finally:
             if pooled:
                 self._pool.deallocate(pooled)

@@ -692,6 +692,7 @@ class Producer:
                     max(0.0, deadline_ms - now_ms),
                     now_ms,
                     self._cluster,
+                    self._wakeup,
                 )
                 wake = wake or new_or_full
                 offset = 0

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import time
 import uuid
 from collections.abc import Callable
 
@@ -194,3 +195,21 @@ def test_send_arrow_wrong_column_type_names_the_column(broker: LocalBroker, topi
             producer.send_arrow(topic, batch)
         with pytest.raises(ValueError, match=r"value column 'payload' is not in the data"):
             producer.send_arrow(topic, batch, value="payload")
+
+
+def test_send_batch_larger_than_buffer_memory_wakes_the_sender(
+    broker: LocalBroker, make_topic: TopicFactory
+) -> None:
+    topic = make_topic(6)
+    values = [os.urandom(10_000) for _ in range(1000)]  # 10 MB through 2 MiB of buffer memory
+    keys = [b"k%d" % (i % 100) for i in range(1000)]
+    with producer_for(
+        broker, batch_size=65536, buffer_memory=2 << 20, max_block_ms=5000, linger_ms=5
+    ) as producer:
+        producer.partitions_for(topic)
+        time.sleep(0.5)  # the Sender goes idle: nothing queued, it polls without a deadline
+        # Without waking the Sender as batches fill, this call waited out max_block_ms and
+        # raised BufferExhaustedError (measured with 32 MiB and 100 MB in one call).
+        metadata = producer.send_batch(topic, values, keys=keys).get(timeout=30)
+    stored = read_back(broker, topic, 6, 1000)
+    assert [stored[(m.partition, m.offset)][1] for m in metadata] == values

@@ -278,3 +278,17 @@ def test_append_many_of_nothing_queues_nothing() -> None:
     accumulator = accumulator_for()
     assert accumulator.append_many("t", 0, 1, [], []) == ([], False)
     assert accumulator.queue_sizes("t") == {}
+
+
+def test_append_many_wakes_the_sender_whenever_a_batch_becomes_sendable() -> None:
+    accumulator = accumulator_for(batch_size=1024)
+    wakeups: list[int] = []
+
+    def wakeup() -> None:
+        wakeups.append(accumulator.queue_sizes("t")[0])
+
+    accumulator.append_many("t", 0, 1, [None] * 50, [VALUE] * 50, wakeup=wakeup)
+    batches = accumulator.queue_sizes("t")[0]
+    assert batches > 2
+    # once per batch made behind another, each time with that batch already queued
+    assert wakeups == list(range(2, batches + 1))

@@ -11,8 +11,8 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from benchmarks.report import MIB, Summary
 from benchmarks.result import RunResult
+from benchmarks.summary import MIB, Summary
 from benchmarks.workloads import Kind
 
 _FIGURE_SIZE = (15, 5.5)

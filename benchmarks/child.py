@@ -21,7 +21,6 @@ import traceback
 from pathlib import Path
 
 from benchmarks.clients import ClientUnavailable, make_adapter
-from benchmarks.clients.raw_client import DEFAULT_CONNECTIONS, DEFAULT_IN_FLIGHT
 from benchmarks.measure import (
     Stopwatch,
     current_rss,
@@ -51,8 +50,8 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument(
         "--sizes", type=Sizes, default=Sizes.DEFAULT, help="which record counts (see workloads)"
     )
-    parser.add_argument("--raw-connections", type=int, default=DEFAULT_CONNECTIONS)
-    parser.add_argument("--raw-in-flight", type=int, default=DEFAULT_IN_FLIGHT)
+    parser.add_argument("--raw-connections", type=int, default=None)
+    parser.add_argument("--raw-in-flight", type=int, default=None)
     return parser.parse_args(argv)
 
 

@@ -29,7 +29,8 @@ from benchmarks.chart import chart_unavailable_reason, write_chart
 from benchmarks.clients import CLIENT_NAMES
 from benchmarks.clients.raw_client import DEFAULT_CONNECTIONS, DEFAULT_IN_FLIGHT
 from benchmarks.harness import BenchRun, Plan, run_plan
-from benchmarks.report import render_markdown, summarise
+from benchmarks.report import render_markdown
+from benchmarks.summary import summarise
 from benchmarks.workloads import ISSUE_WORKLOADS, Sizes, workload_by_name, workloads_for
 
 DEFAULT_ROUNDS = 3

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from benchmarks.clients import ClientUnavailable, make_adapter
+from benchmarks.clients.raw_client import DEFAULT_CONNECTIONS, DEFAULT_IN_FLIGHT
 from benchmarks.machine import MachineInfo, collect_machine_info, load_average_1m, scrub_paths
 from benchmarks.result import RunResult, Status
 from benchmarks.verify import read_back
@@ -41,8 +42,8 @@ class Plan:
     clients: tuple[str, ...]
     rounds: int
     sizes: Sizes = Sizes.DEFAULT
-    raw_connections: int = 2
-    raw_in_flight: int = 5
+    raw_connections: int = DEFAULT_CONNECTIONS
+    raw_in_flight: int = DEFAULT_IN_FLIGHT
     #: A child still running after this many seconds is killed and its run failed.
     run_timeout_s: float = 300.0
 

@@ -7,72 +7,28 @@ throughput higher is better, for latency and memory lower is better (the table s
 
 from __future__ import annotations
 
-import statistics
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
 
-from benchmarks.clients import REFERENCE_CLIENT
+from benchmarks.clients import BROKER_LIMIT_CLIENT
 from benchmarks.harness import BenchRun
 from benchmarks.machine import scrub_paths
-from benchmarks.result import RunResult, Status
-from benchmarks.workloads import Kind, Workload, describe
-
-MIB = 2**20
-
-
-@dataclass(frozen=True)
-class Stat:
-    """The median of the good runs' values, and their lowest and highest."""
-
-    median: float
-    low: float
-    high: float
-
-    @classmethod
-    def of(cls, values: Sequence[float]) -> Stat | None:
-        if not values:
-            return None
-        return cls(statistics.median(values), min(values), max(values))
-
-
-@dataclass(frozen=True)
-class Summary:
-    workload: Workload
-    client: str
-    good: list[RunResult]
-    failed: list[RunResult]
-
-    def stat(self, value: Callable[[RunResult], float | None]) -> Stat | None:
-        return Stat.of([v for v in map(value, self.good) if v is not None])
-
-
-def summarise(bench: BenchRun) -> list[Summary]:
-    """One summary per workload and client that ran, in plan order."""
-    summaries = []
-    for workload in bench.plan.workloads:
-        for client in bench.plan.clients:
-            runs = [r for r in bench.results if r.workload == workload.name and r.client == client]
-            if runs:
-                summaries.append(
-                    Summary(
-                        workload=workload,
-                        client=client,
-                        good=[r for r in runs if r.status is Status.OK],
-                        failed=[r for r in runs if r.status is Status.FAILED],
-                    )
-                )
-    return summaries
-
+from benchmarks.summary import (
+    MIB,
+    Stat,
+    Summary,
+    cpu_per_million,
+    idle_mib,
+    mb_per_s,
+    rate,
+    records_per_s,
+    reference_for,
+    rss_above_idle_mib,
+    summarise,
+)
+from benchmarks.targets import target_lines
+from benchmarks.workloads import Kind, Sizes, describe
 
 # ---------------------------------------------------------------------------- formatting
-
-
-def _rate(value: float) -> str:
-    if value >= 1e6:
-        return f"{value / 1e6:.2f} M"
-    if value >= 1e3:
-        return f"{value / 1e3:.0f} k"
-    return f"{value:.0f}"
 
 
 def _spread(stat: Stat | None, fmt: Callable[[float], str]) -> str:
@@ -106,53 +62,26 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return lines
 
 
-def _reference(summaries: Sequence[Summary], workload: str) -> Summary | None:
-    for summary in summaries:
-        if summary.workload.name == workload and summary.client == REFERENCE_CLIENT:
-            return summary
-    return None
-
-
-def _records_per_s(run: RunResult) -> float:
-    return run.records_per_s
-
-
-def _mb_per_s(run: RunResult) -> float:
-    return run.megabytes_per_s
-
-
-def _cpu(run: RunResult) -> float:
-    return run.cpu_s_per_million
-
-
-def _rss_mib(run: RunResult) -> float:
-    return run.rss_above_idle / MIB
-
-
-def _idle_mib(run: RunResult) -> float:
-    return run.idle_rss / MIB
-
-
 def _throughput_rows(summaries: Sequence[Summary], rounds: int) -> list[list[str]]:
     rows = []
     for summary in summaries:
         if summary.workload.kind is not Kind.THROUGHPUT:
             continue
-        reference = _reference(summaries, summary.workload.name)
-        rate = summary.stat(_records_per_s)
-        cpu = summary.stat(_cpu)
-        ref_rate = reference.stat(_records_per_s) if reference else None
-        ref_cpu = reference.stat(_cpu) if reference else None
+        reference = reference_for(summaries, summary.workload.name)
+        records = summary.stat(records_per_s)
+        cpu = summary.stat(cpu_per_million)
+        ref_records = reference.stat(records_per_s) if reference else None
+        ref_cpu = reference.stat(cpu_per_million) if reference else None
         rows.append(
             [
                 summary.workload.name,
                 summary.client,
                 _runs(summary, rounds),
                 _verified(summary),
-                _median(rate, _rate),
-                _spread(rate, _rate),
-                _median(summary.stat(_mb_per_s), "{:.1f}".format),
-                _ratio(rate, ref_rate),
+                _median(records, rate),
+                _spread(records, rate),
+                _median(summary.stat(mb_per_s), "{:.1f}".format),
+                _ratio(records, ref_records),
                 _median(cpu, "{:.2f}".format),
                 _ratio(cpu, ref_cpu),
             ]
@@ -166,7 +95,7 @@ def _latency_rows(summaries: Sequence[Summary], rounds: int) -> list[list[str]]:
     for summary in summaries:
         if summary.workload.kind is not Kind.LATENCY:
             continue
-        reference = _reference(summaries, summary.workload.name)
+        reference = reference_for(summaries, summary.workload.name)
         p99 = summary.stat(lambda r: r.latency_p99_ms)
         ref_p99 = reference.stat(lambda r: r.latency_p99_ms) if reference else None
         rows.append(
@@ -180,7 +109,7 @@ def _latency_rows(summaries: Sequence[Summary], rounds: int) -> list[list[str]]:
                 _spread(p99, ms),
                 _median(summary.stat(lambda r: r.latency_p999_ms), ms),
                 _ratio(p99, ref_p99),
-                _median(summary.stat(_cpu), "{:.1f}".format),
+                _median(summary.stat(cpu_per_million), "{:.1f}".format),
             ]
         )
     return rows
@@ -192,10 +121,10 @@ def _memory_rows(summaries: Sequence[Summary], rounds: int) -> list[list[str]]:
     for summary in summaries:
         if summary.workload.kind is not Kind.MEMORY:
             continue
-        reference = _reference(summaries, summary.workload.name)
-        rss = summary.stat(_rss_mib)
-        rate = summary.stat(_mb_per_s)
-        ref_rate = reference.stat(_mb_per_s) if reference else None
+        reference = reference_for(summaries, summary.workload.name)
+        rss = summary.stat(rss_above_idle_mib)
+        mb = summary.stat(mb_per_s)
+        ref_mb = reference.stat(mb_per_s) if reference else None
         budget = (summary.workload.buffer_memory + 64 * MIB) / MIB
         within = "-" if rss is None else ("yes" if rss.median <= budget else "no")
         rows.append(
@@ -207,10 +136,10 @@ def _memory_rows(summaries: Sequence[Summary], rounds: int) -> list[list[str]]:
                 _median(rss, mib),
                 _spread(rss, mib),
                 within,
-                _median(summary.stat(_idle_mib), mib),
-                _median(rate, "{:.0f}".format),
-                _ratio(rate, ref_rate),
-                _median(summary.stat(_cpu), "{:.2f}".format),
+                _median(summary.stat(idle_mib), mib),
+                _median(mb, "{:.0f}".format),
+                _ratio(mb, ref_mb),
+                _median(summary.stat(cpu_per_million), "{:.2f}".format),
             ]
         )
     return rows
@@ -296,19 +225,27 @@ def _failure_lines(bench: BenchRun) -> list[str]:
     ]
 
 
-def broker_limit_line(summaries: Sequence[Summary]) -> str | None:
-    """The broker's limit on ``small``, as a sentence (None if it was not measured)."""
+def broker_limit_lines(summaries: Sequence[Summary]) -> list[str]:
+    """What the broker accepted from the raw protocol loop, per throughput workload."""
+    lines = []
     for summary in summaries:
-        if summary.client == "broker-limit" and summary.workload.name == "small":
-            rate = summary.stat(_records_per_s)
-            mb = summary.stat(_mb_per_s)
-            if rate and mb:
-                return (
-                    f"Broker limit (raw protocol loop, pre-built batches) on `small`: "
-                    f"{_rate(rate.median)} records/s, {mb.median:.0f} MB/s "
-                    f"(spread {_spread(rate, _rate)} records/s)."
-                )
-    return None
+        if summary.client != BROKER_LIMIT_CLIENT or summary.workload.kind is not Kind.THROUGHPUT:
+            continue
+        records = summary.stat(records_per_s)
+        mb = summary.stat(mb_per_s)
+        if records and mb:
+            lines.append(
+                f"- `{summary.workload.name}`: {rate(records.median)} records/s, "
+                f"{mb.median:.0f} MB/s (spread {_spread(records, rate)} records/s)"
+            )
+    if lines:
+        lines.insert(
+            0,
+            "Broker limit: what Tansu accepted from a raw protocol loop feeding pre-built "
+            "batches (kafkaline's record and protocol layers, batches framed before the clock; "
+            "median of the rounds):",
+        )
+    return lines
 
 
 def render_markdown(bench: BenchRun) -> str:
@@ -316,9 +253,18 @@ def render_markdown(bench: BenchRun) -> str:
     rounds = bench.plan.rounds
     lines = ["# kafkaline producer benchmark", ""]
     lines += [*_machine_lines(bench), ""]
-    limit = broker_limit_line(summaries)
+    limit = broker_limit_lines(summaries)
     if limit:
-        lines += [limit, ""]
+        lines += [*limit, ""]
+    targets = target_lines(summaries)
+    if targets:
+        lines += ["## Issue #5 targets", ""]
+        if bench.plan.sizes is Sizes.QUICK:
+            lines += [
+                "Quick sizes: far too small to judge a target; shown to check the report.",
+                "",
+            ]
+        lines += [*targets, ""]
     throughput = _throughput_rows(summaries, rounds)
     if throughput:
         lines += ["## Throughput (higher is better)", ""]

@@ -66,7 +66,8 @@ def test_quick_bench_writes_a_table_of_verified_runs(tmp_path: Path) -> None:
     for (workload, client), _run in ran.items():
         row = f"| {workload} | {client} | 1/1 | {EXPECTED_RECORDS[workload]:,} |"
         assert row in table, f"no row {row!r} in:\n{table}"
-    assert "Broker limit (raw protocol loop, pre-built batches) on `small`" in table
+    assert "Broker limit: what Tansu accepted from a raw protocol loop" in table
+    assert "- `small`: " in table  # the broker limit's line for small
     assert "vs confluent-kafka" in table
     # The results must not name this machine's paths.
     assert str(PROJECT_ROOT) not in table

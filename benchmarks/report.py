@@ -322,7 +322,14 @@ def render_markdown(bench: BenchRun) -> str:
             ],
             memory,
         )
-        lines.append("")
+        lines += [
+            "",
+            "Idle RSS is taken once the producer is connected and its input made (for "
+            "kafkaline-arrow that input is the Arrow batches of every record), so the peak "
+            "above idle is what producing cost. kafka-python 3 and aiokafka have no "
+            "buffer-memory bound to configure (see Configuration).",
+            "",
+        ]
     failures = _failure_lines(bench)
     if failures:
         lines += ["## Failed runs (not timed)", "", *failures, ""]

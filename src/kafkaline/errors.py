@@ -1220,3 +1220,23 @@ class ProducerForkedError(IllegalStateError):
 
     The child has a copy of the producer but not its I/O thread, so records sent there would
     never leave. Create the producer in the child instead."""
+
+
+# --------------------------------------------------------------------------- transactions
+# Appended by the transactional producer (kafkaline.producer.transactions).
+
+
+class TransactionStateError(IllegalStateError):
+    """A transactional call made in the wrong order (e.g. ``send()`` before
+    ``begin_transaction()``, ``commit_transaction()`` after an abortable error), or on a
+    producer without ``transactional_id``. The message names the producer's transaction
+    state; :attr:`state` holds it (``"UNINITIALIZED"``, ``"READY"``, ...)."""
+
+    def __init__(self, message: str, state: str | None = None) -> None:
+        super().__init__(message)
+        self.state = state
+
+
+class TransactionAbortedError(KafkaError):
+    """A record that was still buffered when its transaction was aborted: it was never
+    sent."""

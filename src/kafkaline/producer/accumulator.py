@@ -542,6 +542,9 @@ class RecordAccumulator:
             compression=self._compression,
             compression_level=self._compression_level,
             estimated_compression_ratio=self._estimator.estimate(tp.topic) if compressed else 1.0,
+            is_transactional=(
+                self._transaction_manager is not None and self._transaction_manager.is_transactional
+            ),
         )
 
     def _queue(self, topic: str, partition: int | None) -> _PartitionQueue:
@@ -956,6 +959,25 @@ class RecordAccumulator:
         with self._incomplete_lock:
             queued = set(aborted)
             aborted.extend(batch for batch in self._incomplete if batch not in queued)
+        count = 0
+        for batch in aborted:
+            if batch.abort(exception):
+                count += 1
+            self.deallocate(batch)
+        return count
+
+    def abort_undrained_batches(self, exception: Exception) -> int:
+        """Fail every queued (not yet drained) batch with ``exception`` and free its memory;
+        in-flight batches keep going and appends go on (Java's ``abortUndrainedBatches``,
+        used when a transaction aborts). Returns how many batches were aborted."""
+        aborted: list[ProducerBatch] = []
+        for partitions in self._queues.values():
+            for queue in partitions.values():
+                with queue.lock:
+                    for batch in queue.batches:
+                        batch.close_for_appends()
+                    aborted.extend(queue.batches)
+                    queue.batches.clear()
         count = 0
         for batch in aborted:
             if batch.abort(exception):

@@ -34,7 +34,7 @@ that form is asked for a fresh id instead, which is as safe: sequences restart a
 
 Threads: everything but :attr:`fatal_error` is used by the Sender's thread only (drain runs
 there too), so no lock is needed; ``fatal_error`` is one attribute read by other threads.
-Transactions will grow from this class (transactional id, coordinator, state machine).
+Transactions grow from this class: :class:`~kafkaline.producer.transactions.TransactionalManager`.
 """
 
 from __future__ import annotations
@@ -105,6 +105,11 @@ class TransactionManager:
     """The idempotent producer's id, epoch and per-partition sequences; see the module
     docstring. ``retry_backoff`` paces InitProducerId retries; ``on_fatal_error(error)`` is
     called once, on the Sender's thread, when the producer can no longer send."""
+
+    #: Whether batches are transactional (the subclass for transactions says yes).
+    is_transactional = False
+    #: Sent in ProduceRequests; None for the idempotent producer.
+    transactional_id: str | None = None
 
     def __init__(
         self,
@@ -281,9 +286,9 @@ class TransactionManager:
             last = batch.base_sequence + batch.record_count - 1
             entry.last_acked_sequence = max(entry.last_acked_sequence, last)
 
-    def handle_failed_batch(self, batch: ProducerBatch) -> None:
-        """A batch failed for good. If it had a sequence, the broker will never see it and
-        later sequences would be out of order: get a new epoch (or id) first."""
+    def handle_failed_batch(self, batch: ProducerBatch, error: Exception | None = None) -> None:
+        """A batch failed for good (with ``error``). If it had a sequence, the broker will
+        never see it and later sequences would be out of order: get a new epoch (or id)."""
         entry = self._remove_in_flight(batch)
         if entry is None or self.fatal_error is not None:
             return

@@ -51,6 +51,8 @@ from kafkaline.errors import (
     ProducerForkedError,
     RecordTooLargeError,
     SenderFailedError,
+    TransactionAbortedError,
+    TransactionStateError,
 )
 from kafkaline.net.client import NetworkClient
 from kafkaline.net.cluster import ClusterMetadata, PartitionMetadata
@@ -77,6 +79,14 @@ from kafkaline.producer.record_metadata import (
 )
 from kafkaline.producer.sender import Sender
 from kafkaline.producer.serializers import Serializer, as_serializer, bytes_or_none
+from kafkaline.producer.transaction_completion import complete_transaction
+from kafkaline.producer.transactions import (
+    TransactionalManager,
+    TransactionIdentity,
+    TransactionState,
+    group_id_of,
+    offsets_of,
+)
 from kafkaline.producer.validation import (
     MAX_TIMESTAMP,
     RECORD_SIZE_OVERHEAD,
@@ -169,13 +179,22 @@ class Producer:
             RECORD_SIZE_OVERHEAD
         )
         self._counters = SenderCounters()
-        self._transaction_manager = (
-            TransactionManager(
+        # Transactions (None without transactional_id); its manager is also the idempotent
+        # producer's, so the accumulator and Sender see one object.
+        self._transactional: TransactionalManager | None = None
+        self._transaction_manager: TransactionManager | None = None
+        if config.transactional_id is not None:
+            self._transactional = TransactionalManager(
+                config.transactional_id,
+                config.transaction_timeout_ms,
+                retry_backoff=config.retry_backoff,
+                on_fatal_error=self._on_fatal_error,
+            )
+            self._transaction_manager = self._transactional
+        elif config.idempotent:
+            self._transaction_manager = TransactionManager(
                 retry_backoff=config.retry_backoff, on_fatal_error=self._on_fatal_error
             )
-            if config.idempotent
-            else None
-        )
         self._accumulator = RecordAccumulator.from_config(
             config,
             on_batch_sealed=self._on_batch_sealed,
@@ -253,6 +272,8 @@ class Producer:
         self._sender = sender
         self._cluster = client.metadata.cluster
         self._wakeup = sender.wakeup
+        if self._transactional is not None:
+            self._transactional.set_wakeup(sender.wakeup)
         self._owner_pid = os.getpid()
         if hasattr(os, "register_at_fork"):
             os.register_at_fork(
@@ -406,6 +427,8 @@ class Producer:
         """
         if self._gate is not None:
             self._pass_gate()
+        if self._transactional is not None:
+            self._transactional.check_send_allowed()
         interceptors = self._interceptors
         try:
             if interceptors is not None:
@@ -632,6 +655,8 @@ class Producer:
         partition: int | None,
     ) -> BatchSendResult:
         """Partition checked records and append them per partition (the bulk hot loop)."""
+        if self._transactional is not None:
+            self._transactional.check_send_allowed()
         if partition is not None and (type(partition) is not int or partition < 0):
             raise InvalidPartitionError(
                 f"partition={partition!r} given to send_batch() is invalid: must be None or "
@@ -836,6 +861,110 @@ class Producer:
         self._accumulator.await_flush_completion(None if timeout is None else timeout * 1000.0)
         if self._gate is _State.FAILED:
             raise self._gate_error(_State.FAILED)
+
+    # ------------------------------------------------------------------ transactions
+
+    def _require_transactional(self, action: str) -> TransactionalManager:
+        transactional = self._transactional
+        if transactional is None:
+            raise TransactionStateError(
+                f"cannot {action}: the producer has no transactional_id (set "
+                "transactional_id=... to use transactions)"
+            )
+        if self._gate is not None:
+            self._pass_gate()  # starts the I/O thread; raises once closed or fatal
+        return transactional
+
+    def init_transactions(self) -> None:
+        """Get a producer id and epoch for ``transactional_id`` (InitProducerId at its
+        transaction coordinator). Call once, first. Fences any earlier producer with the same
+        transactional id and aborts a transaction it left open. Waits up to
+        ``max_block_ms`` (KafkaTimeoutError: call it again to keep waiting)."""
+        transactional = self._require_transactional("init_transactions()")
+        transactional.initialize_transactions().wait(self._max_block_ms)
+
+    def begin_transaction(self) -> None:
+        """Start a transaction: the records sent until :meth:`commit_transaction` or
+        :meth:`abort_transaction` are written together or not at all. Local: no request.
+
+        >>> producer.init_transactions()                           # doctest: +SKIP
+        >>> producer.begin_transaction()                           # doctest: +SKIP
+        >>> producer.send("events", b"v")                          # doctest: +SKIP
+        >>> producer.commit_transaction()                          # doctest: +SKIP
+        """
+        self._require_transactional("begin_transaction()").begin_transaction()
+
+    def commit_transaction(self) -> None:
+        """Flush, then commit the transaction (EndTxn). After an abortable error (a record
+        failed) it raises TransactionStateError: call :meth:`abort_transaction`."""
+        transactional = self._require_transactional("commit_transaction()")
+        transactional.prepare_commit()
+        self.flush()
+        transactional.end_transaction(commit=True).wait(self._max_block_ms)
+
+    def abort_transaction(self) -> None:
+        """Abort the transaction: records still buffered fail with TransactionAbortedError,
+        those sent are marked aborted (EndTxn). Also the way out of an abortable error."""
+        transactional = self._require_transactional("abort_transaction()")
+        transactional.prepare_abort()
+        self._accumulator.abort_undrained_batches(
+            TransactionAbortedError(
+                f"the transaction of {transactional.txn_id!r} was aborted before the record "
+                "was sent"
+            )
+        )
+        self.flush()
+        transactional.end_transaction(commit=False).wait(self._max_block_ms)
+
+    def send_offsets_to_transaction(
+        self, offsets: Mapping[Any, Any], group_metadata: object
+    ) -> None:
+        """Commit consumer offsets with the transaction (AddOffsetsToTxn, then TxnOffsetCommit
+        to the group's coordinator): a read-process-write loop's input and output commit
+        together. ``offsets`` maps ``(topic, partition)`` or a TopicPartition to the next
+        offset to consume; ``group_metadata`` is the consumer group id or an object with a
+        ``group_id`` attribute (a consumer's group metadata)."""
+        transactional = self._require_transactional("send_offsets_to_transaction()")
+        checked = offsets_of(offsets)
+        group_id = group_id_of(group_metadata)
+        if not checked:
+            return
+        transactional.send_offsets(checked, group_id).wait(self._max_block_ms)
+
+    def transaction_identity(self) -> TransactionIdentity:
+        """Flush, then return the open transaction's (transactional_id, producer_id,
+        producer_epoch), for another producer to finish it with
+        :meth:`complete_transaction`. This producer must then make no transactional call
+        for it (closing is fine). See :mod:`kafkaline.producer.transaction_completion`."""
+        transactional = self._require_transactional("transaction_identity()")
+        transactional.require("transaction_identity()", TransactionState.IN_TRANSACTION)
+        self.flush()
+        return transactional.identity()
+
+    @classmethod
+    def complete_transaction(
+        cls,
+        identity: TransactionIdentity | tuple[str, int, int],
+        *,
+        commit: bool = True,
+        config: ProducerConfig | None = None,
+        **settings: Any,
+    ) -> None:
+        """Commit (``commit=True``) or abort a transaction another producer opened and
+        handed over with :meth:`transaction_identity`, without InitProducerId (which would
+        fence it and abort it). ``config`` or keyword settings say how to reach the cluster
+        (``bootstrap_servers=...``). Must happen within ``transaction_timeout_ms`` of the
+        transaction's start, or the coordinator has aborted it.
+
+        >>> identity = producer_a.transaction_identity()           # doctest: +SKIP
+        >>> Producer.complete_transaction(identity, commit=True,
+        ...                               bootstrap_servers="127.0.0.1:9092")  # doctest: +SKIP
+        """
+        if config is None:
+            config = ProducerConfig.from_kwargs(**settings)
+        elif settings:
+            config = config.with_changes(**settings)
+        complete_transaction(TransactionIdentity(*identity), commit=commit, config=config)
 
     def partitions_for(self, topic: str) -> tuple[PartitionMetadata, ...]:
         """The partitions of ``topic`` (number, leader, replicas), waiting up to

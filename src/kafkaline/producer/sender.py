@@ -47,6 +47,7 @@ from typing import Protocol
 from kafkaline.errors import (
     DeliveryTimeoutError,
     DuplicateSequenceNumberError,
+    IllegalStateError,
     KafkaConnectionError,
     KafkaError,
     MessageTooLargeError,
@@ -61,6 +62,7 @@ from kafkaline.producer.accumulator import RecordAccumulator
 from kafkaline.producer.batch import ProducerBatch
 from kafkaline.producer.idempotence import TransactionManager
 from kafkaline.producer.metrics import SenderCounters
+from kafkaline.producer.transactions import TransactionalManager, TxnRequestHandler
 from kafkaline.protocol import Request
 from kafkaline.protocol.api import ProduceRequest, ProduceResponse
 from kafkaline.protocol.api.init_producer_id import InitProducerIdResponse
@@ -109,7 +111,11 @@ class SenderClient(Protocol):
         request: Request,
         on_complete: OnComplete | None = None,
         now: float | None = None,
+        *,
+        version: int | None = None,
     ) -> int: ...
+
+    def api_versions(self, node_id: int) -> Mapping[int, int]: ...
 
     def poll(self, timeout_ms: float, now: float | None = None) -> list[ClientResponse]: ...
 
@@ -299,12 +305,15 @@ class Sender:
         """Drain ready batches into produce requests and expire old ones; return how long
         the next poll may wait (ms)."""
         transactions = self._transactions
+        txn_timeout = math.inf
         if transactions is not None:
             if transactions.fatal_error is not None:
                 self._abort_on_fatal(transactions.fatal_error)
+            if isinstance(transactions, TransactionalManager):
+                txn_timeout = self._send_transactional_request(transactions, now)
             if transactions.needs_producer_id():
                 # Nothing is drained without an id (Java's maybeSendAndPollTransactionalRequest).
-                return self._wait_for_producer_id(transactions, now)
+                return min(self._wait_for_producer_id(transactions, now), txn_timeout)
         accumulator = self._accumulator
         client = self._client
         cluster = self._metadata.cluster
@@ -346,6 +355,7 @@ class Sender:
         poll_timeout = min(
             result.next_ready_check_delay_ms,
             not_ready_timeout,
+            txn_timeout,
             self._queued_expiry_ms - now,
             self._in_flight_expiry_ms - now,
         )
@@ -366,6 +376,53 @@ class Sender:
         return max(
             0.0,
             min(timeout, self._queued_expiry_ms - now, self._in_flight_expiry_ms - now),
+        )
+
+    def _send_transactional_request(self, transactions: TransactionalManager, now: float) -> float:
+        """Send the transaction's next request (one at a time, as Java does) to its
+        coordinator, or FindCoordinator to the least loaded node; return how long to poll."""
+        handler, wait = transactions.next_request(now)
+        if handler is None:
+            return wait
+        client = self._client
+        if handler.coordinator_type is None:
+            node = client.least_loaded_node(now)
+        else:
+            node = transactions.coordinator_for(handler)
+            if node is None:
+                return 0.0  # FindCoordinator was queued before it: send that now
+        try:
+            ready = node is not None and client.ready(node, now)
+        except IllegalStateError:
+            # The coordinator FindCoordinator named is not in our metadata yet.
+            self._metadata.request_update()
+            return _NODE_RECHECK_MS
+        if node is None or not ready:
+            delay = client.connection_delay(node, now) if node is not None else math.inf
+            return min(delay, _NODE_RECHECK_MS)
+        request = handler.build_request()
+        version = None
+        if handler.max_version is not None:
+            # AddPartitionsToTxn v4+ is the broker-to-broker form: cap what we would choose.
+            chosen = client.api_versions(node).get(request.API_KEY, handler.max_version)
+            version = min(chosen, handler.max_version)
+        transactions.request_sent(handler)
+        on_complete = functools.partial(self._handle_transactional_response, handler)
+        try:
+            client.send(node, request, on_complete, now, version=version)
+        except KafkaError as error:
+            transactions.request_completed(handler, None, error, -1, now)
+        return 0.0
+
+    def _handle_transactional_response(
+        self, handler: TxnRequestHandler, response: ClientResponse
+    ) -> None:
+        handler.manager.request_completed(
+            handler,
+            response.response,
+            response.error,
+            response.api_version,
+            response.completed_at_ms,
         )
 
     def _send_init_producer_id(self, transactions: TransactionManager, now: float) -> float:
@@ -474,7 +531,9 @@ class Sender:
         if not by_partition:
             return
         request = ProduceRequest(
-            transactional_id=None,
+            transactional_id=(
+                self._transactions.transactional_id if self._transactions is not None else None
+            ),
             acks=self._acks,
             timeout_ms=self._request_timeout_ms,
             topic_data=[
@@ -654,7 +713,7 @@ class Sender:
     ) -> None:
         self._in_flight.discard(batch)
         if self._transactions is not None and batch.final_state is None:
-            self._transactions.handle_failed_batch(batch)
+            self._transactions.handle_failed_batch(batch, error)
         if self._accumulator.fail_batch(batch, error, record_errors):
             self._counters.records_errored += batch.record_count
             log = _log.debug if isinstance(error, DeliveryTimeoutError) else _log.warning

@@ -91,10 +91,15 @@ class FakeClient:
         request: Request,
         on_complete: OnComplete | None = None,
         now: float | None = None,
+        *,
+        version: int | None = None,
     ) -> int:
         assert on_complete is not None
         self.sent.append(Sent(request, on_complete))
         return len(self.sent)
+
+    def api_versions(self, node_id: int) -> dict[int, int]:
+        return {}
 
     def poll(self, timeout_ms: float, now: float | None = None) -> list[ClientResponse]:
         return []

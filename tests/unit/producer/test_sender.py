@@ -117,10 +117,15 @@ class FakeClient:
         request: Request,
         on_complete: OnComplete | None = None,
         now: float | None = None,
+        *,
+        version: int | None = None,
     ) -> int:
         assert isinstance(request, ProduceRequest) and on_complete is not None
         self.sent.append(Sent(node_id, request, on_complete, self.clock[0]))
         return len(self.sent)
+
+    def api_versions(self, node_id: int) -> dict[int, int]:
+        return {}
 
     def poll(self, timeout_ms: float, now: float | None = None) -> list[ClientResponse]:
         self.polls.append(timeout_ms)

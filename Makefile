@@ -32,7 +32,8 @@ demo: $(STAMP)
 	$(PY) -m kafkaline.testing.demo
 
 bench: $(STAMP)
-	@echo "make bench: the benchmark harness arrives with the speed issue (#5); nothing to run yet."
+	$(PY) -m pip install --quiet -e '.[bench]'
+	$(PY) -m benchmarks
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

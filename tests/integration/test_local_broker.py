@@ -380,3 +380,43 @@ def test_s3_storage_keeps_topics_and_records_across_restart() -> None:
 
         assert _read_values(durable.bootstrap_servers, "durable", 1, 3) == [b"a", b"b", b"c"]
     assert not _s3_answers(endpoint)  # close() took the S3 server down too
+
+
+def test_advertised_port_sends_every_client_connection_through_a_proxy() -> None:
+    from kafkaline.testing._ports import find_free_port
+    from kafkaline.testing.fault_proxy import FaultProxy
+
+    broker_port = find_free_port()
+    with (
+        FaultProxy(upstream_port=broker_port) as proxy,
+        LocalBroker(port=broker_port, advertised_port=proxy.port) as proxied,
+    ):
+        assert proxied.port == broker_port
+        assert proxied.advertised_port == proxy.port
+        assert proxied.advertised_bootstrap_servers == f"127.0.0.1:{proxy.port}"
+        assert f"advertised as :{proxy.port}" in repr(proxied)
+        proxied.create_topic("via-proxy", partitions=1)  # the CLI and probes go direct
+        # Bootstrapped from the broker's own port, a client is still told the proxy's port.
+        metadata = AdminClient({"bootstrap.servers": proxied.bootstrap_servers}).list_topics(
+            timeout=10
+        )
+        assert [b.port for b in metadata.brokers.values()] == [proxy.port]
+        before = proxy.connections_made
+        producer = Producer({"bootstrap.servers": proxied.advertised_bootstrap_servers})
+        producer.produce("via-proxy", value=b"through the proxy", partition=0)
+        assert producer.flush(10) == 0
+        assert proxy.connections_made > before
+        assert _read_values(proxied.advertised_bootstrap_servers, "via-proxy", 0, 1) == [
+            b"through the proxy"
+        ]
+
+
+def test_advertised_port_defaults_to_the_listening_port(broker: LocalBroker) -> None:
+    assert broker.advertised_port == broker.port
+    assert broker.advertised_bootstrap_servers == broker.bootstrap_servers
+
+
+@pytest.mark.parametrize("bad", [0, 65536, -1, True])
+def test_advertised_port_out_of_range_is_refused(bad: int) -> None:
+    with pytest.raises(ConfigError, match="advertised_port"):
+        LocalBroker(advertised_port=bad)

@@ -190,6 +190,15 @@ class LocalBroker:
             removed by ``close()``. The log is appended to across restarts.
         start_timeout: seconds to wait for the broker to answer ApiVersions on each start
             (and as much again for the S3 server to answer).
+        advertised_port: the loopback port the broker tells clients to connect to (its
+            Metadata answers); default ``port``. Set it to the port of a proxy in front of the
+            broker (a TLS terminator, a fault injector) so that every connection a client makes
+            after bootstrapping goes through the proxy; bootstrap the client from the proxy
+            too (:attr:`advertised_bootstrap_servers`). :attr:`bootstrap_servers` stays the
+            broker's own port, for LocalBroker's probes and for checks that bypass the proxy.
+
+    >>> with LocalBroker(advertised_port=proxy_port) as broker:   # doctest: +SKIP
+    ...     producer = Producer(bootstrap_servers=broker.advertised_bootstrap_servers)
     """
 
     def __init__(
@@ -199,6 +208,7 @@ class LocalBroker:
         port: int | None = None,
         log_dir: str | os.PathLike[str] | None = None,
         start_timeout: float = 10.0,
+        advertised_port: int | None = None,
     ) -> None:
         if storage not in STORAGE_KINDS:
             raise ConfigError(
@@ -206,10 +216,15 @@ class LocalBroker:
             )
         if port is not None and (isinstance(port, bool) or not 0 < port < 65536):
             raise ConfigError(f"port={port!r} must be between 1 and 65535")
+        if advertised_port is not None and (
+            isinstance(advertised_port, bool) or not 0 < advertised_port < 65536
+        ):
+            raise ConfigError(f"advertised_port={advertised_port!r} must be between 1 and 65535")
         if not start_timeout > 0:
             raise ConfigError(f"start_timeout={start_timeout!r} must be > 0 seconds")
         self._storage = storage
         self._port = port
+        self._advertised_port = advertised_port
         self._s3_port: int | None = None
         self._log_dir = Path(log_dir) if log_dir is not None else None
         self._start_timeout = start_timeout
@@ -236,6 +251,18 @@ class LocalBroker:
     def bootstrap_servers(self) -> str:
         """``"127.0.0.1:PORT"``, for a client's bootstrap.servers."""
         return f"{self.host}:{self.port}"
+
+    @property
+    def advertised_port(self) -> int:
+        """The port the broker advertises to clients: ``advertised_port`` if given, else
+        :attr:`port`."""
+        return self._advertised_port if self._advertised_port is not None else self.port
+
+    @property
+    def advertised_bootstrap_servers(self) -> str:
+        """``"127.0.0.1:ADVERTISED_PORT"``: bootstrap.servers that keep a client on the
+        advertised port (a proxy's) from the first connection on."""
+        return f"{self.host}:{self.advertised_port}"
 
     @property
     def storage(self) -> str:
@@ -299,7 +326,9 @@ class LocalBroker:
                 " cannot start the broker there"
             )
         url = self._broker_url()
-        argv = [broker_bin, "broker", "--listener-url", url, "--advertised-listener-url", url]
+        advertised_url = f"tcp://{self.host}:{self.advertised_port}"
+        argv = [broker_bin, "broker", "--listener-url", url]
+        argv += ["--advertised-listener-url", advertised_url]
         argv += ["--storage-engine", self._storage_url()]
         env = _child_env(_s3.broker_env(self._s3_port) if self._s3_port is not None else None)
         spawner = self._resources.spawn_thread()
@@ -362,6 +391,8 @@ class LocalBroker:
     def __repr__(self) -> str:
         state = f"running pid={self.pid}" if self.is_running else "stopped"
         where = f"{self.host}:{self._port}" if self._port is not None else "no port yet"
+        if self._advertised_port is not None:
+            where += f" advertised as :{self._advertised_port}"
         return f"<LocalBroker {where} storage={self._storage} {state}>"
 
     # ------------------------------------------------------------------ topics

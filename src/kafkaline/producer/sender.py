@@ -345,6 +345,10 @@ class Sender:
                 self._in_flight_expiry_ms = min(
                     self._in_flight_expiry_ms, batch.created_ms + timeout
                 )
+        if isinstance(transactions, TransactionalManager) and transactions.has_new_partitions():
+            # The drain held back batches of partitions not yet in the transaction: add them
+            # now, or this pass's poll could sleep with nothing else to wake it.
+            txn_timeout = min(txn_timeout, self._send_transactional_request(transactions, now))
         expired = self._expired_queued(now)
         expired.extend(self._expired_in_flight(now))
         for batch in expired:

@@ -651,9 +651,9 @@ class TransactionalManager(TransactionManager):
         with self._lock:
             self._machine.require(action, *allowed)
 
-    def has_unadded_partitions(self) -> bool:
-        with self._lock:
-            return bool(self._new_partitions or self._pending_partitions)
+    def has_new_partitions(self) -> bool:
+        """Whether a drain found partitions that wait for AddPartitionsToTxn."""
+        return bool(self._new_partitions)
 
     # ------------------------------------------------------------------ Sender's thread
 

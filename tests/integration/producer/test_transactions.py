@@ -178,6 +178,42 @@ def test_a_second_producer_with_the_same_id_fences_the_first(
 ) -> None:
     topic = make_topic(partitions=1)
     transactional_id = new_id()
+    with transactional(broker, transactional_id) as zombie:
+        zombie.init_transactions()
+        zombie.begin_transaction()
+        zombie.send(topic, b"zombie", partition=0).get(10)
+        old = id_and_epoch(zombie)
+        with transactional(broker, transactional_id) as successor:
+            successor.init_transactions()
+            new = id_and_epoch(successor)
+            assert new.producer_id == old.producer_id and new.epoch > old.epoch
+            # The successor's InitProducerId aborted the zombie's open transaction.
+            assert describe(fetch_log(broker, topic, 0)) == data_then(
+                "ABORT", (b"zombie",), old.producer_id, old.epoch
+            )
+            # The zombie's next call (a send: Produce with the old epoch) is fenced...
+            with pytest.raises(ProducerFencedError):
+                zombie.send(topic, b"late", partition=0).get(10)
+            # ... and fatal: every later call raises the fenced error.
+            for call in (
+                zombie.commit_transaction,
+                zombie.abort_transaction,
+                zombie.begin_transaction,
+                lambda: zombie.send(topic, b"more", partition=0),
+            ):
+                with pytest.raises(ProducerFencedError):
+                    call()
+            successor.begin_transaction()
+            successor.send(topic, b"successor", partition=0)
+            successor.commit_transaction()
+    log = describe(fetch_log(broker, topic, 0))
+    assert not any(values == (b"late",) for _, _, _, values in log)
+    assert log[-2:] == data_then("COMMIT", (b"successor",), new.producer_id, new.epoch)
+
+
+def test_a_fenced_zombie_cannot_commit(broker: LocalBroker, make_topic: TopicFactory) -> None:
+    topic = make_topic(partitions=1)
+    transactional_id = new_id()
     defect = ""
     with transactional(broker, transactional_id, max_block_ms=3_000) as zombie:
         zombie.init_transactions()

@@ -16,7 +16,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 
 from kafkaline import __version__
-from kafkaline.cli import broker_command, perf_command, produce_command, topics_command
+from kafkaline.cli import (
+    broker_command,
+    demo_command,
+    perf_command,
+    produce_command,
+    topics_command,
+)
 from kafkaline.cli.error_report import PROGRAM, report_error
 from kafkaline.cli.exit_status import ExitStatus
 
@@ -44,6 +50,7 @@ def build_parser() -> argparse.ArgumentParser:
     perf_command.add_parser(commands, verbose_after)
     broker_command.add_parser(commands, verbose_after)
     topics_command.add_parser(commands, verbose_after)
+    demo_command.add_parser(commands, verbose_after)
     return parser
 
 

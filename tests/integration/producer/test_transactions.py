@@ -11,6 +11,8 @@ from __future__ import annotations
 import uuid
 
 import pytest
+from kafka import KafkaConsumer
+from kafka import TopicPartition as KafkaTopicPartition
 
 from kafkaline import Producer
 from kafkaline.errors import (
@@ -384,3 +386,13 @@ def test_send_offsets_to_transaction_is_accepted(
             producer.send_offsets_to_transaction({(topic, 0): 1}, 42)
         pid, epoch = id_and_epoch(producer)
     assert describe(fetch_log(broker, topic, 0)) == data_then("COMMIT", (b"out",), pid, epoch)
+    # Tansu stores transactional offsets: an independent client (kafka-python) reads them.
+    for group, expected in (("g1", {0: 5, 1: 7}), ("g2", {0: 6})):
+        consumer = KafkaConsumer(
+            bootstrap_servers=broker.bootstrap_servers, group_id=group, enable_auto_commit=False
+        )
+        try:
+            committed = {p: consumer.committed(KafkaTopicPartition(topic, p)) for p in expected}
+        finally:
+            consumer.close()
+        assert committed == expected, group

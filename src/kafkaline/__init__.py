@@ -16,7 +16,10 @@ from kafkaline.errors import (
     ProducerForkedError,
     RecordTooLargeError,
     SenderFailedError,
+    TransactionAbortedError,
+    TransactionStateError,
 )
+from kafkaline.producer.bulk import BatchSendResult
 from kafkaline.producer.futures import FutureRecordMetadata
 from kafkaline.producer.interceptors import ProducerInterceptor
 from kafkaline.producer.partitioner import Partitioner, RoundRobinPartitioner
@@ -29,8 +32,10 @@ from kafkaline.producer.serializers import (
     Serializer,
     StringSerializer,
 )
+from kafkaline.producer.transactions import TransactionIdentity
 
 __all__ = [
+    "BatchSendResult",
     "BrokerError",
     "BufferExhaustedError",
     "BytesSerializer",
@@ -55,5 +60,8 @@ __all__ = [
     "SenderFailedError",
     "Serializer",
     "StringSerializer",
+    "TransactionAbortedError",
+    "TransactionIdentity",
+    "TransactionStateError",
 ]
 __version__ = "0.1.0"

@@ -17,12 +17,14 @@ from kafkaline.testing.errors import (
     LocalBrokerError,
     TopicCommandError,
 )
+from kafkaline.testing.fault_proxy import FaultProxy
 
 __all__ = [
     "STORAGE_KINDS",
     "BrokerBinaryNotFound",
     "BrokerStartError",
     "BrokerStartTimeoutError",
+    "FaultProxy",
     "LocalBroker",
     "LocalBrokerError",
     "TopicCommandError",

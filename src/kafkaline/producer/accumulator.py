@@ -945,41 +945,39 @@ class RecordAccumulator:
                 "the producer was closed forcefully before the record was acknowledged"
             )
         self.close()
-        aborted: list[ProducerBatch] = []
         # Queued batches first, under their locks: an append that started before close()
         # has finished adding its batch by the time we hold the lock, and later appends
         # see the closed flag.
-        for partitions in self._queues.values():
-            for queue in partitions.values():
-                with queue.lock:
-                    for batch in queue.batches:
-                        batch.close_for_appends()
-                    aborted.extend(queue.batches)
-                    queue.batches.clear()
+        aborted = self._take_queued_batches()
         with self._incomplete_lock:
             queued = set(aborted)
             aborted.extend(batch for batch in self._incomplete if batch not in queued)
-        count = 0
-        for batch in aborted:
-            if batch.abort(exception):
-                count += 1
-            self.deallocate(batch)
-        return count
+        return self._abort_batches(aborted, exception)
 
     def abort_undrained_batches(self, exception: Exception) -> int:
         """Fail every queued (not yet drained) batch with ``exception`` and free its memory;
         in-flight batches keep going and appends go on (Java's ``abortUndrainedBatches``,
         used when a transaction aborts). Returns how many batches were aborted."""
-        aborted: list[ProducerBatch] = []
+        return self._abort_batches(self._take_queued_batches(), exception)
+
+    def _take_queued_batches(self) -> list[ProducerBatch]:
+        """Empty every partition queue (each under its lock), closing its batches for
+        appends; return what was queued."""
+        taken: list[ProducerBatch] = []
         for partitions in self._queues.values():
             for queue in partitions.values():
                 with queue.lock:
                     for batch in queue.batches:
                         batch.close_for_appends()
-                    aborted.extend(queue.batches)
+                    taken.extend(queue.batches)
                     queue.batches.clear()
+        return taken
+
+    def _abort_batches(self, batches: list[ProducerBatch], exception: Exception) -> int:
+        """Fail ``batches`` with ``exception`` and free their memory; how many were still
+        incomplete."""
         count = 0
-        for batch in aborted:
+        for batch in batches:
             if batch.abort(exception):
                 count += 1
             self.deallocate(batch)

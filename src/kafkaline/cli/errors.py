@@ -44,7 +44,8 @@ class UnknownTopicError(CliError, LookupError):
 
 
 class NotSupportedError(CliError):
-    """The command asks for something kafkaline cannot do yet (e.g. transactions)."""
+    """The command asks for something kafkaline cannot do yet (no command raises it today;
+    its exit status stays reserved for scripts)."""
 
     exit_status = ExitStatus.NOT_SUPPORTED
 

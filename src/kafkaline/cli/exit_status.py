@@ -24,7 +24,7 @@ class ExitStatus(enum.IntEnum):
     UNKNOWN_TOPIC = 6
     #: A line of input cannot be parsed (e.g. no key separator under parse.key).
     BAD_INPUT = 7
-    #: The feature asked for is not implemented yet (e.g. transactions).
+    #: The feature asked for is not implemented yet (nothing uses it today; kept reserved).
     NOT_SUPPORTED = 8
     #: Any other error reported by kafkaline or the broker.
     KAFKA_ERROR = 9

@@ -4,6 +4,12 @@ Sends ``--num-records`` records as fast as allowed (``--throughput``), measures 
 latency from send() to its acknowledgement, prints a window line every 5 s and a final line
 with percentiles in the Java tool's shapes (see :mod:`kafkaline.cli.perf_stats`), or with
 ``--json`` one JSON object on stdout (the window lines then go to stderr).
+
+Transactions as in the Java tool: with ``--transactional-id`` (or ``--transaction-duration-ms``
+alone, which uses the id ``performance-producer-default-transactional-id``, or a
+``transactional.id`` among the producer properties) the producer calls init_transactions(),
+begins a transaction, commits it and begins the next once ``--transaction-duration-ms``
+(default 3000) have passed since it began, and commits the last one at the end.
 """
 
 from __future__ import annotations
@@ -19,7 +25,7 @@ from typing import Final, TextIO
 
 from kafkaline import ConfigError, KafkaTimeoutError, Producer, ProducerConfig
 from kafkaline.cli.error_report import PROGRAM, one_line_description
-from kafkaline.cli.errors import NotSupportedError, UsageError
+from kafkaline.cli.errors import UsageError
 from kafkaline.cli.exit_status import ExitStatus
 from kafkaline.cli.perf_payloads import load_payload_file, parse_delimiter, random_payload
 from kafkaline.cli.perf_stats import (
@@ -42,6 +48,12 @@ _MAX_FAILURES_SHOWN: Final = 10
 _INTERRUPT_FLUSH_TIMEOUT_S: Final = 10.0
 # The Java tool seeds its payload choice with 0 too: runs pick the same payloads.
 _PAYLOAD_SEED: Final = 0
+#: The Java tool's transactional id when only --transaction-duration-ms is given.
+DEFAULT_TRANSACTIONAL_ID: Final = "performance-producer-default-transactional-id"
+#: The Java tool's transaction duration when transactions are on and none is given.
+DEFAULT_TRANSACTION_DURATION_MS: Final = 3000
+# A transactional id may be given by its Java property name or by kafkaline's.
+_TRANSACTIONAL_ID_KEYS: Final = ("transactional.id", "transactional_id")
 
 
 def add_parser(subcommands: argparse._SubParsersAction[argparse.ArgumentParser],
@@ -102,13 +114,18 @@ def add_parser(subcommands: argparse._SubParsersAction[argparse.ArgumentParser],
         "--print-metrics", action="store_true", help="print the producer's metrics at the end"
     )
     parser.add_argument(
-        "--transactional-id", metavar="ID", help="send in transactions (not supported yet)"
+        "--transactional-id",
+        metavar="ID",
+        help="send in transactions under this transactional.id (overrides one in the "
+        "producer properties)",
     )
     parser.add_argument(
         "--transaction-duration-ms",
         type=int,
         metavar="MS",
-        help="commit a transaction every MS milliseconds (not supported yet)",
+        help="commit the transaction and begin the next once it has been open MS "
+        f"milliseconds (default with transactions: {DEFAULT_TRANSACTION_DURATION_MS}); "
+        f"alone, it turns transactions on with the id {DEFAULT_TRANSACTIONAL_ID}",
     )
     parser.add_argument(
         "--reporting-interval",
@@ -125,7 +142,6 @@ def add_parser(subcommands: argparse._SubParsersAction[argparse.ArgumentParser],
 
 def run(args: argparse.Namespace) -> int:
     """Validate, prepare the payloads, run the test, print the results."""
-    _refuse_transactions(args)
     validate_topic_name(args.topic)
     if args.num_records < 1:
         raise UsageError(f"--num-records must be >= 1, got {args.num_records}")
@@ -133,6 +149,10 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--reporting-interval must be >= 1 ms, got {args.reporting_interval}")
     if args.throughput == 0:
         raise UsageError("--throughput 0 would never send; use -1 for no limit")
+    if args.transaction_duration_ms is not None and args.transaction_duration_ms < 1:
+        raise UsageError(
+            f"--transaction-duration-ms must be >= 1, got {args.transaction_duration_ms}"
+        )
     rng = random.Random(_PAYLOAD_SEED)
     if args.payload_file is not None:
         payloads = load_payload_file(args.payload_file, parse_delimiter(args.payload_delimiter))
@@ -144,20 +164,6 @@ def run(args: argparse.Namespace) -> int:
     return _run_test(args, config, payloads, rng)
 
 
-def _refuse_transactions(args: argparse.Namespace) -> None:
-    if args.transactional_id is None and args.transaction_duration_ms is None:
-        return
-    if hasattr(Producer, "begin_transaction"):
-        raise NotSupportedError(
-            "--transactional-id/--transaction-duration-ms: kafkaline perf does not drive "
-            "transactions yet"
-        )
-    raise NotSupportedError(
-        "--transactional-id/--transaction-duration-ms: transactions are not supported yet "
-        "(kafkaline's Producer has no transactions API)"
-    )
-
-
 def _config_from(args: argparse.Namespace) -> ProducerConfig:
     properties = assemble_properties(
         config_file=args.producer_config,
@@ -166,12 +172,38 @@ def _config_from(args: argparse.Namespace) -> ProducerConfig:
         option_values={"bootstrap.servers": args.bootstrap_server},
         client_id=_CLIENT_ID,
     )
+    _set_transactional_id(args, properties)
     if "bootstrap.servers" not in properties and "bootstrap_servers" not in properties:
         raise ConfigError(
             "no broker to connect to: give --bootstrap-server HOST:PORT (or bootstrap.servers "
             "in --producer-props or --producer.config)"
         )
     return producer_config(properties)
+
+
+def _set_transactional_id(args: argparse.Namespace, properties: dict[str, str]) -> None:
+    """--transactional-id overrides a transactional.id among the properties; without either,
+    --transaction-duration-ms turns transactions on under the Java tool's default id."""
+    chosen: str
+    if args.transactional_id is not None:
+        chosen = args.transactional_id
+    elif any(key in properties for key in _TRANSACTIONAL_ID_KEYS):
+        return
+    elif args.transaction_duration_ms is not None:
+        chosen = DEFAULT_TRANSACTIONAL_ID
+    else:
+        return
+    for key in _TRANSACTIONAL_ID_KEYS:
+        properties.pop(key, None)
+    properties["transactional.id"] = chosen
+
+
+def transaction_duration_ms(args: argparse.Namespace, config: ProducerConfig) -> int | None:
+    """How long each transaction stays open, in ms; None when not sending in transactions."""
+    if config.transactional_id is None:
+        return None
+    duration: int | None = args.transaction_duration_ms
+    return DEFAULT_TRANSACTION_DURATION_MS if duration is None else duration
 
 
 def _now_ms() -> int:
@@ -217,12 +249,21 @@ def _run_test(
     )
     throttle = Throttle(args.throughput)
     interrupted = False
+    duration_ms = transaction_duration_ms(args, config)
     producer = Producer(config)
     try:
         require_topic(producer, topic, config.bootstrap_servers, config.max_block_ms)
+        if duration_ms is not None:
+            producer.init_transactions()
+        in_transaction = False
+        transaction_start_ms = 0
         started = time.monotonic()
         single_payload = payloads[0] if len(payloads) == 1 else None
         for iteration in range(args.num_records):
+            if duration_ms is not None and not in_transaction:
+                producer.begin_transaction()
+                in_transaction = True
+                transaction_start_ms = _now_ms()
             payload = single_payload or payloads[rng.randrange(len(payloads))]
             send_start_ms = _now_ms()
             future = producer.send(topic, payload)
@@ -230,10 +271,16 @@ def _run_test(
                 partial(measurement.acknowledged, iteration, send_start_ms, len(payload)),
                 measurement.failed,
             )
+            # As in the Java tool: commit once the transaction has been open long enough.
+            if duration_ms is not None and _now_ms() - transaction_start_ms >= duration_ms:
+                producer.commit_transaction()
+                in_transaction = False
             if not throttle.unlimited:
                 delay = throttle.delay_s(iteration + 1, time.monotonic() - started)
                 if delay >= _MIN_THROTTLE_SLEEP_S:
                     time.sleep(delay)
+        if in_transaction:
+            producer.commit_transaction()  # flushes
         producer.flush()
     except KeyboardInterrupt:
         interrupted = True

@@ -542,6 +542,43 @@ def test_perf_payload_file_and_metrics_table(
     assert values == payloads  # 300 random picks of 3 payloads use each
 
 
+def test_perf_in_transactions_writes_committed_transactions(
+    broker: LocalBroker, make_topic: TopicFactory
+) -> None:
+    topic = make_topic(partitions=1)
+    count = 2000
+    # 2000 records/s for 1 s, a commit every 200 ms: several transactions.
+    result = kafkaline(
+        "perf", "--topic", topic, "--num-records", str(count), "--record-size", "32",
+        "--throughput", "2000", "--transactional-id", f"perf-{uuid.uuid4().hex}",
+        "--transaction-duration-ms", "200", "--bootstrap-server", broker.bootstrap_servers,
+        "--json",
+    )  # fmt: skip
+    assert result.returncode == ExitStatus.OK, result.stderr
+    assert json.loads(result.stdout)["records"] == count
+    with BlockingConnection(broker.host, broker.port) as conn:
+        fetch_version = negotiate_versions(conn)[FetchRequest.API_KEY]
+        batches = fetch_partition(conn, topic, 0, fetch_version, max_wait_ms=50)
+    data = [batch for batch in batches if not batch.is_control]
+    assert sum(len(batch.records) for batch in data) == count
+    assert all(batch.is_transactional for batch in data)
+    # Each transaction's data batches, then its COMMIT marker; the log ends with a marker.
+    kinds: list[str] = []
+    for batch in batches:
+        if batch.is_control:
+            (marker,) = batch.control_records
+            assert marker.is_commit, batch
+            kinds.append("COMMIT")
+        else:
+            kinds.append("data")
+    assert kinds[0] == "data"
+    assert kinds[-1] == "COMMIT"
+    commits = kinds.count("COMMIT")
+    assert commits >= 3  # about 1 s of sending, committed every 200 ms
+    assert all(kinds[i - 1] == "data" for i, kind in enumerate(kinds) if kind == "COMMIT")
+    assert len({(batch.producer_id, batch.producer_epoch) for batch in batches}) == 1
+
+
 def test_perf_with_unreachable_broker_is_one_line() -> None:
     result = kafkaline(
         "perf", "--topic", "events", "--num-records", "10", "--record-size", "10",

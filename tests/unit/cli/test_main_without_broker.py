@@ -3,13 +3,19 @@ stderr and its exit status. Run in-process (main() returns the status)."""
 
 from __future__ import annotations
 
+import itertools
 import logging
+from collections.abc import Callable
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 
+from kafkaline import ProducerConfig
+from kafkaline.cli import perf_command
 from kafkaline.cli.exit_status import ExitStatus
 from kafkaline.cli.main import build_parser, main
+from kafkaline.errors import TransactionStateError
 
 # A port nothing listens on is never reached: these checks fail earlier.
 SERVER = "127.0.0.1:1"
@@ -120,18 +126,123 @@ def test_illegal_topic_name(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 @pytest.mark.parametrize(
-    "flags", [["--transactional-id", "tx-1"], ["--transaction-duration-ms", "100"]]
-)
-def test_perf_transactions_are_not_supported_yet(
-    capsys: pytest.CaptureFixture[str], flags: list[str]
+    ("flags", "transactional_id", "duration_ms"),
+    [
+        ([], None, None),
+        (["--transactional-id", "tx-1"], "tx-1", 3000),
+        (["--transactional-id", "tx-1", "--transaction-duration-ms", "100"], "tx-1", 100),
+        # Alone, the duration turns transactions on under the Java tool's default id.
+        (["--transaction-duration-ms", "100"], perf_command.DEFAULT_TRANSACTIONAL_ID, 100),
+        (["--producer-props", "transactional.id=from-props"], "from-props", 3000),
+        (["--producer-props", "transactional.id=from-props", "--transactional-id", "tx-1"],
+         "tx-1", 3000),
+    ],
+)  # fmt: skip
+def test_perf_transaction_options_set_the_transactional_id(
+    flags: list[str], transactional_id: str | None, duration_ms: int | None
 ) -> None:
-    status, _, err = run(
-        capsys, "perf", "--topic", "t", "--num-records", "1", "--record-size", "1",
+    args = build_parser().parse_args(
+        ["perf", "--topic", "t", "--num-records", "1", "--record-size", "1",
+         "--bootstrap-server", SERVER, *flags]
+    )  # fmt: skip
+    config = perf_command._config_from(args)
+    assert config.transactional_id == transactional_id
+    assert perf_command.transaction_duration_ms(args, config) == duration_ms
+
+
+class FakeProducer:
+    """Records the calls the perf command makes; every record is acknowledged at once."""
+
+    calls: ClassVar[list[str]] = []
+    fail_commit: ClassVar[bool] = False
+
+    def __init__(self, config: ProducerConfig) -> None:
+        self.config = config
+
+    def init_transactions(self) -> None:
+        self.calls.append("init")
+
+    def begin_transaction(self) -> None:
+        self.calls.append("begin")
+
+    def commit_transaction(self) -> None:
+        if self.fail_commit:
+            raise TransactionStateError("cannot commit: an abortable error", "ABORTABLE_ERROR")
+        self.calls.append("commit")
+
+    def send(self, topic: str, value: bytes) -> FakeProducer:
+        self.calls.append("send")
+        return self
+
+    def add_both(self, on_success: Callable[[object], None], on_error: object) -> None:
+        on_success(None)
+
+    def flush(self, timeout: float | None = None) -> None:
+        pass
+
+    def close(self, timeout: float | None = None) -> None:
+        self.calls.append("close")
+
+    def metrics(self) -> dict[str, float]:
+        return {}
+
+
+@pytest.fixture
+def fake_producer(monkeypatch: pytest.MonkeyPatch) -> type[FakeProducer]:
+    FakeProducer.calls = []
+    FakeProducer.fail_commit = False
+    monkeypatch.setattr(perf_command, "Producer", FakeProducer)
+    monkeypatch.setattr(perf_command, "require_topic", lambda *args: 1)
+    clock = itertools.count(step=10)  # each reading of the clock: 10 ms later
+    monkeypatch.setattr(perf_command, "_now_ms", lambda: next(clock))
+    return FakeProducer
+
+
+def perf_with(capsys: pytest.CaptureFixture[str], *flags: str) -> tuple[int, str, str]:
+    return run(
+        capsys, "perf", "--topic", "t", "--num-records", "10", "--record-size", "1",
         "--bootstrap-server", SERVER, *flags,
     )  # fmt: skip
-    assert status == ExitStatus.NOT_SUPPORTED
-    # The Producer has transactions now; the perf command does not drive them yet.
-    assert "kafkaline perf does not drive transactions yet" in one_error_line(err)
+
+
+def test_perf_commits_a_transaction_each_duration_and_the_last_at_the_end(
+    capsys: pytest.CaptureFixture[str], fake_producer: type[FakeProducer]
+) -> None:
+    # The fake clock moves 10 ms a reading, 3 readings a record (send, acknowledgement, the
+    # duration check): 45 ms ends each transaction after 2 records; the last at the end.
+    status, out, err = perf_with(capsys, "--transactional-id", "tx-1",
+                                 "--transaction-duration-ms", "45")  # fmt: skip
+    assert status == ExitStatus.OK, err
+    assert out.startswith("10 records sent")
+    txn = ["begin", "send", "send", "commit"]
+    assert fake_producer.calls == ["init", *txn * 5, "close"]
+
+
+def test_perf_without_transactions_makes_no_transactional_call(
+    capsys: pytest.CaptureFixture[str], fake_producer: type[FakeProducer]
+) -> None:
+    status, _, err = perf_with(capsys)
+    assert status == ExitStatus.OK, err
+    assert fake_producer.calls == ["send"] * 10 + ["close"]
+
+
+def test_perf_default_duration_commits_once_at_the_end(
+    capsys: pytest.CaptureFixture[str], fake_producer: type[FakeProducer]
+) -> None:
+    status, _, err = perf_with(capsys, "--transactional-id", "tx-1")  # 3000 ms by default
+    assert status == ExitStatus.OK, err
+    assert fake_producer.calls == ["init", "begin", *["send"] * 10, "commit", "close"]
+
+
+def test_perf_transaction_error_is_one_line_and_a_kafka_error(
+    capsys: pytest.CaptureFixture[str], fake_producer: type[FakeProducer]
+) -> None:
+    fake_producer.fail_commit = True
+    status, out, err = perf_with(capsys, "--transaction-duration-ms", "100")
+    assert status == ExitStatus.KAFKA_ERROR
+    assert "cannot commit: an abortable error" in one_error_line(err)
+    assert out == ""
+    assert fake_producer.calls[-1] == "close"
 
 
 @pytest.mark.parametrize(
@@ -140,6 +251,10 @@ def test_perf_transactions_are_not_supported_yet(
         (["--num-records", "0", "--record-size", "1"], "--num-records must be >= 1"),
         (["--num-records", "1", "--record-size", "-1"], "--record-size must be >= 0"),
         (["--num-records", "1", "--record-size", "1", "--throughput", "0"], "never send"),
+        (
+            ["--num-records", "1", "--record-size", "1", "--transaction-duration-ms", "0"],
+            "--transaction-duration-ms must be >= 1",
+        ),
     ],
 )
 def test_perf_argument_checks(

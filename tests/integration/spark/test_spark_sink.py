@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime
+import socket
 import uuid
 from collections import Counter
 from typing import cast
@@ -160,3 +161,21 @@ def test_missing_topic_fails_naming_it(spark: SparkSession, broker: LocalBroker)
     df = spark.range(3).selectExpr("cast(id as string) as value")
     with pytest.raises(Exception, match="no topic"):
         _write(df, broker)
+
+
+def test_undeliverable_records_fail_the_job(spark: SparkSession, broker: LocalBroker) -> None:
+    """No broker listens at the address: the task must fail (never report success)."""
+    restore_active_session(spark)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        dead = f"127.0.0.1:{probe.getsockname()[1]}"
+    df = spark.range(10, numPartitions=1).selectExpr("cast(id as string) as value")
+    with pytest.raises(Exception, match="KafkaTimeoutError"):
+        (
+            df.write.format("kafkaline")
+            .option("kafka.bootstrap.servers", dead)
+            .option("kafka.max.block.ms", "2000")
+            .option("topic", "nowhere")
+            .mode("append")
+            .save()
+        )

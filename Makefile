@@ -4,7 +4,7 @@ VENV ?= .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed-dev
 
-.PHONY: test demo bench lint typecheck unit integration clean
+.PHONY: test demo demo-wire bench lint typecheck unit integration clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -28,7 +28,12 @@ integration: $(STAMP)
 test: lint typecheck $(STAMP)
 	$(VENV)/bin/pytest -q tests
 
+# The pipeline demo: a local Spark session writes the NYC 2013 flights through the kafkaline
+# data source to an embedded broker and reads them back. `make demo-wire` is the raw-layer demo.
 demo: $(STAMP)
+	$(VENV)/bin/kafkaline demo
+
+demo-wire: $(STAMP)
 	$(PY) -m kafkaline.testing.demo
 
 bench: $(STAMP)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import subprocess
 import tempfile
 import time
@@ -357,6 +358,25 @@ class LocalBroker:
         """Stop the broker, then start it again on the same port and wait until it answers."""
         self.stop()
         self.start()
+
+    def pause(self) -> None:
+        """Freeze the broker process (SIGSTOP): its sockets stay open but nothing is read or
+        answered, as with a broker stuck in a long GC pause or swapped out. Undo with
+        :meth:`resume`; ``stop()`` and ``close()`` also end a paused broker. POSIX only.
+
+        >>> broker.pause(); time.sleep(3); broker.resume()   # doctest: +SKIP
+        """
+        process = self._resources.process
+        if process is None or process.poll() is not None:
+            raise IllegalStateError("cannot pause the broker: it is not running")
+        process.send_signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """Let a broker frozen by :meth:`pause` run again (SIGCONT). A no-op if it runs."""
+        process = self._resources.process
+        if process is None or process.poll() is not None:
+            raise IllegalStateError("cannot resume the broker: it is not running")
+        process.send_signal(signal.SIGCONT)
 
     def close(self) -> None:
         """Stop the broker (and the S3 server) and remove the temporary log directory, if

@@ -1240,3 +1240,28 @@ class TransactionStateError(IllegalStateError):
 class TransactionAbortedError(KafkaError):
     """A record that was still buffered when its transaction was aborted: it was never
     sent."""
+
+
+# --------------------------------------------------------------------------- security errors
+# Appended by the security layer (kafkaline.net.security for TLS, kafkaline.net.sasl for SASL).
+# Java's AuthenticationException family: trying again with the same settings fails again, so
+# the client stops connecting and reports it instead of retrying until a timeout.
+
+
+class AuthenticationError(KafkaError, PermissionError):
+    """The client and a broker could not establish who the other is: TLS verification or SASL
+    authentication failed. Not retriable (the same settings fail the same way); the network
+    client stops with it. Messages never contain passwords, tokens or key passwords."""
+
+
+class SslAuthenticationError(AuthenticationError):
+    """The TLS handshake with a broker failed: its certificate is not signed by a trusted CA,
+    does not name the host it was reached at (with ``ssl_check_hostname``), has expired, or
+    the broker refused the client's certificate or TLS version. The message names the broker
+    and the reason OpenSSL gave."""
+
+
+class SaslAuthenticationError(AuthenticationError):
+    """The SASL exchange with a broker failed: it does not offer the mechanism, it rejected
+    the credentials (``broker_error`` is its error class when it sent an error code), or its
+    SCRAM server signature did not verify."""

@@ -425,7 +425,7 @@ class RecordAccumulator:
         self,
         topic: str,
         partition: int | None,
-        timestamp: int,
+        timestamp: int | Sequence[int],
         keys: Sequence[bytes | None],
         values: Sequence[bytes | None],
         headers: Sequence[Headers | None] | None = None,
@@ -435,10 +435,11 @@ class RecordAccumulator:
         wakeup: Callable[[], None] | None = None,
     ) -> tuple[list[BulkSegment], bool]:
         """Bulk :meth:`append`: add the records of parallel sequences (serialized, types
-        checked by the caller) in order, filling the partition's last batch and new ones as
-        they fill; return ``(segments, wake_sender)``. Each segment is ``(batch result,
-        first offset delta, count)`` for a run of consecutive records in one batch, in input
-        order; ``wake_sender`` is set when a batch was made or filled.
+        checked by the caller; ``timestamp`` one for all or one per record) in order, filling
+        the partition's last batch and new ones as they fill; return ``(segments,
+        wake_sender)``. Each segment is ``(batch result, first offset delta, count)`` for a
+        run of consecutive records in one batch, in input order; ``wake_sender`` is set when
+        a batch was made or filled.
 
         ``partition=None`` uses the topic's sticky partitioner (``cluster`` required),
         switching partitions between batches as :meth:`append` does. Memory comes from the
@@ -1032,7 +1033,7 @@ class RecordAccumulator:
 
 def _append_run(
     batch: ProducerBatch,
-    timestamp: int,
+    timestamp: int | Sequence[int],
     keys: Sequence[bytes | None],
     values: Sequence[bytes | None],
     headers: Sequence[Headers | None] | None,

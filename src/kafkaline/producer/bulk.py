@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from operator import itemgetter
 from typing import Any, cast
 
-from kafkaline.errors import KafkaTimeoutError
+from kafkaline.errors import InvalidRecordTimestampError, KafkaTimeoutError
 from kafkaline.producer.futures import SPLIT, FutureRecordMetadata, ProduceRequestResult
 from kafkaline.producer.record_metadata import NO_TIMESTAMP, UNKNOWN_OFFSET, RecordMetadata
 from kafkaline.record import Headers
@@ -26,6 +26,7 @@ __all__ = [
     "BatchSendResult",
     "BulkRun",
     "arrow_columns",
+    "arrow_partitions_and_timestamps",
     "as_bytes_column",
     "gather",
     "group_by_partition",
@@ -44,6 +45,7 @@ class BatchSendResult:
     ``get(timeout)`` waits and returns every record's :class:`RecordMetadata` in input order,
     or raises the first failed record's error; ``done()`` says whether all completed;
     ``exceptions()`` maps the input index of every failed record to its error.
+    ``timestamp`` is the records' create time: one for all, or one per record (input order).
 
     >>> result = producer.send_batch("events", [b"a", b"b"], keys=[b"k1", b"k2"])  # doctest: +SKIP
     >>> [m.offset for m in result.get(timeout=10)]                                # doctest: +SKIP
@@ -59,7 +61,7 @@ class BatchSendResult:
         runs: list[BulkRun],
         keys: Sequence[bytes | None],
         values: Sequence[bytes | None],
-        timestamp: int,
+        timestamp: int | Sequence[int],
     ) -> None:
         self._topic = topic
         self._count = count
@@ -123,13 +125,17 @@ class BatchSendResult:
         if errors:
             raise errors[min(errors)]
         metadata: list[RecordMetadata | None] = [None] * self._count
-        topic, timestamp, keys, values = self._topic, self._timestamp, self._keys, self._values
+        topic, keys, values = self._topic, self._keys, self._values
+        per_record = None if isinstance(self._timestamp, int) else self._timestamp
+        timestamp = self._timestamp if isinstance(self._timestamp, int) else NO_TIMESTAMP
         for result, first_delta, count, positions, first_position in self._runs:
             for j in range(count):
                 position = first_position + j if positions is None else positions[j]
                 final, delta = _resolve(result, first_delta + j)
                 base = final.base_offset
                 key, value = keys[position], values[position]
+                if per_record is not None:
+                    timestamp = per_record[position]
                 metadata[position] = RecordMetadata(
                     topic,
                     final.partition,
@@ -170,7 +176,7 @@ class BatchSendResult:
         if self._futures is not None:
             return list(self._futures)
         made: list[FutureRecordMetadata | None] = [None] * self._count
-        keys, values, timestamp = self._keys, self._values, self._timestamp
+        keys, values, timestamps = self._keys, self._values, self._timestamp
         for result, first_delta, count, positions, first_position in self._runs:
             for j in range(count):
                 position = first_position + j if positions is None else positions[j]
@@ -180,7 +186,7 @@ class BatchSendResult:
                     first_delta + j,
                     -1 if key is None else len(key),
                     -1 if value is None else len(value),
-                    timestamp,
+                    timestamps if isinstance(timestamps, int) else timestamps[position],
                 )
         return made  # type: ignore[return-value]  # every position is filled
 
@@ -257,23 +263,8 @@ def arrow_columns(
     # Imported here, not at the top: kafkaline works without pyarrow (the spark extra). By
     # name, so that type checking does not need pyarrow's (absent) stubs.
     pa: Any = importlib.import_module("pyarrow")
-
-    if isinstance(data, pa.Table):
-        batches = data.to_batches()
-        schema = data.schema
-    elif isinstance(data, pa.RecordBatch):
-        batches = [data]
-        schema = data.schema
-    else:
-        raise TypeError(
-            f"send_arrow() takes a pyarrow RecordBatch or Table, not {type(data).__name__}"
-        )
-    names = set(schema.names)
-    for role, name in (("key", key), ("value", value), ("headers", headers)):
-        if name is not None and name not in names:
-            raise ValueError(
-                f"the {role} column {name!r} is not in the data (columns: {schema.names})"
-            )
+    batches, schema = _batches_and_schema(pa, data)
+    _check_present(schema, (("key", key), ("value", value), ("headers", headers)))
     binary_view = _binary_view(pa, schema, value)
     key_view = None if key is None else _binary_view(pa, schema, key)
     if headers is not None:
@@ -291,6 +282,89 @@ def arrow_columns(
                 for entry in batch.column(headers).to_pylist()
             ]
     return keys, values, header_list
+
+
+def arrow_partitions_and_timestamps(
+    data: Any, partition: str | None, timestamp: str | None
+) -> tuple[list[int | None] | None, list[int | None] | None]:
+    """The optional partition and timestamp columns of a pyarrow RecordBatch or Table as
+    Python lists (``None`` for a column not asked for); nulls stay ``None`` (the partitioner
+    decides, the time of the call).
+
+    The partition column is of an integer type; the timestamp column is an Arrow
+    ``timestamp`` of any unit (converted to epoch milliseconds, rounding down) or ``int64``
+    milliseconds. A column of another type raises TypeError, a missing one ValueError, a
+    negative timestamp :class:`~kafkaline.errors.InvalidRecordTimestampError`, all naming the
+    column (and the row). Partition numbers are checked against the topic by the producer.
+    """
+    if partition is None and timestamp is None:
+        return None, None
+    pa: Any = importlib.import_module("pyarrow")
+    batches, schema = _batches_and_schema(pa, data)
+    _check_present(schema, (("partition", partition), ("timestamp", timestamp)))
+    partitions: list[int | None] | None = None
+    timestamps: list[int | None] | None = None
+    if partition is not None:
+        column_type = schema.field(partition).type
+        if not pa.types.is_integer(column_type):
+            raise TypeError(
+                f"column {partition!r} has type {column_type}: the partition column needs an "
+                "integer type (int32 or int64)"
+            )
+        partitions = []
+        for batch in batches:
+            partitions += batch.column(partition).to_pylist()
+    if timestamp is not None:
+        timestamps = _timestamps_ms(pa, schema.field(timestamp).type, batches, timestamp)
+    return partitions, timestamps
+
+
+_MAX_TIMESTAMP = 2**63 - 1
+#: Arrow timestamp units -> (multiplier, divisor) to epoch milliseconds.
+_TO_MILLISECONDS = {"s": (1000, 1), "ms": (1, 1), "us": (1, 1000), "ns": (1, 1_000_000)}
+
+
+def _timestamps_ms(pa: Any, column_type: Any, batches: list[Any], name: str) -> list[int | None]:
+    if pa.types.is_timestamp(column_type):
+        multiplier, divisor = _TO_MILLISECONDS[column_type.unit]
+    elif pa.types.is_int64(column_type):
+        multiplier, divisor = 1, 1
+    else:
+        raise TypeError(
+            f"column {name!r} has type {column_type}: the timestamp column needs an Arrow "
+            "timestamp (any unit) or int64 milliseconds"
+        )
+    timestamps: list[int | None] = []
+    for batch in batches:
+        # The raw integers (epoch in the column's unit): no datetime objects are made.
+        timestamps += batch.column(name).cast(pa.int64()).to_pylist()
+    if multiplier != 1 or divisor != 1:
+        timestamps = [None if t is None else t * multiplier // divisor for t in timestamps]
+    present = [t for t in timestamps if t is not None]
+    for bad in (min(present, default=0), max(present, default=0)):
+        if not 0 <= bad <= _MAX_TIMESTAMP:
+            raise InvalidRecordTimestampError(
+                f"row {timestamps.index(bad)} of column {name!r} has the timestamp {bad} ms: "
+                "Kafka timestamps are milliseconds since the epoch, >= 0 and within int64"
+            )
+    return timestamps
+
+
+def _batches_and_schema(pa: Any, data: Any) -> tuple[list[Any], Any]:
+    if isinstance(data, pa.Table):
+        return data.to_batches(), data.schema
+    if isinstance(data, pa.RecordBatch):
+        return [data], data.schema
+    raise TypeError(f"send_arrow() takes a pyarrow RecordBatch or Table, not {type(data).__name__}")
+
+
+def _check_present(schema: Any, columns: Sequence[tuple[str, str | None]]) -> None:
+    names = set(schema.names)
+    for role, name in columns:
+        if name is not None and name not in names:
+            raise ValueError(
+                f"the {role} column {name!r} is not in the data (columns: {schema.names})"
+            )
 
 
 def _binary_view(pa: Any, schema: Any, name: str) -> Any:

@@ -62,6 +62,7 @@ from kafkaline.producer.bulk import (
     BatchSendResult,
     BulkRun,
     arrow_columns,
+    arrow_partitions_and_timestamps,
     as_bytes_column,
     gather,
     group_by_partition,
@@ -551,14 +552,23 @@ class Producer:
         key: str | None = "key",
         value: str = "value",
         headers: str | None = None,
+        partition: str | None = None,
+        timestamp: str | None = None,
     ) -> BatchSendResult:
         """:meth:`send_batch` for a pyarrow ``RecordBatch`` or ``Table``: the columns named
-        ``key`` (``None``: no keys), ``value`` and optionally ``headers`` are sent, one record
-        per row. Key and value columns are binary or string (or large_binary/large_string;
-        strings are sent as UTF-8), nulls are Kafka nulls; the headers column is
-        ``list<struct<key: string, value: binary>>``. A missing column raises ValueError, a
-        column of another type TypeError, both naming it. Serializers are not applied (the
-        columns are bytes already). Needs pyarrow (kafkaline's ``spark`` extra).
+        ``key`` (``None``: no keys), ``value`` and optionally ``headers``, ``partition`` and
+        ``timestamp`` are sent, one record per row. Key and value columns are binary or string
+        (or large_binary/large_string; strings are sent as UTF-8), nulls are Kafka nulls; the
+        headers column is ``list<struct<key: string, value: binary>>``. The partition column
+        is an integer column (int32 or int64; a null lets the partitioner choose, as
+        :meth:`send` without partition); the timestamp column an Arrow ``timestamp`` of any
+        unit (sent as epoch milliseconds, rounded down) or ``int64`` milliseconds (a null is
+        the time of the call). A missing column raises ValueError, a column of another type
+        TypeError, a partition the topic does not have
+        :class:`~kafkaline.errors.InvalidPartitionError`, a negative timestamp
+        :class:`~kafkaline.errors.InvalidRecordTimestampError`, all naming the column.
+        Serializers are not applied (the columns are bytes already). Needs pyarrow
+        (kafkaline's ``spark`` extra).
 
         >>> batch = pyarrow.record_batch({"key": [b"k"], "value": [b"v"]})  # doctest: +SKIP
         >>> producer.send_arrow("events", batch).get(timeout=10)             # doctest: +SKIP
@@ -566,13 +576,40 @@ class Producer:
         if self._gate is not None:
             self._pass_gate()
         keys, values, header_list = arrow_columns(data, key, value, headers)
+        partitions, timestamps = arrow_partitions_and_timestamps(data, partition, timestamp)
         if self._interceptors is not None:
-            return self.send_batch(topic, values, keys, header_list)
+            if partitions is None and timestamps is None:
+                return self.send_batch(topic, values, keys, header_list)
+            # Interceptors see every record as a ProducerRecord: the per-record path.
+            count = len(values)
+            return BatchSendResult.of_futures(
+                topic,
+                [
+                    self.send(
+                        topic,
+                        values[i],
+                        None if keys is None else keys[i],
+                        None if header_list is None else header_list[i],
+                        None if partitions is None else partitions[i],
+                        None if timestamps is None else timestamps[i],
+                    )
+                    for i in range(count)
+                ],
+            )
         checked_headers = None
         if header_list is not None:
             checked_headers = [None if not h else check_headers(h) for h in header_list]
         self._check_bulk_sizes(topic, keys, values, checked_headers)
-        return self._send_bulk(topic, values, keys, checked_headers, None)
+        return self._send_bulk(
+            topic,
+            values,
+            keys,
+            checked_headers,
+            None,
+            partitions,
+            timestamps,
+            f"column {partition!r}",
+        )
 
     def _prepare_bulk(
         self,
@@ -653,8 +690,16 @@ class Producer:
         keys: list[bytes | None] | None,
         headers: Sequence[Headers | None] | None,
         partition: int | None,
+        partitions: Sequence[int | None] | None = None,
+        timestamps: Sequence[int | None] | None = None,
+        partitions_source: str = "",
     ) -> BatchSendResult:
-        """Partition checked records and append them per partition (the bulk hot loop)."""
+        """Partition checked records and append them per partition (the bulk hot loop).
+
+        ``partitions`` (one per record, ``None``: the partitioner's choice; checked here
+        against the topic, errors naming ``partitions_source`` and the row) and
+        ``timestamps`` (one per record, ``None``: now; checked by the caller) are
+        send_arrow()'s columns."""
         if self._transactional is not None:
             self._transactional.check_send_allowed()
         if partition is not None and (type(partition) is not int or partition < 0):
@@ -666,7 +711,10 @@ class Producer:
         max_block_ms = self._max_block_ms
         if count is None:
             count, max_block_ms = self._wait_on_metadata(topic)
-        timestamp = _time_ns() // 1_000_000
+        now = _time_ns() // 1_000_000
+        timestamp: int | list[int] = now
+        if timestamps is not None:
+            timestamp = [now if t is None else t for t in timestamps]
         total = len(values)
         key_list: Sequence[bytes | None] = [None] * total if keys is None else keys
         # (partition or None for sticky, input positions or None for all in order)
@@ -674,6 +722,13 @@ class Producer:
         if partition is not None:
             validate_partition(topic, partition, count, "send_batch()")
             groups = [(partition, None)]
+        elif partitions is not None:
+            groups = group_by_partition(
+                self._bulk_given_partitions(
+                    topic, partitions, keys, values, count, partitions_source
+                ),
+                count,
+            )
         elif keys is not None and (
             self._key_partition is not None or self._partitioner is not None
         ):
@@ -700,17 +755,20 @@ class Producer:
         deadline_ms = _monotonic() * 1000.0 + max_block_ms
         try:
             for group_partition, positions in groups:
+                group_timestamps: int | Sequence[int] = timestamp
                 if positions is None:
                     group_keys, group_values, group_headers = key_list, values, headers
                 else:
                     group_keys = gather(key_list, positions)
                     group_values = gather(values, positions)
                     group_headers = None if headers is None else gather(headers, positions)
+                    if not isinstance(timestamp, int):
+                        group_timestamps = gather(timestamp, positions)
                 now_ms = _monotonic() * 1000.0
                 segments, new_or_full = append_many(
                     topic,
                     group_partition,
-                    timestamp,
+                    group_timestamps,
                     group_keys,
                     group_values,
                     group_headers,
@@ -744,6 +802,41 @@ class Producer:
             if wake:
                 self._wakeup()
         return BatchSendResult(topic, total, runs, key_list, values, timestamp)
+
+    def _bulk_given_partitions(
+        self,
+        topic: str,
+        partitions: Sequence[int | None],
+        keys: Sequence[bytes | None] | None,
+        values: Sequence[bytes | None],
+        count: int,
+        source: str,
+    ) -> list[int]:
+        """Each record's partition (``-1``: sticky) where some are given per record: the
+        given ones checked against the topic, the others (``None``) chosen as send() would."""
+        present = [p for p in partitions if p is not None]
+        if present and (min(present) < 0 or max(present) >= count):
+            for row, given in enumerate(partitions):
+                if given is not None and not 0 <= given < count:
+                    validate_partition(topic, given, count, f"row {row} of {source}")
+        if len(present) == len(partitions):
+            return present
+        chosen: list[int] = list(partitions)  # type: ignore[arg-type]  # Nones replaced below
+        missing = [row for row, given in enumerate(partitions) if given is None]
+        if keys is not None and self._key_partition is not None:
+            for row, found in zip(
+                missing, self._bulk_key_partitions(gather(keys, missing), count), strict=True
+            ):
+                chosen[row] = found
+        elif self._partitioner is not None:
+            for row in missing:
+                chosen[row] = self._custom_partition(
+                    topic, None if keys is None else keys[row], values[row], count
+                )
+        else:
+            for row in missing:
+                chosen[row] = -1
+        return chosen
 
     def _bulk_key_partitions(self, keys: Sequence[bytes | None], count: int) -> list[int]:
         """The partition of each key (``-1`` for ``None``: sticky), as send() chooses them.

@@ -11,10 +11,11 @@ import uuid
 from collections.abc import Callable
 
 import pytest
-from confluent_kafka import Consumer
+from confluent_kafka import TIMESTAMP_CREATE_TIME, Consumer
 from confluent_kafka import TopicPartition as ConfluentTopicPartition
 
 from kafkaline import Producer
+from kafkaline.errors import InvalidPartitionError
 from kafkaline.producer.partitioner import partition_for_key
 from kafkaline.testing import LocalBroker
 
@@ -24,9 +25,18 @@ TopicFactory = Callable[..., str]
 Header = tuple[str, bytes | None]
 #: (partition, offset) -> (key, value, headers)
 Stored = dict[tuple[int, int], tuple[bytes | None, bytes | None, tuple[Header, ...]]]
+StoredTimed = dict[tuple[int, int], tuple[bytes | None, bytes | None, tuple[Header, ...], int]]
 
 
 def read_back(broker: LocalBroker, topic: str, partitions: int, count: int) -> Stored:
+    return {
+        place: record[:3]
+        for place, record in read_back_timed(broker, topic, partitions, count).items()
+    }
+
+
+def read_back_timed(broker: LocalBroker, topic: str, partitions: int, count: int) -> StoredTimed:
+    """As read_back, with each record's (create-time) timestamp last."""
     consumer = Consumer(
         {
             "bootstrap.servers": broker.bootstrap_servers,
@@ -35,7 +45,7 @@ def read_back(broker: LocalBroker, topic: str, partitions: int, count: int) -> S
             "fetch.wait.max.ms": 50,
         }
     )
-    stored: Stored = {}
+    stored: StoredTimed = {}
     try:
         consumer.assign([ConfluentTopicPartition(topic, p, 0) for p in range(partitions)])
         for _ in range(300):
@@ -46,7 +56,9 @@ def read_back(broker: LocalBroker, topic: str, partitions: int, count: int) -> S
                 partition, offset = message.partition(), message.offset()
                 assert partition is not None and offset is not None
                 headers = tuple(as_header(item) for item in message.headers() or [])
-                stored[(partition, offset)] = (message.key(), message.value(), headers)
+                timestamp_type, timestamp = message.timestamp()
+                assert timestamp_type == TIMESTAMP_CREATE_TIME
+                stored[(partition, offset)] = (message.key(), message.value(), headers, timestamp)
     finally:
         consumer.close()
     return stored
@@ -195,6 +207,105 @@ def test_send_arrow_wrong_column_type_names_the_column(broker: LocalBroker, topi
             producer.send_arrow(topic, batch)
         with pytest.raises(ValueError, match=r"value column 'payload' is not in the data"):
             producer.send_arrow(topic, batch, value="payload")
+
+
+def test_send_arrow_partition_and_timestamp_columns_read_back_bit_exact(
+    broker: LocalBroker, make_topic: TopicFactory
+) -> None:
+    pa = pytest.importorskip("pyarrow")
+    topic = make_topic(4)
+    count = 3000
+    keys: list[bytes | None] = [None if i % 11 == 0 else b"key-%d" % (i % 97) for i in range(count)]
+    values = [os.urandom(i % 120) for i in range(count)]
+    # every third row names its partition, the others leave it to the partitioner
+    partitions = [i % 4 if i % 3 == 0 else None for i in range(count)]
+    base_us = 1_700_000_000_000_000
+    # microseconds (Spark's unit) out of order and with nulls: sent as ms, rounded down
+    micros = [
+        None if i % 5 == 0 else base_us + ((i * 7919) % 100_000) * 1000 + 999 for i in range(count)
+    ]
+    header_type = pa.list_(pa.struct([("key", pa.string()), ("value", pa.binary())]))
+    headers = [[{"key": "row", "value": b"%d" % i}] if i % 2 else None for i in range(count)]
+    table = pa.Table.from_batches(
+        [
+            pa.record_batch(
+                [
+                    pa.array(keys[start : start + 1000], pa.binary()),
+                    pa.array(values[start : start + 1000], pa.binary()),
+                    pa.array(partitions[start : start + 1000], pa.int32()),
+                    pa.array(micros[start : start + 1000], pa.timestamp("us", tz="UTC")),
+                    pa.array(headers[start : start + 1000], header_type),
+                ],
+                names=["key", "value", "partition", "timestamp", "headers"],
+            )
+            for start in range(0, count, 1000)
+        ]
+    )
+    before_ms = time.time_ns() // 1_000_000
+    with producer_for(broker, batch_size=8192) as producer:
+        result = producer.send_arrow(
+            topic, table, headers="headers", partition="partition", timestamp="timestamp"
+        )
+        metadata = result.get(timeout=30)
+        futures = result.futures()
+    after_ms = time.time_ns() // 1_000_000
+    stored = read_back_timed(broker, topic, 4, count)
+    assert len(stored) == count
+    for index, meta in enumerate(metadata):
+        key = keys[index]
+        if partitions[index] is not None:
+            assert meta.partition == partitions[index]
+        elif key is not None:
+            assert meta.partition == partition_for_key(key, 4)
+        expected_headers = (("row", b"%d" % index),) if index % 2 else ()
+        stored_key, stored_value, stored_headers, stored_ts = stored[(meta.partition, meta.offset)]
+        assert (stored_key, stored_value, stored_headers) == (key, values[index], expected_headers)
+        given = micros[index]
+        if given is None:
+            assert before_ms <= stored_ts <= after_ms
+        else:
+            assert stored_ts == given // 1000
+        assert meta.timestamp == stored_ts
+        assert futures[index].get(0).timestamp == stored_ts
+
+
+def test_send_arrow_partition_column_all_given_and_int64_timestamps(
+    broker: LocalBroker, make_topic: TopicFactory
+) -> None:
+    pa = pytest.importorskip("pyarrow")
+    topic = make_topic(3)
+    batch = pa.record_batch(
+        [
+            pa.array([b"a", b"b", b"c", b"d"]),
+            pa.array([2, 0, 2, 1], pa.int64()),
+            pa.array([5, 1_600_000_000_000, 3, 0], pa.int64()),
+        ],
+        names=["value", "p", "t"],
+    )
+    with producer_for(broker) as producer:
+        metadata = producer.send_arrow(topic, batch, key=None, partition="p", timestamp="t").get(
+            timeout=10
+        )
+        with pytest.raises(InvalidPartitionError, match=r"row 1 of column 'p'"):
+            producer.send_arrow(
+                topic,
+                pa.record_batch([pa.array([b"x", b"y"]), pa.array([0, 3])], names=["value", "p"]),
+                key=None,
+                partition="p",
+            )
+        with pytest.raises(TypeError, match=r"column 'p' has type int64: send_arrow\(\) needs"):
+            producer.send_arrow(topic, batch, key=None, value="p", partition="p")
+        with pytest.raises(TypeError, match=r"column 'value' has type binary: the partition"):
+            producer.send_arrow(topic, batch, key=None, partition="value")
+    assert [m.partition for m in metadata] == [2, 0, 2, 1]
+    stored = read_back_timed(broker, topic, 3, 4)
+    assert len(stored) == 4
+    assert [stored[(m.partition, m.offset)][1:] for m in metadata] == [
+        (b"a", (), 5),
+        (b"b", (), 1_600_000_000_000),
+        (b"c", (), 3),
+        (b"d", (), 0),
+    ]
 
 
 def test_send_batch_larger_than_buffer_memory_wakes_the_sender(

@@ -11,11 +11,22 @@ from collections.abc import Iterator
 import pytest
 
 from kafkaline import Producer
-from kafkaline.errors import BufferExhaustedError, KafkaTimeoutError, RecordTooLargeError
+from kafkaline.errors import (
+    BufferExhaustedError,
+    InvalidPartitionError,
+    InvalidRecordTimestampError,
+    KafkaTimeoutError,
+    RecordTooLargeError,
+)
 from kafkaline.net.cluster import TopicPartition
 from kafkaline.producer.accumulator import RecordAccumulator
 from kafkaline.producer.buffer_pool import BufferPool
-from kafkaline.producer.bulk import BatchSendResult, arrow_columns, group_by_partition
+from kafkaline.producer.bulk import (
+    BatchSendResult,
+    arrow_columns,
+    arrow_partitions_and_timestamps,
+    group_by_partition,
+)
 from kafkaline.producer.futures import FAILED, SUCCEEDED, ProduceRequestResult
 from kafkaline.producer.partitioner import StaticCluster, partition_for_key
 from kafkaline.record import read_record_batches
@@ -252,6 +263,77 @@ def test_arrow_columns_name_the_bad_column() -> None:
         arrow_columns(batch, None, "value", "h")
     with pytest.raises(TypeError, match="RecordBatch or Table, not list"):
         arrow_columns([b"v"], None, "value", None)
+
+
+def test_arrow_partitions_and_timestamps_convert_units_and_keep_nulls() -> None:
+    pa = pytest.importorskip("pyarrow")
+    base_ms = 1_700_000_000_123
+    rows = [base_ms, None, base_ms + 1]
+    micros = [None if t is None else t * 1000 + 999 for t in rows]  # rounds down to ms
+    batch = pa.record_batch(
+        [
+            pa.array([2, None, 0], pa.int32()),
+            pa.array([None if t is None else t // 1000 for t in rows], pa.timestamp("s")),
+            pa.array(rows, pa.timestamp("ms")),
+            pa.array(micros, pa.timestamp("us", tz="UTC")),
+            pa.array([None if t is None else t * 1_000_000 for t in rows], pa.timestamp("ns")),
+            pa.array(rows, pa.int64()),
+        ],
+        names=["p", "s", "ms", "us", "ns", "int"],
+    )
+    partitions, timestamps = arrow_partitions_and_timestamps(batch, "p", "ms")
+    assert partitions == [2, None, 0]
+    assert timestamps == rows
+    for name in ("ms", "us", "ns", "int"):
+        assert arrow_partitions_and_timestamps(batch, None, name) == (None, rows), name
+    seconds = [base_ms // 1000 * 1000, None, (base_ms + 1) // 1000 * 1000]
+    assert arrow_partitions_and_timestamps(batch, None, "s") == (None, seconds)
+    table = pa.Table.from_batches([batch, batch.slice(2, 1)])
+    assert arrow_partitions_and_timestamps(table, "p", "int") == ([2, None, 0, 0], [*rows, rows[2]])
+    assert arrow_partitions_and_timestamps(table, None, None) == (None, None)
+
+
+def test_arrow_partitions_and_timestamps_name_the_bad_column() -> None:
+    pa = pytest.importorskip("pyarrow")
+    batch = pa.record_batch(
+        [
+            pa.array([1.0]),
+            pa.array(["2024-01-01"]),
+            pa.array([-5], pa.timestamp("ms")),
+            pa.array([1], pa.int32()),
+        ],
+        names=["f", "text", "early", "i32"],
+    )
+    with pytest.raises(TypeError, match=r"column 'f' has type double: the partition column"):
+        arrow_partitions_and_timestamps(batch, "f", None)
+    with pytest.raises(TypeError, match=r"column 'text' has type string: the timestamp column"):
+        arrow_partitions_and_timestamps(batch, None, "text")
+    with pytest.raises(TypeError, match=r"column 'i32' has type int32: the timestamp column"):
+        arrow_partitions_and_timestamps(batch, None, "i32")
+    with pytest.raises(ValueError, match=r"partition column 'part' is not in the data"):
+        arrow_partitions_and_timestamps(batch, "part", None)
+    with pytest.raises(ValueError, match=r"timestamp column 'ts' is not in the data"):
+        arrow_partitions_and_timestamps(batch, None, "ts")
+    with pytest.raises(InvalidRecordTimestampError, match=r"row 0 of column 'early'.* -5 ms"):
+        arrow_partitions_and_timestamps(batch, None, "early")
+
+
+def test_send_arrow_checks_partitions_against_the_topic() -> None:
+    pa = pytest.importorskip("pyarrow")
+    with_nobody = Producer(bootstrap_servers=f"127.0.0.1:{closed_port()}")
+    try:
+        with_nobody._partition_counts["t"] = 3  # as if the metadata were known
+        batch = pa.record_batch(
+            [pa.array([b"v0", b"v1"]), pa.array([1, 3], pa.int64())], names=["value", "part"]
+        )
+        with pytest.raises(
+            InvalidPartitionError,
+            match=r"partition 3 given by row 1 of column 'part' is not a partition of topic 't'",
+        ):
+            with_nobody.send_arrow("t", batch, key=None, partition="part")
+        assert with_nobody._accumulator.queue_sizes("t") == {}  # nothing queued
+    finally:
+        with_nobody.close(0)
 
 
 def test_bulk_docstring_examples() -> None:

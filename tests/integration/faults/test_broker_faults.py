@@ -19,6 +19,7 @@ Each test prints its figures (run with ``-s`` to see them); RELIABILITY.md quote
 from __future__ import annotations
 
 import collections
+import functools
 import gc
 import os
 import threading
@@ -215,6 +216,10 @@ def open_fds() -> set[str]:
     return targets
 
 
+def note_failure(failed_at: dict[int, float], index: int, _error: BaseException) -> None:
+    failed_at[index] = time.monotonic()
+
+
 def wait_for(condition: Callable[[], bool], timeout: float) -> None:
     deadline = time.monotonic() + timeout
     while not condition() and time.monotonic() < deadline:
@@ -252,7 +257,7 @@ def test_broker_down_longer_than_delivery_timeout_fails_every_record_and_leaves_
         down_at = time.monotonic()
         futures = [producer.send(topic, b"%07d" % i, key=key_of(i)) for i in range(count)]
         for index, future in enumerate(futures):
-            future.add_errback(lambda _error, i=index: failed_at.__setitem__(i, time.monotonic()))
+            future.add_errback(functools.partial(note_failure, failed_at, index))
         flush_started = time.monotonic()
         producer.flush(delivery_timeout_ms / 1000 + 10)
         flush_took = time.monotonic() - flush_started

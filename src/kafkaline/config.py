@@ -29,18 +29,24 @@ default. Those fields keep the user's intent (``None`` = not set) so that
 :data:`SETTINGS` lists every setting (name, Java name, default, meaning);
 :func:`config_reference_markdown` renders it for the README.
 
-Security settings (TLS, SASL) are not here yet. They will be added as further fields with
-their rows in :data:`SETTINGS`; the Java ``ssl.*``/``sasl.*``/``security.protocol`` keys are
-refused by name meanwhile rather than ignored, so a plaintext connection is never made by
-mistake.
+Security settings (TLS and SASL) follow kafka-python's names (``security_protocol``,
+``ssl_cafile``, ``sasl_mechanism``, ...). Passwords and tokens are held as :class:`Secret`, whose
+``repr()`` and ``str()`` never show the value, so a logged or printed configuration leaks
+nothing. Java ``ssl.*``/``sasl.*`` keys kafkaline does not implement (JKS key stores, login
+classes, ...) are refused by name rather than ignored, so a plaintext connection is never made
+by mistake.
 """
 
 from __future__ import annotations
 
 import difflib
+import hmac
 import logging
 import math
 import operator
+import os
+import re
+import ssl
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
@@ -55,10 +61,14 @@ if TYPE_CHECKING:
 __all__ = [
     "ACKS_ALL",
     "COMPRESSION_TYPES",
+    "SASL_MECHANISMS",
+    "SECURITY_PROTOCOLS",
     "SETTINGS",
     "ExponentialBackoff",
     "ProducerConfig",
+    "Secret",
     "Setting",
+    "TokenProvider",
     "UniformRandom",
     "config_reference_markdown",
 ]
@@ -86,6 +96,13 @@ _LEVEL_RANGES: Final[dict[str, tuple[int, int]]] = {
 # (ProducerStateEntry.NUM_BATCHES_TO_RETAIN), so idempotence allows at most 5 in flight.
 _MAX_IN_FLIGHT_FOR_IDEMPOTENCE: Final = 5
 
+SecurityProtocolName = Literal["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"]
+#: How connections to brokers are made: TCP or TLS, with or without SASL authentication.
+SECURITY_PROTOCOLS: Final[tuple[str, ...]] = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+SaslMechanismName = Literal["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER"]
+#: The SASL mechanisms kafkaline implements (kafkaline.net.sasl).
+SASL_MECHANISMS: Final[tuple[str, ...]] = ("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER")
+
 _DEFAULT_DELIVERY_TIMEOUT_MS: Final = 120_000
 _DEFAULT_RECONNECT_BACKOFF_MS: Final = 50
 _DEFAULT_RECONNECT_BACKOFF_MAX_MS: Final = 1_000
@@ -98,6 +115,13 @@ class UniformRandom(Protocol):
     """A source of uniform random floats; ``random.Random`` is one."""
 
     def uniform(self, a: float, b: float, /) -> float: ...
+
+
+class TokenProvider(Protocol):
+    """An OAUTHBEARER token source (``sasl_oauth_token_provider``): ``token()`` returns the
+    current token (e.g. a JWT). A plain callable returning the token works too."""
+
+    def token(self) -> str: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,6 +174,63 @@ class ExponentialBackoff:
         term = initial * self.multiplier ** min(max(attempt, 0), self._exp_max)
         factor = rng.uniform(1.0 - self.jitter, 1.0 + self.jitter) if self.jitter else 1.0
         return min(int(factor * term), self.max_ms)
+
+
+# --------------------------------------------------------------------------- secrets
+
+
+class Secret:
+    """A password or token that never shows itself: ``repr()`` and ``str()`` are masked, so a
+    configuration printed, logged or put into an error message leaks nothing. The value is
+    read with :meth:`reveal`, only where it is sent to a broker or used to open a key file.
+
+    >>> password = Secret("hunter2")
+    >>> password, str(password), f"{password}"
+    (Secret('******'), '******', '******')
+    >>> password.reveal()
+    'hunter2'
+    """
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        if not isinstance(value, str):
+            # Never echo the value: a wrongly typed secret is still a secret.
+            raise TypeError(f"a Secret holds a str, not a {type(value).__name__}")
+        self._value = value
+
+    def reveal(self) -> str:
+        """The secret value itself."""
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('******')"
+
+    def __str__(self) -> str:
+        return "******"
+
+    def __format__(self, format_spec: str) -> str:
+        return "******"
+
+    def __eq__(self, other: object) -> bool:
+        # Constant-time, so equality tests cannot be used to guess a secret byte by byte.
+        if not isinstance(other, Secret):
+            return NotImplemented
+        return hmac.compare_digest(self._value.encode(), other._value.encode())
+
+    def __hash__(self) -> int:
+        return hash((Secret, self._value))
+
+    def __reduce__(self) -> tuple[type[Secret], tuple[str]]:
+        # Pickling (e.g. Spark shipping a configuration to its executors) keeps the value.
+        return (Secret, (self._value,))
+
+
+def reveal(secret: Secret | str | None) -> str | None:
+    """The value of a secret setting (None stays None)."""
+    if isinstance(secret, Secret):
+        return secret.reveal()
+    return secret
 
 
 # --------------------------------------------------------------------------- field validators
@@ -307,6 +388,64 @@ def _interceptors(key: str, value: object) -> tuple[object, ...]:
     return tuple(value)
 
 
+def _security_protocol(key: str, value: object) -> str:
+    if isinstance(value, str) and value.upper() in SECURITY_PROTOCOLS:
+        return value.upper()
+    raise _invalid(key, value, f"must be one of {', '.join(SECURITY_PROTOCOLS)}")
+
+
+def _sasl_mechanism(key: str, value: object) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, str) and value.upper() in SASL_MECHANISMS:
+        return value.upper()
+    if value == "GSSAPI":
+        raise _invalid(
+            key,
+            value,
+            f"Kerberos (GSSAPI) is not supported; use one of {', '.join(SASL_MECHANISMS)}",
+        )
+    raise _invalid(key, value, f"must be one of {', '.join(SASL_MECHANISMS)} (or None)")
+
+
+def _secret(key: str, value: object) -> Secret | None:
+    if value is None or isinstance(value, Secret):
+        return value
+    if isinstance(value, str):
+        return Secret(value)
+    # The value is not shown: even a wrongly typed password is a password.
+    raise ConfigError(
+        f"{key} is invalid: must be a str or a kafkaline.config.Secret, not "
+        f"{type(value).__name__} (the value is not shown)"
+    )
+
+
+def _pem_file(key: str, value: object) -> str | None:
+    if value is None:
+        return None
+    if isinstance(value, os.PathLike):
+        value = os.fspath(value)
+    if not isinstance(value, str) or not value:
+        raise _invalid(key, value, "must be the path of a PEM file, or None")
+    if not os.path.isfile(value):
+        raise _invalid(key, value, "no such file (give the path of a PEM file)")
+    return value
+
+
+def _ssl_context(key: str, value: object) -> ssl.SSLContext | None:
+    if value is None or isinstance(value, ssl.SSLContext):
+        return value
+    raise _invalid(key, value, "must be an ssl.SSLContext or None")
+
+
+def _token_provider(key: str, value: object) -> object:
+    if value is None or callable(value) or callable(getattr(value, "token", None)):
+        return value
+    raise _invalid(
+        key, value, "must be a callable returning a token str, an object with .token(), or None"
+    )
+
+
 # --------------------------------------------------------------------------- the settings table
 
 _Kind = Literal[
@@ -323,6 +462,11 @@ _Kind = Literal[
     "serializer",
     "partitioner",
     "interceptors",
+    "security_protocol",
+    "sasl_mechanism",
+    "secret",
+    "hostname_check",
+    "object",
 ]
 
 
@@ -429,11 +573,41 @@ SETTINGS: Final[tuple[Setting, ...]] = (
          "None", "Enables transactions under this id; needs idempotence."),
     _row("transaction_timeout_ms", "transaction.timeout.ms", "int", _int_in(1, INT32_MAX),
          "60000", "How long the coordinator lets a transaction stay open before aborting it."),
+    _row("security_protocol", "security.protocol", "security_protocol", _security_protocol,
+         "PLAINTEXT", "How to reach brokers: PLAINTEXT, SSL (TLS), SASL_PLAINTEXT or SASL_SSL."),
+    _row("ssl_context", "(none: an SSLContext object)", "object", _ssl_context, "None",
+         "A ready ssl.SSLContext, used as it is (its own verification settings); not with "
+         "the ssl_*file settings."),
+    _row("ssl_cafile", "ssl.ca.location", "optional_str", _pem_file, "None (system CAs)",
+         "PEM file of the CA certificates that sign the brokers' certificates."),
+    _row("ssl_certfile", "ssl.certificate.location", "optional_str", _pem_file, "None",
+         "PEM file of the client's certificate chain, for brokers that require one."),
+    _row("ssl_keyfile", "ssl.key.location", "optional_str", _pem_file,
+         "None (in ssl_certfile)", "PEM file of the client certificate's private key."),
+    _row("ssl_password", "ssl.key.password", "secret", _secret, "None",
+         "Password of the client's private key (a Secret: never shown)."),
+    _row("ssl_check_hostname", "ssl.endpoint.identification.algorithm", "hostname_check",
+         _bool, "True (https)",
+         "Check that the broker's certificate names the host connected to; turning it off "
+         "logs a warning (Java: '' turns it off)."),
+    _row("sasl_mechanism", "sasl.mechanism", "sasl_mechanism", _sasl_mechanism, "None",
+         "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER; required with SASL_*."),
+    _row("sasl_plain_username", "sasl.username", "optional_str", _optional_nonempty_str,
+         "None", "User name for PLAIN and SCRAM (also read from sasl.jaas.config)."),
+    _row("sasl_plain_password", "sasl.password", "secret", _secret, "None",
+         "Password for PLAIN and SCRAM (a Secret: never shown; also read from "
+         "sasl.jaas.config)."),
+    _row("sasl_oauth_token_provider", "(none: a provider object)", "object", _token_provider, "None",
+         "For OAUTHBEARER: a callable returning the token (str), or an object with .token(); "
+         "called for each new connection."),
 )  # fmt: skip
 
 _BY_NAME: Final[dict[str, Setting]] = {setting.name: setting for setting in SETTINGS}
 _BY_JAVA_NAME: Final[dict[str, Setting]] = {
-    setting.java_name: setting for setting in SETTINGS if "<" not in setting.java_name
+    setting.java_name: setting
+    for setting in SETTINGS
+    # Names with "<" are patterns; "(none: ...)" marks settings only an object can give.
+    if not setting.java_name.startswith("(") and "<" not in setting.java_name
 }
 _JAVA_LEVEL_KEYS: Final[dict[str, str]] = {
     f"compression.{codec}.level": codec for codec in _LEVEL_RANGES
@@ -453,7 +627,6 @@ _JAVA_KEYS_NOT_SUPPORTED: Final[frozenset[str]] = frozenset(
         "metrics.num.samples",
         "metrics.recording.level",
         "metrics.sample.window.ms",
-        "security.protocol",
         "security.providers",
         "socket.connection.setup.timeout.max.ms",
         "socket.connection.setup.timeout.ms",
@@ -463,9 +636,33 @@ _JAVA_KEYS_NOT_SUPPORTED: Final[frozenset[str]] = frozenset(
 _JAVA_PREFIXES_NOT_SUPPORTED: Final[tuple[str, ...]] = ("ssl.", "sasl.")
 
 
+# Why some refused ssl./sasl. keys are refused, and what to use instead.
+_KEY_STORE_HINT: Final = (
+    ": kafkaline reads PEM files, not JKS/PKCS12 key stores; give ssl.ca.location "
+    "(ssl_cafile), ssl.certificate.location (ssl_certfile) and ssl.key.location (ssl_keyfile)"
+)
+_NOT_SUPPORTED_HINTS: Final[dict[str, str]] = {
+    "ssl.truststore.location": _KEY_STORE_HINT,
+    "ssl.truststore.password": _KEY_STORE_HINT,
+    "ssl.truststore.type": _KEY_STORE_HINT,
+    "ssl.truststore.certificates": _KEY_STORE_HINT,
+    "ssl.keystore.location": _KEY_STORE_HINT,
+    "ssl.keystore.password": _KEY_STORE_HINT,
+    "ssl.keystore.type": _KEY_STORE_HINT,
+    "ssl.keystore.key": _KEY_STORE_HINT,
+    "ssl.keystore.certificate.chain": _KEY_STORE_HINT,
+    "sasl.login.callback.handler.class": (
+        ": give a token provider object as sasl_oauth_token_provider instead"
+    ),
+}
+
+
 def _unknown_key_error(key: str, *, java_names_allowed: bool) -> ConfigError:
     if key in _JAVA_KEYS_NOT_SUPPORTED or key.startswith(_JAVA_PREFIXES_NOT_SUPPORTED):
-        return ConfigError(f"{key} is a Java producer setting that kafkaline does not support yet")
+        hint = _NOT_SUPPORTED_HINTS.get(key, " yet")
+        return ConfigError(
+            f"{key} is a Java producer setting that kafkaline does not support{hint}"
+        )
     if not java_names_allowed and key in _BY_JAVA_NAME:
         return ConfigError(
             f"{key!r} is a Java property name: use {_BY_JAVA_NAME[key].name!r} here, or "
@@ -481,9 +678,10 @@ def config_reference_markdown() -> str:
     """The configuration reference as a Markdown table: name, Java name, default, meaning."""
     lines = ["| Name | Java name | Default | Meaning |", "| --- | --- | --- | --- |"]
     for setting in SETTINGS:
-        lines.append(
-            f"| `{setting.name}` | `{setting.java_name}` | {setting.default} | {setting.meaning} |"
-        )
+        java_name = setting.java_name
+        if not java_name.startswith("("):
+            java_name = f"`{java_name}`"
+        lines.append(f"| `{setting.name}` | {java_name} | {setting.default} | {setting.meaning} |")
     return "\n".join(lines) + "\n"
 
 
@@ -537,6 +735,20 @@ class ProducerConfig:
     enable_idempotence: bool | None = None
     transactional_id: str | None = None
     transaction_timeout_ms: int = 60_000
+    security_protocol: SecurityProtocolName = "PLAINTEXT"
+    ssl_context: ssl.SSLContext | None = None
+    ssl_cafile: str | None = None
+    ssl_certfile: str | None = None
+    ssl_keyfile: str | None = None
+    #: A str is stored as a :class:`Secret`.
+    ssl_password: Secret | str | None = None
+    ssl_check_hostname: bool = True
+    sasl_mechanism: SaslMechanismName | None = None
+    sasl_plain_username: str | None = None
+    #: A str is stored as a :class:`Secret`.
+    sasl_plain_password: Secret | str | None = None
+    #: ``() -> str``, or an object with ``.token() -> str``: the OAUTHBEARER token.
+    sasl_oauth_token_provider: Callable[[], str] | TokenProvider | None = None
 
     # Resolved from the fields above once, in __post_init__.
     _idempotent: bool = field(init=False, repr=False, compare=False, default=False)
@@ -547,6 +759,7 @@ class ProducerConfig:
             value = setting.validate(setting.name, getattr(self, setting.name))
             object.__setattr__(self, setting.name, value)
         self._check_compression_level()
+        self._check_security()
         object.__setattr__(self, "_delivery_timeout_ms", self._resolve_delivery_timeout())
         object.__setattr__(self, "_idempotent", self._resolve_idempotence())
         if self.retry_backoff_ms > self.retry_backoff_max_ms:
@@ -576,6 +789,82 @@ class ProducerConfig:
         if not low <= level <= high:
             raise _invalid(
                 "compression_level", level, f"{codec} levels are {low} to {high} (or None)"
+            )
+
+    def _check_security(self) -> None:
+        protocol = self.security_protocol
+        uses_tls = protocol in ("SSL", "SASL_SSL")
+        uses_sasl = protocol in ("SASL_PLAINTEXT", "SASL_SSL")
+        ssl_set = [
+            name
+            for name in ("ssl_context", "ssl_cafile", "ssl_certfile", "ssl_keyfile", "ssl_password")
+            if getattr(self, name) is not None
+        ]
+        if not self.ssl_check_hostname:
+            ssl_set.append("ssl_check_hostname")
+        if ssl_set and not uses_tls:
+            raise ConfigError(
+                f"{', '.join(ssl_set)} set, but security_protocol={protocol!r} does not use "
+                "TLS: use SSL or SASL_SSL (or remove the ssl_* settings)"
+            )
+        if self.ssl_context is not None:
+            mixed = [name for name in ssl_set if name != "ssl_context"]
+            if mixed:
+                raise ConfigError(
+                    f"ssl_context is given together with {', '.join(mixed)}: configure the "
+                    "context itself (load_verify_locations, load_cert_chain, check_hostname) "
+                    "or use the ssl_* settings without a context"
+                )
+        if (self.ssl_keyfile is not None or self.ssl_password is not None) and (
+            self.ssl_certfile is None
+        ):
+            raise ConfigError(
+                "ssl_keyfile and ssl_password belong to a client certificate: set ssl_certfile"
+            )
+        sasl_set = [
+            name
+            for name in (
+                "sasl_mechanism",
+                "sasl_plain_username",
+                "sasl_plain_password",
+                "sasl_oauth_token_provider",
+            )
+            if getattr(self, name) is not None
+        ]
+        if not uses_sasl:
+            if sasl_set:
+                raise ConfigError(
+                    f"{', '.join(sasl_set)} set, but security_protocol={protocol!r} does not "
+                    "use SASL: use SASL_PLAINTEXT or SASL_SSL (or remove the sasl_* settings)"
+                )
+            return
+        mechanism = self.sasl_mechanism
+        if mechanism is None:
+            raise ConfigError(
+                f"security_protocol={protocol!r} needs sasl_mechanism: one of "
+                f"{', '.join(SASL_MECHANISMS)}"
+            )
+        if mechanism == "OAUTHBEARER":
+            if self.sasl_oauth_token_provider is None:
+                raise ConfigError(
+                    "sasl_mechanism='OAUTHBEARER' needs sasl_oauth_token_provider (a callable "
+                    "returning the token)"
+                )
+            wrong: list[str] = [
+                name for name in ("sasl_plain_username", "sasl_plain_password") if name in sasl_set
+            ]
+        else:
+            missing = [
+                name
+                for name in ("sasl_plain_username", "sasl_plain_password")
+                if getattr(self, name) is None
+            ]
+            if missing:
+                raise ConfigError(f"sasl_mechanism={mechanism!r} needs {' and '.join(missing)}")
+            wrong = ["sasl_oauth_token_provider"] if "sasl_oauth_token_provider" in sasl_set else []
+        if wrong:
+            raise ConfigError(
+                f"{', '.join(wrong)} set, but sasl_mechanism={mechanism!r} does not use it"
             )
 
     def _resolve_delivery_timeout(self) -> int:
@@ -739,6 +1028,15 @@ class ProducerConfig:
             if key in _JAVA_LEVEL_KEYS:
                 levels[_JAVA_LEVEL_KEYS[key]] = _parse_property(key, "optional_int", raw)
                 continue
+            if key == _JAAS_KEY:
+                for name, value in _parse_jaas_config(raw).items():
+                    if name in given_as:
+                        raise ConfigError(
+                            f"{name} is given twice, as {given_as[name]!r} and {key!r}"
+                        )
+                    given_as[name] = key
+                    values[name] = _BY_NAME[name].validate(key, value)
+                continue
             setting = _BY_JAVA_NAME.get(key) or _BY_NAME.get(key)
             if setting is None:
                 raise _unknown_key_error(key, java_names_allowed=True)
@@ -765,6 +1063,64 @@ class ProducerConfig:
 # --------------------------------------------------------------------------- property parsing
 
 _TRUE_FALSE: Final = {"true": True, "false": False}
+
+_JAAS_KEY: Final = "sasl.jaas.config"
+# One JAAS entry: `<LoginModule class> <flag> key="value" ...;`. Values are quoted; Java allows
+# backslash escapes inside the quotes.
+_JAAS_ENTRY = re.compile(r"^\s*(?P<module>[\w.$]+)\s+(?P<flag>\w+)(?P<options>.*?);?\s*$", re.S)
+_JAAS_OPTION = re.compile(
+    r'\s*(?P<name>[\w.]+)\s*=\s*(?:"(?P<quoted>(?:[^"\\]|\\.)*)"|(?P<bare>[^\s;]+))'
+)
+_JAAS_MODULES: Final = frozenset(
+    {
+        "org.apache.kafka.common.security.plain.PlainLoginModule",
+        "org.apache.kafka.common.security.scram.ScramLoginModule",
+    }
+)
+
+
+def _parse_jaas_config(raw: object) -> dict[str, object]:
+    """``sasl.jaas.config`` for PLAIN or SCRAM: the user name and password in it.
+
+    Only the PlainLoginModule/ScramLoginModule options ``username`` and ``password`` are read;
+    messages never echo the text, which holds a password.
+    """
+    if not isinstance(raw, str):
+        raise ConfigError(f"{_JAAS_KEY} is invalid: must be a string (the value is not shown)")
+    match = _JAAS_ENTRY.match(raw)
+    if match is None:
+        raise ConfigError(
+            f'{_JAAS_KEY} is invalid: expected \'<LoginModule> required username="..." '
+            'password="...";\' (the value is not shown)'
+        )
+    module = match.group("module")
+    if module.endswith("OAuthBearerLoginModule"):
+        raise ConfigError(
+            f"{_JAAS_KEY} with {module} is not supported: give a token provider as "
+            "sasl_oauth_token_provider"
+        )
+    if module not in _JAAS_MODULES:
+        raise ConfigError(
+            f"{_JAAS_KEY} names {module}; kafkaline supports {' and '.join(sorted(_JAAS_MODULES))}"
+        )
+    options: dict[str, str] = {}
+    rest = match.group("options")
+    position = 0
+    while rest[position:].strip():
+        option = _JAAS_OPTION.match(rest, position)
+        if option is None:
+            raise ConfigError(
+                f'{_JAAS_KEY} is invalid after {module}: options must be name="value" '
+                "(the value is not shown)"
+            )
+        quoted = option.group("quoted")
+        value = re.sub(r"\\(.)", r"\1", quoted) if quoted is not None else option.group("bare")
+        options[option.group("name")] = value
+        position = option.end()
+    missing = [name for name in ("username", "password") if name not in options]
+    if missing:
+        raise ConfigError(f"{_JAAS_KEY} for {module} has no {' and no '.join(missing)}")
+    return {"sasl_plain_username": options["username"], "sasl_plain_password": options["password"]}
 
 
 def _parse_property(key: str, kind: _Kind, raw: object) -> object:
@@ -807,7 +1163,20 @@ def _parse_property(key: str, kind: _Kind, raw: object) -> object:
         return ()
     if kind == "str":
         return text  # Java trims string settings
-    return raw  # "servers": the validator splits and trims
+    if kind in ("security_protocol", "sasl_mechanism"):
+        return text.upper() if text else None
+    if kind == "hostname_check":
+        # Java's ssl.endpoint.identification.algorithm: "https" checks, "" does not; our own
+        # key (ssl_check_hostname) takes true/false.
+        lowered = text.lower()
+        if lowered in ("https", "true"):
+            return True
+        if lowered in ("", "false"):
+            return False
+        raise _invalid(key, raw, "must be 'https' (check the host name) or '' (do not)")
+    if kind == "object":
+        raise ConfigError(f"{key} must be given as an object, not a string")
+    return raw  # "servers" (the validator splits and trims); "secret" (kept exactly)
 
 
 def _resolve_name(key: str, raw: str, lookup: Callable[[str], object]) -> object:

@@ -8,6 +8,8 @@ import logging
 import pickle
 import random
 import re
+import ssl
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -18,7 +20,9 @@ from kafkaline.config import (
     SETTINGS,
     ExponentialBackoff,
     ProducerConfig,
+    Secret,
     config_reference_markdown,
+    reveal,
 )
 from kafkaline.errors import ConfigError
 from kafkaline.producer.partitioner import RoundRobinPartitioner
@@ -187,6 +191,22 @@ BAD_VALUES: list[tuple[str, object, str]] = [
     ("bootstrap_servers", "a:1,a:1", "must not list a server twice"),
     ("bootstrap_servers", 9092, "must be 'host:port,...' or a list"),
     ("bootstrap_servers", [b"a:1"], "must be 'host:port,...' or a list"),
+    ("security_protocol", "TLS", "must be one of PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL"),
+    ("ssl_context", "default", "must be an ssl.SSLContext or None"),
+    ("ssl_cafile", "/no/such/ca.pem", "no such file"),
+    ("ssl_certfile", 5, "must be the path of a PEM file"),
+    ("ssl_keyfile", "", "must be the path of a PEM file"),
+    ("ssl_check_hostname", "no", "must be True or False"),
+    ("sasl_mechanism", "GSSAPI", "Kerberos (GSSAPI) is not supported"),
+    ("sasl_mechanism", "SCRAM-SHA-1", "must be one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, "),
+    ("sasl_plain_username", "", "must be a non-empty string or None"),
+    ("sasl_oauth_token_provider", "token", "must be a callable returning a token str"),
+]
+
+# Secrets are refused without echoing the value: their message is "<key> is invalid: ...".
+SECRET_BAD_VALUES: list[tuple[str, object]] = [
+    ("ssl_password", b"key-password-1"),
+    ("sasl_plain_password", 271828),
 ]
 
 
@@ -202,8 +222,19 @@ def test_every_bad_value_is_a_config_error_naming_key_and_value(
     assert allowed in message
 
 
+@pytest.mark.parametrize(("key", "value"), SECRET_BAD_VALUES)
+def test_a_badly_typed_secret_is_refused_without_showing_it(key: str, value: object) -> None:
+    kwargs: dict[str, Any] = {"bootstrap_servers": SERVERS, key: value}
+    with pytest.raises(ConfigError) as caught:
+        ProducerConfig.from_kwargs(**kwargs)
+    message = str(caught.value)
+    assert message.startswith(f"{key} is invalid: must be a str")
+    assert str(value) not in message and repr(value) not in message
+
+
 def test_every_setting_has_a_bad_value_case() -> None:
-    assert {key for key, _, _ in BAD_VALUES} == {s.name for s in SETTINGS}
+    keys = {key for key, _, _ in BAD_VALUES} | {key for key, _ in SECRET_BAD_VALUES}
+    assert keys == {s.name for s in SETTINGS}
 
 
 def test_integer_types_other_than_int_are_accepted() -> None:
@@ -263,8 +294,16 @@ def test_unknown_property_suggests_the_closest_setting() -> None:
         ProducerConfig.from_properties({"bootstrap.servers": SERVERS, "linger.mss": "5"})
 
 
+# security.protocol and sasl.mechanism were in this list until TLS and SASL were implemented.
 @pytest.mark.parametrize(
-    "key", ["security.protocol", "ssl.truststore.location", "sasl.mechanism", "client.dns.lookup"]
+    "key",
+    [
+        "ssl.truststore.location",
+        "ssl.keystore.type",
+        "sasl.login.class",
+        "sasl.kerberos.service.name",
+        "client.dns.lookup",
+    ],
 )
 def test_known_java_settings_we_do_not_support_are_refused_by_name(key: str) -> None:
     with pytest.raises(
@@ -586,3 +625,205 @@ def test_config_survives_pickling() -> None:
     assert copy.value_serializer.serialize("t", {"a": 1}, None) == b'{"a":1}'
     assert isinstance(copy.partitioner, RoundRobinPartitioner)
     assert pickle.loads(pickle.dumps(config.retry_backoff)) == config.retry_backoff
+
+
+# --------------------------------------------------------------------------- security settings
+
+PASSWORD = "pa55-w0rd-never-shown"
+
+
+def test_secrets_are_masked_in_repr_str_and_format() -> None:
+    secret = Secret(PASSWORD)
+    assert repr(secret) == "Secret('******')"
+    assert str(secret) == f"{secret}" == "******"
+    assert secret.reveal() == PASSWORD
+    assert secret == Secret(PASSWORD) and secret != Secret("other")
+    assert pickle.loads(pickle.dumps(secret)).reveal() == PASSWORD
+
+
+def test_config_repr_never_shows_passwords(tmp_path: Path) -> None:
+    cert = tmp_path / "client.pem"
+    cert.write_text("not checked until a client is made\n")
+    config = make(
+        security_protocol="SASL_SSL",
+        sasl_mechanism="SCRAM-SHA-512",
+        sasl_plain_username="alice",
+        sasl_plain_password=PASSWORD,
+        ssl_certfile=str(cert),
+        ssl_password=PASSWORD + "-key",
+    )
+    assert isinstance(config.sasl_plain_password, Secret)
+    assert isinstance(config.ssl_password, Secret)
+    for text in (repr(config), str(config), f"{config}"):
+        assert PASSWORD not in text
+        assert "sasl_plain_password=Secret('******')" in text
+    assert config == make(
+        security_protocol="SASL_SSL",
+        sasl_mechanism="SCRAM-SHA-512",
+        sasl_plain_username="alice",
+        sasl_plain_password=Secret(PASSWORD),
+        ssl_certfile=str(cert),
+        ssl_password=PASSWORD + "-key",
+    )
+    assert pickle.loads(pickle.dumps(config)) == config
+
+
+def test_java_security_properties_map_to_the_typed_fields() -> None:
+    jaas = (
+        "org.apache.kafka.common.security.scram.ScramLoginModule required "
+        f'username="alice" password="{PASSWORD}\\"x";'
+    )
+    config = ProducerConfig.from_properties(
+        {
+            "bootstrap.servers": SERVERS,
+            "security.protocol": "sasl_ssl",
+            "sasl.mechanism": "SCRAM-SHA-256",
+            "sasl.jaas.config": jaas,
+            "ssl.endpoint.identification.algorithm": "",
+        }
+    )
+    assert config.security_protocol == "SASL_SSL"
+    assert config.sasl_mechanism == "SCRAM-SHA-256"
+    assert config.sasl_plain_username == "alice"
+    assert reveal(config.sasl_plain_password) == PASSWORD + '"x'
+    assert config.ssl_check_hostname is False
+    plain = ProducerConfig.from_properties(
+        {
+            "bootstrap.servers": SERVERS,
+            "security.protocol": "SASL_PLAINTEXT",
+            "sasl.mechanism": "PLAIN",
+            "sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule "
+            "required username=bob password=secret;",
+        }
+    )
+    assert plain.sasl_plain_username == "bob" and reveal(plain.sasl_plain_password) == "secret"
+
+
+@pytest.mark.parametrize(
+    ("jaas", "message"),
+    [
+        (
+            "org.apache.kafka.common.security.plain.PlainLoginModule required "
+            f'password="{PASSWORD}";',
+            "has no username",
+        ),
+        (
+            f'com.example.Custom required username="u" password="{PASSWORD}";',
+            "names com.example.Custom",
+        ),
+        (
+            "org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;",
+            "give a token provider as sasl_oauth_token_provider",
+        ),
+        (f"{PASSWORD}", "expected '<LoginModule> required"),
+    ],
+)
+def test_bad_jaas_config_is_refused_without_echoing_it(jaas: str, message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        ProducerConfig.from_properties(
+            {
+                "bootstrap.servers": SERVERS,
+                "security.protocol": "SASL_SSL",
+                "sasl.mechanism": "PLAIN",
+                "sasl.jaas.config": jaas,
+            }
+        )
+    assert message in str(caught.value)
+    assert PASSWORD not in str(caught.value)
+
+
+def test_jaas_credentials_and_direct_ones_conflict() -> None:
+    with pytest.raises(ConfigError, match="sasl_plain_username is given twice"):
+        ProducerConfig.from_properties(
+            {
+                "bootstrap.servers": SERVERS,
+                "security.protocol": "SASL_SSL",
+                "sasl.mechanism": "PLAIN",
+                "sasl.username": "a",
+                "sasl.jaas.config": "org.apache.kafka.common.security.plain.PlainLoginModule "
+                'required username="b" password="c";',
+            }
+        )
+
+
+def test_hostname_check_property_values() -> None:
+    def check(value: str) -> bool:
+        return ProducerConfig.from_properties(
+            {
+                "bootstrap.servers": SERVERS,
+                "security.protocol": "SSL",
+                "ssl.endpoint.identification.algorithm": value,
+            }
+        ).ssl_check_hostname
+
+    assert check("https") is True and check("HTTPS") is True and check("") is False
+    with pytest.raises(ConfigError, match="must be 'https'"):
+        check("ldap")
+
+
+@pytest.mark.parametrize(
+    ("settings", "message"),
+    [
+        ({"ssl_check_hostname": False},
+         "ssl_check_hostname set, but security_protocol='PLAINTEXT'"),
+        (
+            {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN",
+             "sasl_plain_username": "u", "sasl_plain_password": "p",
+             "ssl_context": ssl.create_default_context()},
+            "ssl_context set, but security_protocol='SASL_PLAINTEXT' does not use TLS",
+        ),
+        ({"security_protocol": "SASL_SSL"}, "needs sasl_mechanism: one of PLAIN, SCRAM-SHA-256"),
+        (
+            {"security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-256"},
+            "sasl_mechanism='SCRAM-SHA-256' needs sasl_plain_username and sasl_plain_password",
+        ),
+        (
+            {"security_protocol": "SASL_SSL", "sasl_mechanism": "PLAIN",
+             "sasl_plain_username": "u"},
+            "sasl_mechanism='PLAIN' needs sasl_plain_password",
+        ),
+        (
+            {"security_protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER"},
+            "needs sasl_oauth_token_provider",
+        ),
+        (
+            {"security_protocol": "SASL_SSL", "sasl_mechanism": "OAUTHBEARER",
+             "sasl_oauth_token_provider": lambda: "t", "sasl_plain_username": "u"},
+            "sasl_plain_username set, but sasl_mechanism='OAUTHBEARER' does not use it",
+        ),
+        (
+            {"sasl_mechanism": "PLAIN"},
+            "sasl_mechanism set, but security_protocol='PLAINTEXT' does not use SASL",
+        ),
+        (
+            {"security_protocol": "SSL", "ssl_context": ssl.create_default_context(),
+             "ssl_check_hostname": False},
+            "ssl_context is given together with ssl_check_hostname",
+        ),
+    ],
+)  # fmt: skip
+def test_security_rules_between_fields(settings: dict[str, Any], message: str) -> None:
+    with pytest.raises(ConfigError) as caught:
+        make(**settings)
+    assert message in str(caught.value)
+
+
+def test_key_file_needs_a_certificate(tmp_path: Path) -> None:
+    key = tmp_path / "key.pem"
+    key.write_text("x")
+    with pytest.raises(ConfigError, match="set ssl_certfile"):
+        make(security_protocol="SSL", ssl_keyfile=str(key))
+
+
+def test_valid_security_configurations() -> None:
+    token_provider = lambda: "token"  # noqa: E731
+    oauth = make(
+        security_protocol="SASL_SSL",
+        sasl_mechanism="oauthbearer",
+        sasl_oauth_token_provider=token_provider,
+    )
+    assert oauth.sasl_mechanism == "OAUTHBEARER"
+    context = ssl.create_default_context()
+    assert make(security_protocol="SSL", ssl_context=context).ssl_context is context
+    assert make(security_protocol="ssl").security_protocol == "SSL"
+    assert make().security_protocol == "PLAINTEXT" and make().ssl_check_hostname is True

@@ -15,6 +15,12 @@ Other threads never touch sockets: they read the immutable
 :meth:`Metadata.wait_for_topic <kafkaline.net.metadata.Metadata.wait_for_topic>`, and call
 :meth:`NetworkClient.wakeup` to interrupt a poll (new data to send, flush, close).
 
+Authentication failures are fatal: once a connection fails with an
+:class:`~kafkaline.errors.AuthenticationError` (TLS verification, SASL refusal), :meth:`poll`
+raises it, then and on every later call, and the client connects no more. Retrying would fail the
+same way; raising lets the Sender stop and fail every pending record with it within seconds,
+rather than retrying until ``delivery_timeout_ms``.
+
 The client keeps metadata fresh by itself: each :meth:`NetworkClient.poll` sends a
 MetadataRequest to the least loaded node when :class:`~kafkaline.net.metadata.Metadata` says
 one is due, and adds or removes connections as the brokers in the metadata change. Before the
@@ -35,7 +41,7 @@ from collections.abc import Callable, Mapping
 from typing import Final
 
 from kafkaline.config import ProducerConfig, UniformRandom
-from kafkaline.errors import IllegalStateError, KafkaError
+from kafkaline.errors import AuthenticationError, IllegalStateError, KafkaError
 from kafkaline.net.cluster import ClusterMetadata
 from kafkaline.net.connection import (
     AuthenticatorFactory,
@@ -124,6 +130,7 @@ class NetworkClient:
         self._metadata_callback = _InternalCallback(self._handle_metadata_response)
         self._next_node_offset = 0
         self._closed = False
+        self._fatal_error: AuthenticationError | None = None
 
         # The lock guards the wakeup flag and the wakeup sockets' lifetime: wakeup() runs in
         # other threads and must never write to a socket close() is closing.
@@ -163,7 +170,23 @@ class NetworkClient:
         transport_factory: TransportFactory | None = None,
         authenticator_factory: AuthenticatorFactory | None = None,
     ) -> NetworkClient:
-        """A client for a producer configuration (see :meth:`NetworkSettings.from_config`)."""
+        """A client for a producer configuration (see :meth:`NetworkSettings.from_config`).
+
+        Its transports (TCP or TLS) and SASL authenticator follow the configuration's
+        ``security_protocol`` unless given here. Raises ConfigError if the TLS files cannot be
+        loaded.
+        """
+        # Imported here: security builds on connection and sasl, which import this module's
+        # neighbours; keeping it out of the module import keeps the layers acyclic.
+        from kafkaline.net.security import (
+            authenticator_factory_from_config,
+            transport_factory_from_config,
+        )
+
+        if transport_factory is None:
+            transport_factory = transport_factory_from_config(config)
+        if authenticator_factory is None:
+            authenticator_factory = authenticator_factory_from_config(config)
         return cls(
             NetworkSettings.from_config(config),
             clock=clock,
@@ -195,6 +218,11 @@ class NetworkClient:
     def connection_error(self, node_id: int) -> KafkaError | None:
         """Why the last connection to ``node_id`` failed (None if it did not)."""
         return self._connection(node_id).last_error
+
+    @property
+    def fatal_error(self) -> AuthenticationError | None:
+        """The authentication failure that stopped the client (see the module docstring)."""
+        return self._fatal_error
 
     def api_versions(self, node_id: int) -> Mapping[int, int]:
         """API key -> version chosen for ``node_id`` (empty until it is READY)."""
@@ -294,8 +322,11 @@ class NetworkClient:
         their responses (the client's own metadata requests excluded).
 
         If callbacks raise, every callback still runs; the first exception is raised after.
+        Raises the :class:`~kafkaline.errors.AuthenticationError` that made the client fatal,
+        once it is (after running the callbacks of that poll).
         """
         self._check_open()
+        self._raise_if_fatal()
         if now is None:
             now = self._clock()
         timeout = min(timeout_ms, self._maybe_update_metadata(now))
@@ -313,7 +344,13 @@ class NetworkClient:
                 conn.handle_events(mask, now, self._completed)
                 self._after_io(conn)
         self._handle_timeouts(now)
-        return self._run_callbacks()
+        responses = self._run_callbacks()
+        self._raise_if_fatal()
+        return responses
+
+    def _raise_if_fatal(self) -> None:
+        if self._fatal_error is not None:
+            raise self._fatal_error
 
     def wakeup(self) -> None:
         """Interrupt a :meth:`poll` that is waiting (or make the next one return at once).
@@ -386,6 +423,8 @@ class NetworkClient:
         return [*self._connections.values(), *self._retiring]
 
     def _connect(self, conn: BrokerConnection, now: float) -> None:
+        if self._fatal_error is not None:
+            return  # authentication failed: connecting again would fail the same way
         conn.connect(now, self._completed)
         self._after_io(conn)
 
@@ -395,6 +434,9 @@ class NetworkClient:
         a reused file descriptor number is never confused with the closed one."""
         events = conn.interest()
         registered = self._registered.get(conn)
+        error = conn.last_error
+        if isinstance(error, AuthenticationError) and self._fatal_error is None:
+            self._fatal_error = error
         if events == 0:
             if registered is not None:
                 del self._registered[conn]

@@ -19,9 +19,14 @@ connection which events it waits for (:meth:`BrokerConnection.interest`) and han
 Completed requests are not called back from here: they are appended to a ``completed`` list the
 caller passes in, and the client runs the callbacks once its I/O is done.
 
-The seam for SASL (issue 8): an :class:`Authenticator` made per connection attempt runs its
+SASL: an :class:`Authenticator` made per connection attempt (:mod:`kafkaline.net.sasl`) runs its
 exchange (SaslHandshake, SaslAuthenticate, ...) after ApiVersions, in the AUTHENTICATING state,
-before the connection becomes READY.
+before the connection becomes READY. Its failures are
+:class:`~kafkaline.errors.AuthenticationError` s, which the client treats as fatal. A broker that
+refuses by closing the connection during the exchange (Tansu does, for a mechanism it does not
+offer) looks like a lost connection; after a few such closes in a row without ever becoming
+READY, the connection reports a SaslAuthenticationError instead, so a refusal is not retried
+until a timeout.
 """
 
 from __future__ import annotations
@@ -36,14 +41,17 @@ from typing import Protocol
 
 from kafkaline.config import UniformRandom
 from kafkaline.errors import (
+    AuthenticationError,
     ConnectionSetupTimeoutError,
     CorrelationIdMismatchError,
     IllegalStateError,
     KafkaConnectionError,
     KafkaError,
+    KafkaTimeoutError,
     NoCompatibleVersionError,
     ProtocolError,
     RequestTimeoutError,
+    SaslAuthenticationError,
     UnsupportedVersionError,
     error_for_code,
 )
@@ -79,6 +87,10 @@ _FIRST_API_VERSIONS_VERSION = min(3, CLIENT_VERSIONS[ApiVersionsRequest.API_KEY]
 _RECEIVE_CHUNK_SIZE = 256 * 1024
 _MAX_READS_PER_EVENT = 8
 _MAX_BUFFERS_PER_WRITE = 64
+# Closes by the broker during the SASL exchange, in a row, before that counts as a refusal.
+# One can be a broker restarting; three in a row within the reconnect backoff (~0.4 s at the
+# defaults) is a broker that does not want this client.
+_AUTHENTICATION_CLOSES_BEFORE_REFUSAL = 3
 
 
 class ConnectionState(enum.Enum):
@@ -231,6 +243,7 @@ class BrokerConnection:
         self._setup_deadline = math.inf
         self._last_activity = 0.0
         self._failed_attempts = 0
+        self._closes_while_authenticating = 0
         self._reconnect_at = -math.inf
         self._last_error: KafkaError | None = None
         self._receive_buffer = bytearray(_RECEIVE_CHUNK_SIZE)
@@ -469,6 +482,7 @@ class BrokerConnection:
         self._authenticator = None
         self._setup_deadline = math.inf
         self._failed_attempts = 0
+        self._closes_while_authenticating = 0
         self._last_error = None
         self._last_activity = now
         _log.debug("%s is ready (versions: %s)", self.description, self._versions)
@@ -723,11 +737,16 @@ class BrokerConnection:
             self._reconnect_at = now
             _log.debug("closed %s", self.description)
             return
+        if previous_state is ConnectionState.AUTHENTICATING:
+            reason = self._maybe_refusal(reason)
         # A failure: back off exponentially, with jitter, before the next attempt.
         delay = self._settings.reconnect_backoff.next_delay(self._failed_attempts, self._rng)
         self._failed_attempts += 1
         self._reconnect_at = now + delay
         self._last_error = reason
+        if isinstance(reason, AuthenticationError):
+            _log.error("connection to %s refused: %s", self.description, reason)
+            return
         _log.warning(
             "connection to %s failed (%s, %d request(s) in flight); reconnecting in %d ms: %s",
             self.description,
@@ -736,6 +755,24 @@ class BrokerConnection:
             delay,
             reason,
         )
+
+    def _maybe_refusal(self, reason: KafkaError) -> KafkaError:
+        """A close by the broker during SASL, the Nth in a row: a refusal, not bad luck."""
+        if isinstance(reason, (AuthenticationError, KafkaTimeoutError)) or not isinstance(
+            reason, KafkaConnectionError
+        ):
+            return reason
+        self._closes_while_authenticating += 1
+        count = self._closes_while_authenticating
+        if count < _AUTHENTICATION_CLOSES_BEFORE_REFUSAL:
+            return reason
+        refusal = SaslAuthenticationError(
+            f"{self.description} closed the connection during SASL authentication {count} "
+            "times in a row: it refuses this client (a mechanism it does not offer, or "
+            f"credentials it rejects without an answer); last: {reason}"
+        )
+        refusal.__cause__ = reason
+        return refusal
 
     def _request_error(self, request: _InFlight, reason: KafkaError | None) -> KafkaError:
         # One exception object per request: each may be raised in a different thread.

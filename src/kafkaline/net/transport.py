@@ -1,4 +1,5 @@
-"""Non-blocking TCP to one broker address; foreign exceptions become kafkaline errors here.
+"""Non-blocking TCP and TLS to one broker address; foreign exceptions become kafkaline errors
+here.
 
 A :class:`Transport` moves bytes and nothing else: no Kafka framing (that is
 :class:`~kafkaline.protocol.ClientProtocol`), no retries or timeouts (that is
@@ -6,13 +7,15 @@ A :class:`Transport` moves bytes and nothing else: no Kafka framing (that is
 translated at this boundary into :class:`~kafkaline.errors.KafkaConnectionError` with a message
 that names the broker's ``host:port``.
 
-The seam for TLS (issue 8): a TLS transport implements the same :class:`Transport` protocol. It
-connects like :class:`TcpTransport`, wraps the connected socket with
+TLS: :class:`TlsTransport` implements the same :class:`Transport` protocol. It connects like
+:class:`TcpTransport`, wraps the connected socket with
 ``ssl.SSLContext.wrap_socket(sock, server_hostname=host, do_handshake_on_connect=False)``, drives
 ``do_handshake()`` from :meth:`Transport.handshake` (returning ``EVENT_READ``/``EVENT_WRITE`` on
-``SSLWantReadError``/``SSLWantWriteError``) and translates ``ssl.SSLError`` here too. The
-connection and the client only see the protocol, so nothing else changes; a
-:data:`TransportFactory` chooses the kind per connection.
+``SSLWantReadError``/``SSLWantWriteError``) and translates ``ssl.SSLError`` here too: a
+certificate that does not verify, or any other handshake refusal, is an
+:class:`~kafkaline.errors.SslAuthenticationError` (not retriable); the peer closing mid-handshake
+is a :class:`~kafkaline.errors.KafkaConnectionError` (retriable). The connection and the client
+only see the protocol; a :data:`TransportFactory` chooses the kind per connection.
 """
 
 from __future__ import annotations
@@ -21,11 +24,12 @@ import errno
 import os
 import selectors
 import socket
+import ssl
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from kafkaline.errors import KafkaConnectionError
+from kafkaline.errors import KafkaConnectionError, SslAuthenticationError
 
 # Linux allows 1024 buffers per sendmsg (IOV_MAX); a producer rarely has more than a few
 # requests queued per connection, so a small cap costs nothing.
@@ -230,6 +234,141 @@ class TcpTransport:
     def _error(self, what: str, error: OSError) -> KafkaConnectionError:
         reason = error.strerror or str(error) or type(error).__name__
         return KafkaConnectionError(f"{what} broker at {self._description}: {reason}")
+
+
+class TlsTransport(TcpTransport):
+    """A :class:`Transport` speaking TLS over TCP with ``context`` (which decides what is
+    verified). The handshake runs in :meth:`handshake`, driven by the connection's selector
+    events; ``server_hostname`` is the host the broker was reached at (SNI, and the name its
+    certificate must carry when the context checks host names)."""
+
+    __slots__ = ("_context", "_host", "_tls")
+
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        address: ResolvedAddress,
+        options: SocketOptions,
+        context: ssl.SSLContext,
+    ) -> None:
+        super().__init__(host, port, address, options)
+        self._context = context
+        self._host = host
+        self._tls: ssl.SSLSocket | None = None
+
+    def handshake(self) -> int:
+        tls = self._tls
+        if tls is None:
+            sock = self._socket()
+            try:
+                tls = self._context.wrap_socket(
+                    sock, server_hostname=self._host, do_handshake_on_connect=False
+                )
+            except ssl.SSLError as error:
+                raise self._tls_error(error) from error
+            except OSError as error:
+                raise self._error("cannot start TLS with", error) from error
+            # wrap_socket detached the plain socket: the SSLSocket owns the descriptor now.
+            self._tls = tls
+            self._sock = tls
+        try:
+            tls.do_handshake()
+        except ssl.SSLWantReadError:
+            return EVENT_READ
+        except ssl.SSLWantWriteError:
+            return EVENT_WRITE
+        except ssl.SSLError as error:
+            raise self._tls_error(error) from error
+        except OSError as error:
+            raise self._error("TLS handshake failed with", error) from error
+        return 0
+
+    def send(self, buffers: Sequence[memoryview]) -> int:
+        tls = self._tls
+        if tls is None:
+            raise KafkaConnectionError(f"TLS to {self._description} is not set up")
+        try:
+            # One buffer per call: OpenSSL wants a write it could not finish repeated with
+            # the same bytes, and the connection re-offers exactly the unwritten frame.
+            return tls.send(buffers[0])
+        except (ssl.SSLWantWriteError, ssl.SSLWantReadError, BlockingIOError):
+            return 0
+        except ssl.SSLError as error:
+            raise self._tls_stream_error(error) from error
+        except OSError as error:
+            raise self._error("cannot send to", error) from error
+
+    def recv_into(self, buffer: memoryview) -> int:
+        tls = self._tls
+        if tls is None:
+            raise KafkaConnectionError(f"TLS to {self._description} is not set up")
+        total = 0
+        size = len(buffer)
+        # One TLS record (<= 16 KiB) per read: keep reading while records are there, so data
+        # OpenSSL already holds is not left waiting for a selector event that never comes.
+        while total < size:
+            try:
+                count = tls.recv_into(buffer[total:])
+            except (ssl.SSLWantReadError, ssl.SSLWantWriteError, BlockingIOError):
+                break
+            except ssl.SSLError as error:
+                raise self._tls_stream_error(error) from error
+            except OSError as error:
+                raise self._error("cannot receive from", error) from error
+            if count == 0:
+                if total:
+                    break  # hand over what was read; the close shows on the next read
+                raise KafkaConnectionError(f"broker at {self._description} closed the connection")
+            total += count
+        return total
+
+    def close(self) -> None:
+        self._tls = None
+        super().close()
+
+    def __repr__(self) -> str:
+        state = "open" if self._sock is not None else "closed"
+        return f"<TlsTransport {self._description} {state}>"
+
+    def _tls_stream_error(
+        self, error: ssl.SSLError
+    ) -> KafkaConnectionError | SslAuthenticationError:
+        reason = error.reason or ""
+        if "ALERT" in reason and "CERTIFICATE" in reason:
+            # With TLS 1.3 the broker checks the client's certificate after the client's
+            # handshake is done: its refusal arrives as an alert on the first read.
+            return SslAuthenticationError(
+                f"broker at {self._description} refused the client's TLS certificate: "
+                f"{reason} ({error})"
+            )
+        return KafkaConnectionError(f"TLS error on the connection to {self._description}: {error}")
+
+    def _tls_error(self, error: ssl.SSLError) -> KafkaConnectionError | SslAuthenticationError:
+        if isinstance(error, (ssl.SSLEOFError, ssl.SSLZeroReturnError, ssl.SSLSyscallError)):
+            # The peer went away mid-handshake or mid-stream: a lost connection, retried.
+            return KafkaConnectionError(
+                f"TLS connection to broker at {self._description} was closed: {error}"
+            )
+        if isinstance(error, ssl.SSLCertVerificationError):
+            reason = error.verify_message or error.reason or str(error)
+            return SslAuthenticationError(
+                f"TLS handshake with broker at {self._description} failed: the broker's "
+                f"certificate did not verify: {reason}"
+            )
+        reason = error.reason or str(error)
+        return SslAuthenticationError(
+            f"TLS handshake with broker at {self._description} failed: {reason} ({error})"
+        )
+
+
+def tls_transport_factory(options: SocketOptions, context: ssl.SSLContext) -> TransportFactory:
+    """A :data:`TransportFactory` making :class:`TlsTransport` objects with ``context``."""
+
+    def make(host: str, port: int, address: ResolvedAddress) -> Transport:
+        return TlsTransport(host, port, address, options, context)
+
+    return make
 
 
 def tcp_transport_factory(options: SocketOptions) -> TransportFactory:

@@ -378,3 +378,41 @@ def test_frozen_broker_blocks_send_then_raises_buffer_exhausted_and_memory_stays
     # loop would take.
     assert growth < 3 * buffer_memory, f"RSS grew {growth} bytes"
     assert delivered == len(accepted)
+
+
+@pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc/self/fd")
+def test_close_with_a_timeout_returns_in_time_while_the_broker_is_down(
+    own_broker: LocalBroker, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Records still inside delivery_timeout_ms when close(timeout) runs out are aborted:
+    # close() keeps its word, and every future still completes, with a named error.
+    topic = "close-while-down"
+    own_broker.create_topic(topic, partitions=3)
+    gc.collect()
+    threads_before, fds_before = thread_names(), open_fds()
+    producer = Producer(
+        bootstrap_servers=own_broker.bootstrap_servers,
+        request_timeout_ms=REQUEST_TIMEOUT_MS,
+        delivery_timeout_ms=60_000,
+        retry_backoff_ms=50,
+    )
+    try:
+        producer.send(topic, b"warm-up").get(10)
+        own_broker.stop()
+        futures = [producer.send(topic, b"%07d" % i) for i in range(1000)]
+        started = time.monotonic()
+        producer.close(2)
+        took = time.monotonic() - started
+    finally:
+        producer.close(0)
+    kinds = collections.Counter(type(future.exception(0)).__name__ for future in futures)
+    gc.collect()
+    wait_for(lambda: thread_names() == threads_before, 2)
+    wait_for(lambda: open_fds() <= fds_before, 2)
+    with capsys.disabled():
+        print(f"\n[close(2) with the broker down] returned after {took:.2f} s; futures {kinds}")
+    assert 1.9 <= took <= 3.0
+    assert kinds == {"ProducerClosedError": 1000}
+    assert "closed" in str(futures[0].exception(0))
+    assert thread_names() == threads_before
+    assert open_fds() - fds_before == set()

@@ -197,6 +197,10 @@ class LocalBroker:
             after bootstrapping goes through the proxy; bootstrap the client from the proxy
             too (:attr:`advertised_bootstrap_servers`). :attr:`bootstrap_servers` stays the
             broker's own port, for LocalBroker's probes and for checks that bypass the proxy.
+        authentication: start the broker with ``--authentication``: clients must authenticate
+            with SASL. This Tansu build offers SCRAM-SHA-256/512 and OAUTHBEARER but stores no
+            users, so every client is refused: it tests how a client handles the refusal.
+            LocalBroker's own probes (ApiVersions) still work, as ApiVersions needs no login.
 
     >>> with LocalBroker(advertised_port=proxy_port) as broker:   # doctest: +SKIP
     ...     producer = Producer(bootstrap_servers=broker.advertised_bootstrap_servers)
@@ -210,6 +214,7 @@ class LocalBroker:
         log_dir: str | os.PathLike[str] | None = None,
         start_timeout: float = 10.0,
         advertised_port: int | None = None,
+        authentication: bool = False,
     ) -> None:
         if storage not in STORAGE_KINDS:
             raise ConfigError(
@@ -226,6 +231,7 @@ class LocalBroker:
         self._storage = storage
         self._port = port
         self._advertised_port = advertised_port
+        self._authentication = authentication
         self._s3_port: int | None = None
         self._log_dir = Path(log_dir) if log_dir is not None else None
         self._start_timeout = start_timeout
@@ -331,6 +337,8 @@ class LocalBroker:
         argv = [broker_bin, "broker", "--listener-url", url]
         argv += ["--advertised-listener-url", advertised_url]
         argv += ["--storage-engine", self._storage_url()]
+        if self._authentication:
+            argv.append("--authentication")
         env = _child_env(_s3.broker_env(self._s3_port) if self._s3_port is not None else None)
         spawner = self._resources.spawn_thread()
         self._resources.process = spawner.spawn(argv, env=env, log_path=log_path)

@@ -1,0 +1,155 @@
+"""Bad input that needs a broker to be found out (the rest of the catalogue is
+tests/unit/test_bad_input_catalogue.py): a partition the topic does not have, a topic that does
+not exist, and calls made from inside a delivery callback, which runs on the producer's I/O
+thread: flush() there would wait for itself, so it must raise a named error at once rather than
+deadlock; a callback that raises must not stop the I/O thread."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+import pytest
+
+from kafkaline import Producer, RecordMetadata
+from kafkaline.errors import IllegalStateError, InvalidPartitionError, KafkaTimeoutError
+from kafkaline.testing import LocalBroker
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
+
+
+@dataclass(frozen=True)
+class BrokerCase:
+    id: str
+    call: Callable[[Producer, str], object]  # (producer, a topic with 3 partitions)
+    error: type[BaseException]
+    says: tuple[str, ...]
+
+
+BROKER_CASES = [
+    BrokerCase(
+        "partition-out-of-range",
+        lambda p, topic: p.send(topic, b"v", partition=3),
+        InvalidPartitionError,
+        ("partition 3", "which has 3 partitions (0-2)"),
+    ),
+    BrokerCase(
+        "partition-far-out-of-range",
+        lambda p, topic: p.send(topic, b"v", partition=2**31),
+        InvalidPartitionError,
+        ("partition 2147483648", "3 partitions"),
+    ),
+    BrokerCase(
+        "send-batch-partition-out-of-range",
+        lambda p, topic: p.send_batch(topic, [b"a", b"b"], partition=7),
+        InvalidPartitionError,
+        ("7", "3 partitions"),
+    ),
+    BrokerCase(
+        "topic-that-does-not-exist",
+        lambda p, topic: p.send(f"{topic}-missing", b"v"),
+        KafkaTimeoutError,
+        ("-missing'", "not present in metadata after 500 ms"),
+    ),
+]
+
+
+@pytest.mark.parametrize("case", BROKER_CASES, ids=[case.id for case in BROKER_CASES])
+def test_bad_input_found_out_with_the_broker_is_refused_with_a_named_error(
+    case: BrokerCase, broker: LocalBroker, topic: str
+) -> None:
+    with Producer(bootstrap_servers=broker.bootstrap_servers, max_block_ms=500) as producer:
+        producer.send(topic, b"warm-up").get(10)  # metadata for the topic is known
+        with pytest.raises(case.error) as raised:
+            case.call(producer, topic)
+        for fragment in case.says:
+            assert fragment in str(raised.value), f"{fragment!r} not in {raised.value}"
+        # Refused before anything was queued: the producer goes on.
+        assert producer.send(topic, b"after").get(10).offset >= 0
+
+
+def test_flush_from_a_delivery_callback_raises_at_once_instead_of_deadlocking(
+    broker: LocalBroker, topic: str
+) -> None:
+    outcome: dict[str, object] = {}
+    called = threading.Event()
+    with Producer(bootstrap_servers=broker.bootstrap_servers) as producer:
+
+        def flush_inside(_: RecordMetadata) -> None:
+            started = time.monotonic()
+            try:
+                producer.flush(5)
+            except Exception as error:  # what the user's callback would see
+                outcome["error"] = error
+            outcome["seconds"] = time.monotonic() - started
+            outcome["thread"] = threading.current_thread().name
+            called.set()
+
+        producer.send(topic, b"v").add_callback(flush_inside)
+        assert called.wait(10), "the callback never ran"
+        producer.flush(10)  # from the user's thread: fine
+        # The I/O thread is alive and well afterwards.
+        assert producer.send(topic, b"next").get(10).offset >= 0
+    error = outcome.get("error")
+    assert isinstance(error, IllegalStateError), outcome
+    assert "flush() was called from a callback on the producer's I/O thread" in str(error)
+    assert "wait for itself" in str(error)
+    assert isinstance(outcome["seconds"], float) and outcome["seconds"] < 0.1
+
+
+def test_a_callback_that_raises_does_not_stop_the_producer(
+    broker: LocalBroker, topic: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    def explode(_: RecordMetadata) -> None:
+        raise RuntimeError("callback exploded")
+
+    with (
+        caplog.at_level("ERROR", logger="kafkaline"),
+        Producer(bootstrap_servers=broker.bootstrap_servers) as producer,
+    ):
+        first = producer.send(topic, b"v").add_callback(explode)
+        first.get(10)
+        time.sleep(0.1)
+        futures = [producer.send(topic, b"%d" % i) for i in range(100)]
+        producer.flush(10)
+        assert all(future.get(0).offset >= 0 for future in futures)
+    assert "callback exploded" in caplog.text
+
+
+def test_send_and_close_from_a_delivery_callback_do_not_deadlock(
+    broker: LocalBroker, topic: str
+) -> None:
+    # send() from a callback queues (Java allows it); close() there cannot wait for the I/O
+    # thread it runs on, so it closes forcefully, and returns at once.
+    results: dict[str, object] = {}
+    done = threading.Event()
+    producer = Producer(bootstrap_servers=broker.bootstrap_servers)
+
+    def chain(_: RecordMetadata) -> None:
+        results["chained"] = producer.send(topic, b"chained")
+        started = time.monotonic()
+        producer.close(5)
+        results["close_seconds"] = time.monotonic() - started
+        done.set()
+
+    try:
+        producer.send(topic, b"first").add_callback(chain)
+        assert done.wait(10), "the callback never finished"
+    finally:
+        producer.close(0)
+    assert isinstance(results["close_seconds"], float) and results["close_seconds"] < 1.0
+    chained = results["chained"]
+    assert hasattr(chained, "exception")
+    # Forcefully closed before it was sent, or sent before the close: either way it is done.
+    deadline = time.monotonic() + 5
+    while not chained.done() and time.monotonic() < deadline:  # type: ignore[attr-defined]
+        time.sleep(0.01)
+    assert chained.done()  # type: ignore[attr-defined]
+
+
+def test_catalogue_size(capsys: pytest.CaptureFixture[str]) -> None:
+    # The four parametrised cases plus the three callback tests above.
+    with capsys.disabled():
+        print(f"\n[bad input] {len(BROKER_CASES) + 3} cases against the broker")

@@ -36,6 +36,7 @@ from kafkaline.errors import (
 from kafkaline.net.client import NetworkClient
 from kafkaline.testing import FaultProxy, LocalBroker
 from kafkaline.testing._ports import find_free_port
+from kafkaline.testing.tls_terminator import TlsTerminator, make_test_certificates
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(120)]
 
@@ -194,3 +195,34 @@ def test_refusal_threads_and_sockets_are_released(auth_broker: AuthBroker) -> No
     ):
         producer.send("secured-topic", b"x")
     assert producer_threads() == before
+
+
+def test_sasl_over_tls_reaches_the_same_refusal(tmp_path_factory: pytest.TempPathFactory) -> None:
+    # SASL_SSL: the SASL exchange runs inside TLS (a terminator in front of the broker).
+    pki = make_test_certificates(tmp_path_factory.mktemp("sasl-ssl-pki"))
+    broker_port = find_free_port()
+    with (
+        TlsTerminator(broker_port, certfile=pki.server_cert, keyfile=pki.server_key) as tls,
+        LocalBroker(
+            port=broker_port,
+            advertised_port=tls.port,
+            authentication=True,
+            log_dir=tmp_path_factory.mktemp("sasl-ssl-broker"),
+        ) as broker,
+    ):
+        config = ProducerConfig.from_kwargs(
+            bootstrap_servers=broker.advertised_bootstrap_servers,
+            security_protocol="SASL_SSL",
+            ssl_cafile=str(pki.ca_cert),
+            sasl_mechanism="SCRAM-SHA-512",
+            sasl_plain_username="alice",
+            sasl_plain_password=PASSWORD,
+        )
+        started = time.monotonic()
+        with (
+            NetworkClient.from_config(config) as client,
+            pytest.raises(SaslAuthenticationError, match="the server refused: unknown-user"),
+        ):
+            while time.monotonic() - started < FAST_S:
+                client.poll(100)
+        assert tls.accepted == 1 and tls.handshake_failures == 0

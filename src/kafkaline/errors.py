@@ -1263,5 +1263,6 @@ class SslAuthenticationError(AuthenticationError):
 
 class SaslAuthenticationError(AuthenticationError):
     """The SASL exchange with a broker failed: it does not offer the mechanism, it rejected
-    the credentials (``broker_error`` is its error class when it sent an error code), or its
-    SCRAM server signature did not verify."""
+    the credentials (``__cause__`` is the broker's error, e.g.
+    :class:`SaslAuthenticationFailedError`, when it sent an error code), or its SCRAM server
+    signature did not verify."""

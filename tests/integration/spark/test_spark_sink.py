@@ -128,6 +128,32 @@ def test_partition_and_timestamp_columns_are_honoured(
     )
 
 
+def test_partition_with_nulls_and_per_row_timestamps_read_back(
+    spark: SparkSession, broker: LocalBroker, make_topic: TopicFactory
+) -> None:
+    """Every row its own timestamp (milliseconds kept exactly); a null partition lets the
+    partitioner choose, a set one is where the record lands. The batch goes to the producer
+    whole (send_arrow with partition and timestamp columns), across several Arrow batches."""
+    topic = make_topic(partitions=3)
+    rows = 3000
+    df = spark.range(rows, numPartitions=2).selectExpr(
+        "concat('v', cast(id as string)) as value",
+        "concat('k', cast(id % 7 as string)) as key",
+        "if(id % 3 = 0, 2, cast(null as int)) as partition",
+        # 2024-05-01T12:00:00Z plus id milliseconds (and some microseconds, rounded down)
+        "timestamp_micros(1714564800000000 + id * 1000 + 999) as timestamp",
+    )
+    _write(df, broker, topic)
+
+    read = {p: _read_partition(broker.bootstrap_servers, topic, p, 1) for p in range(3)}
+    assert sum(len(records) for records in read.values()) == rows
+    placed = {int((value or b"v-1")[1:]) for _, value, _, _ in read[2]}
+    assert {i for i in range(rows) if i % 3 == 0} <= placed
+    for records in read.values():
+        for _, value, _, timestamp in records:
+            assert timestamp == 1714564800000 + int((value or b"v-1")[1:])
+
+
 def test_topic_column_routes_rows_to_two_topics(
     spark: SparkSession, broker: LocalBroker, make_topic: TopicFactory
 ) -> None:

@@ -367,6 +367,15 @@ def _serializer(key: str, value: object) -> object:
 
 
 def _partitioner(key: str, value: object) -> object:
+    # A str has a .partition() method too (str.partition): a name given as a keyword argument
+    # must not pass for a Partitioner object. Names are for from_properties().
+    if isinstance(value, (str, bytes)):
+        raise _invalid(
+            key,
+            value,
+            "must be None or a Partitioner object; a partitioner's name (e.g. "
+            "'RoundRobinPartitioner') works only through from_properties()",
+        )
     if value is None or callable(getattr(value, "partition", None)):
         return value
     raise _invalid(key, value, "must be None or a Partitioner (an object with .partition())")
@@ -597,7 +606,8 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     _row("sasl_plain_password", "sasl.password", "secret", _secret, "None",
          "Password for PLAIN and SCRAM (a Secret: never shown; also read from "
          "sasl.jaas.config)."),
-    _row("sasl_oauth_token_provider", "(none: a provider object)", "object", _token_provider, "None",
+    _row("sasl_oauth_token_provider", "(none: a provider object)", "object", _token_provider,
+         "None",
          "For OAUTHBEARER: a callable returning the token (str), or an object with .token(); "
          "called for each new connection."),
 )  # fmt: skip

@@ -229,7 +229,10 @@ def wait_for(condition: Callable[[], bool], timeout: float) -> None:
 @pytest.mark.skipif(not Path("/proc/self/fd").is_dir(), reason="needs /proc/self/fd")
 @pytest.mark.parametrize("how", ["killed", "frozen"])
 def test_broker_down_longer_than_delivery_timeout_fails_every_record_and_leaves_nothing_behind(
-    own_broker: LocalBroker, how: str, capsys: pytest.CaptureFixture[str]
+    own_broker: LocalBroker,
+    how: str,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
 ) -> None:
     topic = "broker-down"
     own_broker.create_topic(topic, partitions=3)
@@ -254,7 +257,8 @@ def test_broker_down_longer_than_delivery_timeout_fails_every_record_and_leaves_
             own_broker.stop()
         else:
             own_broker.pause()
-        down_at = time.monotonic()
+        down_at, down_wall = time.monotonic(), time.time()
+        caplog.set_level("WARNING", logger="kafkaline.net.connection")
         futures = [producer.send(topic, b"%07d" % i, key=key_of(i)) for i in range(count)]
         for index, future in enumerate(futures):
             future.add_errback(functools.partial(note_failure, failed_at, index))
@@ -272,6 +276,13 @@ def test_broker_down_longer_than_delivery_timeout_fails_every_record_and_leaves_
     errors = [future.exception(0) for future in futures]
     kinds = collections.Counter(type(error).__name__ for error in errors)
     detect = sorted(at - down_at for at in failed_at.values())
+    # When the producer first saw its connection fail: at once for a dead process (the kernel
+    # resets its sockets), after request_timeout_ms for a frozen one.
+    noticed = min(
+        record.created - down_wall
+        for record in caplog.records
+        if record.name == "kafkaline.net.connection" and "failed" in record.getMessage()
+    )
     # The I/O thread is joined by close(); descriptors close with it.
     gc.collect()
     wait_for(lambda: thread_names() == threads_before, 2)
@@ -280,13 +291,18 @@ def test_broker_down_longer_than_delivery_timeout_fails_every_record_and_leaves_
     with capsys.disabled():
         print(
             f"\n[broker down, {how}] {count} records, delivery_timeout_ms="
-            f"{delivery_timeout_ms}: failed {dict(kinds)}; first failure "
+            f"{delivery_timeout_ms}: connection failure seen after {noticed:.3f} s; "
+            f"failed {dict(kinds)}; first failure "
             f"{detect[0]:.2f} s, last {detect[-1]:.2f} s after the broker went down; "
             f"flush {flush_took:.2f} s, close {close_took:.3f} s; threads "
             f"{len(threads_before)} -> {len(threads_after)}, fds {len(fds_before)} -> "
             f"{len(fds_after)}"
         )
     assert kinds == {"DeliveryTimeoutError": count}
+    if how == "killed":
+        assert noticed < 0.5
+    else:
+        assert REQUEST_TIMEOUT_MS / 1000 - 0.1 <= noticed <= REQUEST_TIMEOUT_MS / 1000 + 1.0
     for error in errors[:1] + errors[-1:]:
         assert isinstance(error, DeliveryTimeoutError) and isinstance(error, TimeoutError)
         assert "delivery_timeout_ms=3000" in str(error), str(error)

@@ -192,13 +192,19 @@ class TlsTerminator:
         upstream: socket.socket | None = None
         try:
             client.settimeout(_IO_TIMEOUT)
+            # The handshake is run separately: wrap_socket's own would close the descriptor
+            # at once on failure, before the client has read the alert (see _close_gently).
+            tls = self._context.wrap_socket(client, server_side=True, do_handshake_on_connect=False)
             try:
-                tls = self._context.wrap_socket(client, server_side=True)
+                tls.do_handshake()
             except (ssl.SSLError, OSError) as error:
                 with self._lock:
                     self._handshake_failures += 1
                     self._handshake_errors.append(str(error))
-                _close_gently(client)
+                with contextlib.suppress(OSError):
+                    plain = socket.socket(fileno=tls.detach())
+                    _close_gently(plain)
+                    plain.close()
                 return
             self._track(tls)
             try:

@@ -266,3 +266,28 @@ def test_terminator_leaves_no_thread_behind(pki: TestCertificates) -> None:
         ):
             assert wrapped.recv(10) == b""
     assert len(terminator_threads()) == before
+
+
+def test_large_requests_cross_tls_whole(
+    tls_cluster: Callable[..., TlsCluster], pki: TestCertificates
+) -> None:
+    # ~1 MiB produce requests span many TLS records each way and fill socket buffers: partial
+    # writes and reads of several records per event must lose and reorder nothing.
+    cluster = tls_cluster(pki)
+    cluster.broker.create_topic("tls-large", partitions=1)
+    sent = [index.to_bytes(4, "big") * 256 for index in range(5000)]  # 1 KiB each
+    with Producer(
+        bootstrap_servers=cluster.bootstrap,
+        security_protocol="SSL",
+        ssl_cafile=str(pki.ca_cert),
+        linger_ms=20,
+        batch_size=1 << 20,
+        max_request_size=4 << 20,
+    ) as producer:
+        futures = [producer.send("tls-large", value) for value in sent]
+        producer.flush(timeout=60)
+    assert [future.get(timeout=0).offset for future in futures] == list(range(len(sent)))
+    with BlockingConnection(cluster.broker.host, cluster.broker.port, timeout=10) as conn:
+        version = negotiate_versions(conn)[1]
+        batches = fetch_partition(conn, "tls-large", 0, version, expected_records=len(sent))
+    assert [bytes(record.value or b"") for batch in batches for record in batch.records] == sent

@@ -31,10 +31,11 @@ from pathlib import Path
 import pytest
 
 from kafkaline import Producer
-from kafkaline.errors import BufferExhaustedError, DeliveryTimeoutError
+from kafkaline.errors import BufferExhaustedError, DeliveryTimeoutError, IllegalStateError
 from kafkaline.producer.futures import FutureRecordMetadata
 from kafkaline.record import RecordBatch
 from kafkaline.testing import LocalBroker
+from kafkaline.testing._probe import _api_versions_ready
 from kafkaline.testing.wire import BlockingConnection, fetch_partition, negotiate_versions
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(180)]
@@ -432,3 +433,22 @@ def test_close_with_a_timeout_returns_in_time_while_the_broker_is_down(
     assert "closed" in str(futures[0].exception(0))
     assert thread_names() == threads_before
     assert open_fds() - fds_before == set()
+
+
+def test_pause_freezes_the_broker_and_resume_thaws_it(own_broker: LocalBroker) -> None:
+    own_broker.pause()
+    try:
+        assert not _api_versions_ready(own_broker.host, own_broker.port, 0.5)
+        assert own_broker.is_running  # frozen, not dead
+    finally:
+        own_broker.resume()
+    assert _api_versions_ready(own_broker.host, own_broker.port, 5.0)
+    own_broker.pause()
+    started = time.monotonic()
+    own_broker.stop()  # SIGKILL ends a frozen process too
+    assert time.monotonic() - started < 5
+    assert not own_broker.is_running
+    with pytest.raises(IllegalStateError, match="cannot pause the broker: it is not running"):
+        own_broker.pause()
+    with pytest.raises(IllegalStateError, match="cannot resume the broker: it is not running"):
+        own_broker.resume()

@@ -51,6 +51,10 @@ from kafkaline.net.connection import (
 )
 from kafkaline.net.metadata import Metadata
 from kafkaline.net.response import ClientResponse, OnComplete
+from kafkaline.net.security import (
+    authenticator_factory_from_config,
+    transport_factory_from_config,
+)
 from kafkaline.net.settings import NetworkSettings
 from kafkaline.net.transport import TransportFactory, tcp_transport_factory
 from kafkaline.protocol import Request
@@ -176,13 +180,6 @@ class NetworkClient:
         ``security_protocol`` unless given here. Raises ConfigError if the TLS files cannot be
         loaded.
         """
-        # Imported here: security builds on connection and sasl, which import this module's
-        # neighbours; keeping it out of the module import keeps the layers acyclic.
-        from kafkaline.net.security import (
-            authenticator_factory_from_config,
-            transport_factory_from_config,
-        )
-
         if transport_factory is None:
             transport_factory = transport_factory_from_config(config)
         if authenticator_factory is None:

@@ -588,11 +588,14 @@ SETTINGS: Final[tuple[Setting, ...]] = (
          "A ready ssl.SSLContext, used as it is (its own verification settings); not with "
          "the ssl_*file settings."),
     _row("ssl_cafile", "ssl.ca.location", "optional_str", _pem_file, "None (system CAs)",
-         "PEM file of the CA certificates that sign the brokers' certificates."),
+         "PEM file of the CA certificates that sign the brokers' certificates (property name "
+         "as librdkafka's; Java's JKS trust stores are refused)."),
     _row("ssl_certfile", "ssl.certificate.location", "optional_str", _pem_file, "None",
-         "PEM file of the client's certificate chain, for brokers that require one."),
+         "PEM file of the client's certificate chain, for brokers that require one "
+         "(librdkafka's property name)."),
     _row("ssl_keyfile", "ssl.key.location", "optional_str", _pem_file,
-         "None (in ssl_certfile)", "PEM file of the client certificate's private key."),
+         "None (in ssl_certfile)",
+         "PEM file of the client certificate's private key (librdkafka's property name)."),
     _row("ssl_password", "ssl.key.password", "secret", _secret, "None",
          "Password of the client's private key (a Secret: never shown)."),
     _row("ssl_check_hostname", "ssl.endpoint.identification.algorithm", "hostname_check",
@@ -602,7 +605,9 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     _row("sasl_mechanism", "sasl.mechanism", "sasl_mechanism", _sasl_mechanism, "None",
          "PLAIN, SCRAM-SHA-256, SCRAM-SHA-512 or OAUTHBEARER; required with SASL_*."),
     _row("sasl_plain_username", "sasl.username", "optional_str", _optional_nonempty_str,
-         "None", "User name for PLAIN and SCRAM (also read from sasl.jaas.config)."),
+         "None",
+         "User name for PLAIN and SCRAM (librdkafka's property name; Java's sasl.jaas.config "
+         "is read too)."),
     _row("sasl_plain_password", "sasl.password", "secret", _secret, "None",
          "Password for PLAIN and SCRAM (a Secret: never shown; also read from "
          "sasl.jaas.config)."),

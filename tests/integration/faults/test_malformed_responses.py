@@ -3,7 +3,8 @@ a real Producer against a fake broker on a loopback socket that speaks just enou
 (ApiVersions, Metadata, InitProducerId, Produce) and answers chosen Produce requests with
 garbage: random bodies, bodies cut short or with bytes after them, wrong correlation ids, lying
 frame sizes, a frame cut off by a closed connection, an answer for a partition that was not
-asked about, retriable error codes. Hypothesis picks the garbage.
+asked about, retriable error codes. Hypothesis picks the garbage. New producers also get
+garbage for their first Metadata answers, and must still find the topic.
 
 What must hold:
 - a malformed response closes that connection (the fake sees the client hang up and come back)
@@ -89,9 +90,15 @@ class Malformation:
     data: bytes = b""
     number: int = 0
 
-    def answer(self, correlation_id: int, version: int, good: ProduceResponse) -> bytes:
-        """The bytes to send instead of the good answer."""
-        header = _response_header(correlation_id, ProduceRequest.API_KEY, version)
+    def answer(
+        self,
+        correlation_id: int,
+        version: int,
+        good: Response,
+        api_key: int = ProduceRequest.API_KEY,
+    ) -> bytes:
+        """The bytes to send instead of ``good``, the answer to a request of ``api_key``."""
+        header = _response_header(correlation_id, api_key, version)
         body = good.encode(version)
         if self.kind == "random-body":
             return _frame(header + self.data)
@@ -100,15 +107,14 @@ class Malformation:
         if self.kind == "trailing-bytes":
             return _frame(header + body + self.data)
         if self.kind == "wrong-correlation-id":
-            wrong = _response_header(
-                (correlation_id + 1 + self.number) % 2**31, ProduceRequest.API_KEY, version
-            )
+            wrong = _response_header((correlation_id + 1 + self.number) % 2**31, api_key, version)
             return _frame(wrong + body)
         if self.kind == "lying-frame-size":
             return _SIZE.pack(self.number) + self.data
         if self.kind == "frame-cut-by-close":
             whole = _frame(header + body)
             return whole[: 1 + self.number % (len(whole) - 1)]
+        assert api_key == ProduceRequest.API_KEY, f"{self.kind} spoils Produce answers only"
         if self.kind == "other-partition":
             other = ProduceResponse(
                 responses=[
@@ -198,6 +204,8 @@ class FakeBroker:
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self.pending: collections.deque[Malformation] = collections.deque()
+        #: Spoil the next Metadata answers with these (undecodable kinds only).
+        self.metadata_pending: collections.deque[Malformation] = collections.deque()
         #: Given a Produce request number (1-based), a malformation to send, or None.
         self.chooser: Callable[[int], Malformation | None] | None = None
         self.log: list[bytes] = []  # stored record values, by offset
@@ -307,6 +315,13 @@ class FakeBroker:
                     )
                 ],
             )
+            with self._lock:
+                spoil = self.metadata_pending.popleft() if self.metadata_pending else None
+                if spoil is not None:
+                    self.malformed_sent[f"metadata {spoil.kind}"] += 1
+            if spoil is not None:
+                bad = spoil.answer(correlation_id, version, response, MetadataRequest.API_KEY)
+                return bad, spoil.closes_connection
         elif isinstance(request, InitProducerIdRequest):
             with self._lock:  # a fresh id each time, as a broker would give
                 self.producer_ids += 1
@@ -499,3 +514,27 @@ def test_under_load_every_acknowledgement_is_one_the_broker_gave(
     assert wrong == []
     assert stored_twice == 0, "idempotent retries are deduplicated by the broker"
     assert producer.send(TOPIC, b"after", partition=0).get(10).offset >= 0
+
+
+@settings(max_examples=15, deadline=None)
+@given(spoils=st.lists(MALFORMATIONS.filter(lambda m: m.is_undecodable), min_size=1, max_size=3))
+def test_malformed_metadata_answers_are_retried_until_a_good_one_comes(
+    fake: FakeBroker, spoils: list[Malformation]
+) -> None:
+    # A new producer's first Metadata answers are garbage: each closes the connection, the
+    # request is asked again, and the first send completes once a good answer comes.
+    value = b"after-bad-metadata-%06d" % next(_counter)
+    fake.metadata_pending.extend(spoils)
+    with Producer(
+        bootstrap_servers=fake.address,
+        max_block_ms=10_000,
+        reconnect_backoff_ms=10,
+        retry_backoff_ms=10,
+    ) as fresh:
+        started = time.monotonic()
+        metadata = fresh.send(TOPIC, value, partition=0).get(10)
+        took = time.monotonic() - started
+    assert not fake.metadata_pending, "every spoiled answer was read"
+    assert fake.errors == []
+    assert metadata.offset in fake.acknowledged[value]
+    assert took < 5, f"{len(spoils)} bad Metadata answers cost {took:.1f} s"

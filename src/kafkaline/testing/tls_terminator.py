@@ -117,6 +117,30 @@ class TlsTerminator:
         with self._lock:
             return list(self._handshake_errors)
 
+    # ------------------------------------------------------------------ changing things
+
+    def replace_certificate(self, certfile: str | Path, keyfile: str | Path) -> None:
+        """Serve this certificate to connections accepted from now on (e.g. one from another
+        CA, to make a client's next connection fail verification)."""
+        context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+        context.load_cert_chain(str(certfile), str(keyfile))
+        if self._context.verify_mode == ssl.CERT_REQUIRED:
+            context.verify_mode = ssl.CERT_REQUIRED
+            for ca in self._context.get_ca_certs(binary_form=True):
+                context.load_verify_locations(cadata=ca)
+        with self._lock:
+            self._context = context
+
+    def drop_connections(self) -> int:
+        """Close every connection now (clients see them closed and reconnect); keeps
+        accepting. Returns how many sockets were shut down."""
+        with self._lock:
+            sockets = list(self._sockets)
+        for sock in sockets:
+            with contextlib.suppress(OSError):
+                sock.shutdown(socket.SHUT_RDWR)
+        return len(sockets)
+
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
@@ -194,7 +218,9 @@ class TlsTerminator:
             client.settimeout(_IO_TIMEOUT)
             # The handshake is run separately: wrap_socket's own would close the descriptor
             # at once on failure, before the client has read the alert (see _close_gently).
-            tls = self._context.wrap_socket(client, server_side=True, do_handshake_on_connect=False)
+            with self._lock:
+                context = self._context
+            tls = context.wrap_socket(client, server_side=True, do_handshake_on_connect=False)
             try:
                 tls.do_handshake()
             except (ssl.SSLError, OSError) as error:

@@ -291,3 +291,41 @@ def test_large_requests_cross_tls_whole(
         version = negotiate_versions(conn)[1]
         batches = fetch_partition(conn, "tls-large", 0, version, expected_records=len(sent))
     assert [bytes(record.value or b"") for batch in batches for record in batch.records] == sent
+
+
+def test_pending_records_fail_fast_when_a_reconnect_fails_verification(
+    tls_cluster: Callable[..., TlsCluster],
+    pki: TestCertificates,
+    wrong_names_pki: TestCertificates,
+) -> None:
+    # A producer that worked, then the broker's certificate changes to one from a CA the
+    # client does not trust and every connection drops: the reconnect fails verification, and
+    # the records waiting for it fail with it at once (not after delivery_timeout_ms).
+    cluster = tls_cluster(pki)
+    cluster.broker.create_topic("tls-pending", partitions=1)
+    with Producer(
+        bootstrap_servers=cluster.bootstrap,
+        security_protocol="SSL",
+        ssl_cafile=str(pki.ca_cert),
+        delivery_timeout_ms=120_000,
+    ) as producer:
+        producer.send("tls-pending", b"before").get(timeout=10)
+        cluster.terminator.replace_certificate(
+            wrong_names_pki.server_cert, wrong_names_pki.server_key
+        )
+        accepted_before = cluster.terminator.accepted
+        assert cluster.terminator.drop_connections() > 0
+        started = time.monotonic()
+        futures = [producer.send("tls-pending", f"after-{i}".encode()) for i in range(100)]
+        failures: list[BaseException] = []
+        for future in futures:
+            with pytest.raises(SenderFailedError) as caught:
+                future.get(timeout=FAST_S)
+            failures.append(caught.value)
+        elapsed = time.monotonic() - started
+    assert elapsed < FAST_S, f"pending records failed after {elapsed:.1f} s"
+    assert all(isinstance(error.__cause__, SslAuthenticationError) for error in failures)
+    assert "certificate did not verify" in str(failures[0].__cause__)
+    time.sleep(0.5)  # room for a retry storm, had there been one
+    assert cluster.terminator.accepted - accepted_before == 1
+    assert cluster.terminator.handshake_failures == 1

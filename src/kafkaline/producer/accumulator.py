@@ -57,7 +57,7 @@ from kafkaline.producer.compression_ratio import CompressionRatioEstimator
 from kafkaline.producer.futures import FutureRecordMetadata, ProduceRequestResult
 from kafkaline.producer.idempotence import TransactionManager
 from kafkaline.producer.partitioner import ClusterPartitions
-from kafkaline.record import CompressionType, Headers
+from kafkaline.record import CompressionType, Headers, RecordBatchBuilder
 from kafkaline.record.batch_format import BATCH_HEADER_SIZE
 from kafkaline.record.record_encoder import RECORD_OVERHEAD_BOUND, encode_headers
 
@@ -65,7 +65,11 @@ __all__ = [
     "AccumulatorCluster",
     "BatchStats",
     "BulkSegment",
+    "EncodedChunk",
+    "EncodedRecordSource",
+    "EncodedRun",
     "LeaderNode",
+    "OpenBatch",
     "ReadyCheckResult",
     "RecordAccumulator",
     "RecordAppendResult",
@@ -85,6 +89,58 @@ RecordAppendResult = tuple[FutureRecordMetadata, bool, bool]
 #: A run of consecutive records appended by :meth:`RecordAccumulator.append_many` to one
 #: batch: ``(batch result, first offset delta, record count)``.
 BulkSegment = tuple[ProduceRequestResult, int, int]
+
+
+class OpenBatch(NamedTuple):
+    """A partition's last batch, still open, as records encoded for it must see it."""
+
+    #: Bytes of encoded records it still takes.
+    room: int
+    #: The offset delta of the next record.
+    first_offset_delta: int
+    #: The timestamp the records' timestamp deltas count from.
+    base_timestamp: int
+
+
+class EncodedChunk(NamedTuple):
+    """Records encoded by an :class:`EncodedRecordSource` for one batch."""
+
+    #: Their part of a batch's records section, in pieces (slices of a larger buffer).
+    records: tuple[bytes | memoryview, ...]
+    #: Its size in bytes.
+    size: int
+    #: The first record's index in the source's order, and how many.
+    start: int
+    record_count: int
+    first_timestamp: int
+    max_timestamp: int
+    #: For the group's open batch (encoded with its :class:`OpenBatch`), else a new batch.
+    continues_open: bool
+
+
+class EncodedRecordSource(Protocol):
+    """One bulk call's records, in groups per partition, that encode themselves into whole
+    batches' worth of records at once (``producer.columnar`` does it vectorised), for
+    :meth:`RecordAccumulator.append_encoded`."""
+
+    @property
+    def groups(self) -> Sequence[tuple[int | None, int, int]]:
+        """``(partition, start, stop)`` per group: its records are ``start..stop-1`` in the
+        source's order; partition ``None`` means the sticky partitioner's."""
+        ...
+
+    def encode(
+        self, requests: Sequence[tuple[int, OpenBatch | None]], fresh_room: int
+    ) -> list[list[EncodedChunk]]:
+        """For each ``(group index, open batch)``: the group's records as chunks in order: first
+        those that fit the open batch (if any is given and any fit; ``continues_open``), then
+        chunks for new batches of at most ``fresh_room`` bytes each (at least one record)."""
+        ...
+
+
+#: A run of records :meth:`RecordAccumulator.append_encoded` put in one batch: ``(batch
+#: result, first offset delta, first record's index in the source's order, count)``.
+EncodedRun = tuple[ProduceRequestResult, int, int, int]
 
 
 class LeaderNode(Protocol):
@@ -533,6 +589,159 @@ class RecordAccumulator:
             if pooled:
                 self._pool.deallocate(pooled)
         return segments, wake
+
+    def append_encoded(
+        self,
+        topic: str,
+        source: EncodedRecordSource,
+        max_time_to_block_ms: float = 0.0,
+        now: float = 0.0,
+        cluster: ClusterPartitions | None = None,
+        wakeup: Callable[[], None] | None = None,
+    ) -> tuple[list[EncodedRun], bool]:
+        """Bulk append of records that encode themselves (``send_arrow()``'s path): fill each
+        group's open batch, then queue new batches of whole encoded chunks; return ``(runs,
+        wake_sender)``. Memory, blocking, sticky partitions and ``wakeup`` are as in
+        :meth:`append_many`.
+
+        All groups are encoded in one call to the source (one vectorised pass), with the
+        state of each partition's open batch read under its lock; appending to that batch
+        checks under the lock that nothing changed meanwhile, else (another thread appended)
+        the group is encoded again for new batches only.
+        """
+        groups = source.groups
+        sticky_partitioner: BuiltInPartitioner | None = None
+        if any(partition is None for partition, _, _ in groups):
+            if cluster is None:
+                raise ValueError("append_encoded() without a partition needs the cluster")
+            sticky_partitioner = self._sticky_partitioner(topic)
+        compressed = self._compression is not CompressionType.NONE
+        fresh_room = RecordBatchBuilder.records_room(
+            max(self._batch_size, BATCH_HEADER_SIZE + 1),
+            self._estimator.estimate(topic) if compressed else 1.0,
+        )
+        # (group, queue, sticky, open batch, its state) as seen before encoding
+        plans: list[
+            tuple[
+                int, _PartitionQueue, StickyPartition | None, ProducerBatch | None, OpenBatch | None
+            ]
+        ] = []
+        for index, (partition, _, _) in enumerate(groups):
+            sticky: StickyPartition | None = None
+            if partition is None and sticky_partitioner is not None and cluster is not None:
+                sticky = sticky_partitioner.peek_current(cluster)
+                partition = sticky.partition
+            queue = self._queue(topic, partition)
+            open_batch: ProducerBatch | None = None
+            state: OpenBatch | None = None
+            with queue.lock:
+                if queue.batches:
+                    last = queue.batches[-1]
+                    found = last.builder.open_state()
+                    if found is not None and found[0] > 0:
+                        open_batch, state = last, OpenBatch(*found)
+            plans.append((index, queue, sticky, open_batch, state))
+        encoded = source.encode([(plan[0], plan[4]) for plan in plans], fresh_room)
+        runs: list[EncodedRun] = []
+        wake = False
+        queued = 0
+        total = sum(stop - start for _, start, stop in groups)
+        for (index, queue, sticky, open_batch, state), chunks in zip(plans, encoded, strict=True):
+            if chunks and chunks[0].continues_open and open_batch is not None and state is not None:
+                first = chunks[0]
+                with queue.lock:
+                    unchanged = (
+                        queue.batches
+                        and queue.batches[-1] is open_batch
+                        and open_batch.builder.open_state() == tuple(state)
+                        and (sticky is None or not self._sticky_changed(sticky_partitioner, sticky))
+                    )
+                    if unchanged:
+                        open_batch.builder.append_encoded(
+                            first.records,
+                            first.record_count,
+                            first.first_timestamp,
+                            first.max_timestamp,
+                        )
+                        runs.append(
+                            (
+                                open_batch.result,
+                                state.first_offset_delta,
+                                first.start,
+                                first.record_count,
+                            )
+                        )
+                        self._sticky_appended(
+                            sticky_partitioner, sticky, queue, first.size, cluster
+                        )
+                        wake = wake or open_batch.is_full
+                if unchanged:
+                    chunks = chunks[1:]
+                    queued += first.record_count
+                else:  # another thread appended meanwhile: encode the group for new batches
+                    chunks = source.encode([(index, None)], fresh_room)[0]
+            for chunk in chunks:
+                size = max(self._batch_size, BATCH_HEADER_SIZE + chunk.size)
+                waited = self._pool.allocate(size, max_time_to_block_ms)
+                now += waited
+                max_time_to_block_ms = max(0.0, max_time_to_block_ms - waited)
+                try:
+                    batch, sendable = self._queue_encoded(
+                        topic,
+                        queue,
+                        sticky_partitioner if groups[index][0] is None else None,
+                        cluster,
+                        chunk,
+                        size,
+                        now,
+                        f"{queued} of {total} records were queued",
+                    )
+                except BaseException:
+                    self._pool.deallocate(size)
+                    raise
+                runs.append((batch.result, 0, chunk.start, chunk.record_count))
+                queued += chunk.record_count
+                wake = True
+                if sendable and wakeup is not None:
+                    wakeup()
+        return runs, wake
+
+    def _queue_encoded(
+        self,
+        topic: str,
+        queue: _PartitionQueue,
+        sticky_partitioner: BuiltInPartitioner | None,
+        cluster: ClusterPartitions | None,
+        chunk: EncodedChunk,
+        pooled: int,
+        now: float,
+        progress: str,
+    ) -> tuple[ProducerBatch, bool]:
+        """Queue a new batch holding ``chunk`` (its memory, ``pooled`` bytes, taken already):
+        on ``queue``'s partition, or with ``sticky_partitioner`` (a sticky group) on its
+        partition at this moment. Returns the batch and whether the queue became sendable."""
+        while True:
+            sticky: StickyPartition | None = None
+            if sticky_partitioner is not None and cluster is not None:
+                sticky = sticky_partitioner.peek_current(cluster)
+                queue = self._queue(topic, sticky.partition)
+            batch = self._new_batch(queue.tp, now)
+            batch.builder.append_encoded(
+                chunk.records, chunk.record_count, chunk.first_timestamp, chunk.max_timestamp
+            )
+            with queue.lock:
+                if sticky is not None and self._sticky_changed(sticky_partitioner, sticky):
+                    continue
+                if self._closed:
+                    raise ProducerClosedError(
+                        f"the producer was closed while a bulk send was in progress ({progress})"
+                    )
+                batch.pooled_bytes = pooled
+                queue.batches.append(batch)
+                with self._incomplete_lock:
+                    self._incomplete.add(batch)
+                self._sticky_appended(sticky_partitioner, sticky, queue, chunk.size, cluster)
+                return batch, len(queue.batches) > 1
 
     def _new_batch(self, tp: TopicPartition, now: float) -> ProducerBatch:
         compressed = self._compression is not CompressionType.NONE

@@ -15,7 +15,7 @@ import importlib
 import time
 from collections.abc import Sequence
 from operator import itemgetter
-from typing import Any, cast
+from typing import Any, NamedTuple, cast
 
 from kafkaline.errors import InvalidRecordTimestampError, KafkaTimeoutError
 from kafkaline.producer.futures import SPLIT, FutureRecordMetadata, ProduceRequestResult
@@ -23,10 +23,13 @@ from kafkaline.producer.record_metadata import NO_TIMESTAMP, UNKNOWN_OFFSET, Rec
 from kafkaline.record import Headers
 
 __all__ = [
+    "TO_MILLISECONDS",
+    "ArrowSlice",
     "BatchSendResult",
     "BulkRun",
     "arrow_columns",
     "arrow_partitions_and_timestamps",
+    "arrow_slices",
     "as_bytes_column",
     "gather",
     "group_by_partition",
@@ -52,7 +55,16 @@ class BatchSendResult:
     [41, 7]
     """
 
-    __slots__ = ("_count", "_futures", "_keys", "_runs", "_timestamp", "_topic", "_values")
+    __slots__ = (
+        "_count",
+        "_futures",
+        "_keys",
+        "_runs",
+        "_sized",
+        "_timestamp",
+        "_topic",
+        "_values",
+    )
 
     def __init__(
         self,
@@ -70,6 +82,43 @@ class BatchSendResult:
         self._values = values
         self._timestamp = timestamp
         self._futures: list[FutureRecordMetadata] | None = None
+        #: keys and values hold the records' serialized sizes (-1: null), not their bytes.
+        self._sized = False
+
+    @classmethod
+    def of_sizes(
+        cls,
+        topic: str,
+        count: int,
+        runs: list[BulkRun],
+        key_sizes: Any,
+        value_sizes: Any,
+        timestamp: int | Any,
+    ) -> BatchSendResult:
+        """A result whose records are known by their key and value sizes (-1: null) and
+        timestamps: numpy arrays, or sequences of ints (the columnar path keeps no bytes)."""
+        result = cls(topic, count, runs, key_sizes, value_sizes, timestamp)
+        result._sized = True
+        return result
+
+    def _sizes(self) -> tuple[Sequence[int], Sequence[int], int | Sequence[int]]:
+        """Every record's key size, value size (-1: null) and its timestamp (or one for all)."""
+        timestamp = self._timestamp
+        if not isinstance(timestamp, int) and hasattr(timestamp, "tolist"):
+            timestamp = timestamp.tolist()
+        if self._sized:
+            keys: Any = self._keys
+            values: Any = self._values
+            return (
+                keys.tolist() if hasattr(keys, "tolist") else keys,
+                values.tolist() if hasattr(values, "tolist") else values,
+                timestamp,
+            )
+        return (
+            [-1 if key is None else len(key) for key in self._keys],
+            [-1 if value is None else len(value) for value in self._values],
+            timestamp,
+        )
 
     @classmethod
     def of_futures(cls, topic: str, futures: list[FutureRecordMetadata]) -> BatchSendResult:
@@ -125,15 +174,17 @@ class BatchSendResult:
         if errors:
             raise errors[min(errors)]
         metadata: list[RecordMetadata | None] = [None] * self._count
-        topic, keys, values = self._topic, self._keys, self._values
-        per_record = None if isinstance(self._timestamp, int) else self._timestamp
-        timestamp = self._timestamp if isinstance(self._timestamp, int) else NO_TIMESTAMP
+        topic = self._topic
+        key_sizes, value_sizes, timestamps = self._sizes()
+        per_record = None if isinstance(timestamps, int) else timestamps
+        timestamp = timestamps if isinstance(timestamps, int) else NO_TIMESTAMP
         for result, first_delta, count, positions, first_position in self._runs:
+            if positions is not None and hasattr(positions, "tolist"):
+                positions = positions.tolist()
             for j in range(count):
                 position = first_position + j if positions is None else positions[j]
                 final, delta = _resolve(result, first_delta + j)
                 base = final.base_offset
-                key, value = keys[position], values[position]
                 if per_record is not None:
                     timestamp = per_record[position]
                 metadata[position] = RecordMetadata(
@@ -141,8 +192,8 @@ class BatchSendResult:
                     final.partition,
                     base + delta if base != UNKNOWN_OFFSET else UNKNOWN_OFFSET,
                     final.log_append_time if final.log_append_time != NO_TIMESTAMP else timestamp,
-                    -1 if key is None else len(key),
-                    -1 if value is None else len(value),
+                    key_sizes[position],
+                    value_sizes[position],
                 )
         return metadata  # type: ignore[return-value]  # every position is filled
 
@@ -164,6 +215,8 @@ class BatchSendResult:
     def _collect_errors(self) -> dict[int, Exception]:
         errors: dict[int, Exception] = {}
         for result, first_delta, count, positions, first_position in self._runs:
+            if positions is not None and hasattr(positions, "tolist"):
+                positions = positions.tolist()
             for j in range(count):
                 final, delta = _resolve(result, first_delta + j)
                 error = final.record_error(delta)
@@ -176,16 +229,17 @@ class BatchSendResult:
         if self._futures is not None:
             return list(self._futures)
         made: list[FutureRecordMetadata | None] = [None] * self._count
-        keys, values, timestamps = self._keys, self._values, self._timestamp
+        key_sizes, value_sizes, timestamps = self._sizes()
         for result, first_delta, count, positions, first_position in self._runs:
+            if positions is not None and hasattr(positions, "tolist"):
+                positions = positions.tolist()
             for j in range(count):
                 position = first_position + j if positions is None else positions[j]
-                key, value = keys[position], values[position]
                 made[position] = FutureRecordMetadata(
                     result,
                     first_delta + j,
-                    -1 if key is None else len(key),
-                    -1 if value is None else len(value),
+                    key_sizes[position],
+                    value_sizes[position],
                     timestamps if isinstance(timestamps, int) else timestamps[position],
                 )
         return made  # type: ignore[return-value]  # every position is filled
@@ -305,12 +359,7 @@ def arrow_partitions_and_timestamps(
     partitions: list[int | None] | None = None
     timestamps: list[int | None] | None = None
     if partition is not None:
-        column_type = schema.field(partition).type
-        if not pa.types.is_integer(column_type):
-            raise TypeError(
-                f"column {partition!r} has type {column_type}: the partition column needs an "
-                "integer type (int32 or int64)"
-            )
+        _check_partition_type(pa, schema.field(partition).type, partition)
         partitions = []
         for batch in batches:
             partitions += batch.column(partition).to_pylist()
@@ -321,19 +370,102 @@ def arrow_partitions_and_timestamps(
 
 _MAX_TIMESTAMP = 2**63 - 1
 #: Arrow timestamp units -> (multiplier, divisor) to epoch milliseconds.
-_TO_MILLISECONDS = {"s": (1000, 1), "ms": (1, 1), "us": (1, 1000), "ns": (1, 1_000_000)}
+TO_MILLISECONDS = {"s": (1000, 1), "ms": (1, 1), "us": (1, 1000), "ns": (1, 1_000_000)}
+
+
+class ArrowSlice(NamedTuple):
+    """A slice of send_arrow()'s rows, its columns as pyarrow arrays (checked types)."""
+
+    #: binary or large_binary (strings viewed as their UTF-8 bytes); None: no key column.
+    keys: Any
+    values: Any
+    #: list<struct<key, value>> or None.
+    headers: Any
+    #: An integer array or None.
+    partitions: Any
+    #: int64 (epoch in ``timestamp_unit``) or None.
+    timestamps: Any
+    timestamp_unit: str
+
+
+def arrow_slices(
+    data: Any,
+    key: str | None,
+    value: str,
+    headers: str | None,
+    partition: str | None,
+    timestamp: str | None,
+    max_rows: int = 65536,
+    max_bytes: int = 16 << 20,
+) -> list[ArrowSlice]:
+    """send_arrow()'s columns, checked as :func:`arrow_columns` and
+    :func:`arrow_partitions_and_timestamps` check them, in slices of at most ``max_rows`` rows
+    and about ``max_bytes`` (so that the columnar path's working memory stays bounded)."""
+    pa: Any = importlib.import_module("pyarrow")
+    batches, schema = _batches_and_schema(pa, data)
+    _check_present(
+        schema,
+        (
+            ("key", key),
+            ("value", value),
+            ("headers", headers),
+            ("partition", partition),
+            ("timestamp", timestamp),
+        ),
+    )
+    value_view = _binary_view(pa, schema, value)
+    key_view = None if key is None else _binary_view(pa, schema, key)
+    if headers is not None:
+        _check_headers_type(pa, schema.field(headers).type, headers)
+    if partition is not None:
+        _check_partition_type(pa, schema.field(partition).type, partition)
+    unit = "ms"
+    if timestamp is not None:
+        unit = _timestamp_unit(pa, schema.field(timestamp).type, timestamp)
+    slices: list[ArrowSlice] = []
+    for batch in batches:
+        rows = batch.num_rows
+        if rows == 0:
+            continue
+        step = max(1, min(max_rows, rows * max_bytes // max(1, batch.nbytes)))
+        for start in range(0, rows, step):
+            part = batch.slice(start, step) if step < rows else batch
+            values = part.column(value)
+            keys = None if key is None else part.column(key)
+            slices.append(
+                ArrowSlice(
+                    keys if key_view is None or keys is None else keys.view(key_view),
+                    values if value_view is None else values.view(value_view),
+                    None if headers is None else part.column(headers),
+                    None if partition is None else part.column(partition),
+                    None if timestamp is None else part.column(timestamp).cast(pa.int64()),
+                    unit,
+                )
+            )
+    return slices
+
+
+def _check_partition_type(pa: Any, column_type: Any, name: str) -> None:
+    if not pa.types.is_integer(column_type):
+        raise TypeError(
+            f"column {name!r} has type {column_type}: the partition column needs an "
+            "integer type (int32 or int64)"
+        )
+
+
+def _timestamp_unit(pa: Any, column_type: Any, name: str) -> str:
+    if pa.types.is_timestamp(column_type):
+        return str(column_type.unit)
+    if pa.types.is_int64(column_type):
+        return "ms"
+    raise TypeError(
+        f"column {name!r} has type {column_type}: the timestamp column needs an Arrow "
+        "timestamp (any unit) or int64 milliseconds"
+    )
 
 
 def _timestamps_ms(pa: Any, column_type: Any, batches: list[Any], name: str) -> list[int | None]:
-    if pa.types.is_timestamp(column_type):
-        multiplier, divisor = _TO_MILLISECONDS[column_type.unit]
-    elif pa.types.is_int64(column_type):
-        multiplier, divisor = 1, 1
-    else:
-        raise TypeError(
-            f"column {name!r} has type {column_type}: the timestamp column needs an Arrow "
-            "timestamp (any unit) or int64 milliseconds"
-        )
+    multiplier, divisor = TO_MILLISECONDS[_timestamp_unit(pa, column_type, name)]
     timestamps: list[int | None] = []
     for batch in batches:
         # The raw integers (epoch in the column's unit): no datetime objects are made.

@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import enum
 import functools
+import importlib
 import logging
 import os
 import threading
@@ -46,6 +47,7 @@ from kafkaline.config import ProducerConfig
 from kafkaline.errors import (
     IllegalStateError,
     InvalidPartitionError,
+    InvalidRecordTimestampError,
     KafkaError,
     ProducerClosedError,
     ProducerForkedError,
@@ -59,10 +61,13 @@ from kafkaline.net.cluster import ClusterMetadata, PartitionMetadata
 from kafkaline.producer.accumulator import RecordAccumulator
 from kafkaline.producer.batch import ProducerBatch
 from kafkaline.producer.bulk import (
+    TO_MILLISECONDS,
+    ArrowSlice,
     BatchSendResult,
     BulkRun,
     arrow_columns,
     arrow_partitions_and_timestamps,
+    arrow_slices,
     as_bytes_column,
     gather,
     group_by_partition,
@@ -98,6 +103,7 @@ from kafkaline.producer.validation import (
     headers_size_bound,
 )
 from kafkaline.record import Headers
+from kafkaline.record.record_encoder import encode_headers
 
 __all__ = ["Producer"]
 
@@ -575,6 +581,8 @@ class Producer:
         """
         if self._gate is not None:
             self._pass_gate()
+        if self._interceptors is None and self._partitioner is None and _columnar() is not None:
+            return self._send_arrow_columnar(topic, data, key, value, headers, partition, timestamp)
         keys, values, header_list = arrow_columns(data, key, value, headers)
         partitions, timestamps = arrow_partitions_and_timestamps(data, partition, timestamp)
         if self._interceptors is not None:
@@ -610,6 +618,168 @@ class Producer:
             timestamps,
             f"column {partition!r}",
         )
+
+    def _send_arrow_columnar(
+        self,
+        topic: str,
+        data: Any,
+        key: str | None,
+        value: str,
+        headers: str | None,
+        partition: str | None,
+        timestamp: str | None,
+    ) -> BatchSendResult:
+        """send_arrow() without a loop over records: partitions chosen, records encoded and
+        cut into batches by numpy and pyarrow over whole columns (``producer.columnar``).
+
+        Measured (``benchmarks/bulk_paths.py``, 300k records of 100 bytes with 10-byte keys
+        in Arrow batches of 10,000; client CPU seconds per million records, all threads, on
+        the 2-core machine shared with other jobs): 2.98 over Python lists (load 2.3-3.6),
+        1.75 this way (load 5)."""
+        columnar = _columnar()
+        if columnar is None:  # pragma: no cover - checked by the caller
+            raise IllegalStateError("numpy is not available")
+        slices = arrow_slices(data, key, value, headers, partition, timestamp)
+        if self._transactional is not None:
+            self._transactional.check_send_allowed()
+        np: Any = importlib.import_module("numpy")
+        count = self._partition_counts.get(topic)
+        max_block_ms = self._max_block_ms
+        if count is None:
+            count, max_block_ms = self._wait_on_metadata(topic)
+        now = _time_ns() // 1_000_000
+        # Checks first, for every slice: errors are raised before anything is queued.
+        prepared = []
+        row = 0
+        for part in slices:
+            prepared.append(
+                self._columnar_slice(
+                    columnar, np, topic, part, row, count, now, partition, timestamp
+                )
+            )
+            row += len(part.values)
+        runs: list[BulkRun] = []
+        wake = False
+        deadline_ms = _monotonic() * 1000.0 + max_block_ms
+        try:
+            for source, first_row in prepared:
+                now_ms = _monotonic() * 1000.0
+                encoded_runs, new_or_full = self._accumulator.append_encoded(
+                    topic,
+                    source,
+                    max(0.0, deadline_ms - now_ms),
+                    now_ms,
+                    self._cluster,
+                    self._wakeup,
+                )
+                wake = wake or new_or_full
+                for result, first_delta, start, run_count in encoded_runs:
+                    positions = source.positions(start, run_count)
+                    if positions is None:
+                        runs.append((result, first_delta, run_count, None, first_row + start))
+                    else:
+                        runs.append((result, first_delta, run_count, positions + first_row, 0))
+        except Exception as error:
+            replacement = self._send_failed(error, topic, None, None)
+            if replacement is not None:
+                raise replacement from error
+            raise
+        finally:
+            if wake:
+                self._wakeup()
+        sources = [source for source, _ in prepared]
+        return BatchSendResult.of_sizes(
+            topic,
+            row,
+            runs,
+            _concatenate(np, [source.key_sizes for source in sources]),
+            _concatenate(np, [source.value_sizes for source in sources]),
+            now if timestamp is None else _concatenate(np, [s.timestamps for s in sources]),
+        )
+
+    def _columnar_slice(
+        self,
+        columnar: Any,
+        np: Any,
+        topic: str,
+        part: ArrowSlice,
+        first_row: int,
+        count: int,
+        now: int,
+        partition_column: str | None,
+        timestamp_column: str | None,
+    ) -> tuple[Any, int]:
+        """One slice's columns checked (sizes, partitions, timestamps; errors name the row of
+        the whole input) and made a ``ColumnarRecords``; with the slice's first row."""
+        values = columnar.binary_column(part.values)
+        keys = None if part.keys is None else columnar.binary_column(part.keys)
+        rows = len(values.lengths)
+        sizes = np.maximum(values.lengths, 0)
+        if keys is not None:
+            sizes = sizes + np.maximum(keys.lengths, 0)
+        header_blocks = None
+        header_lists: list[Headers | None] = []
+        if part.headers is not None:
+            # Headers are encoded per record in Python: rows with headers are the exception.
+            blocks = []
+            for entry in part.headers.to_pylist():
+                checked = (
+                    None
+                    if not entry
+                    else check_headers([(item["key"], item["value"]) for item in entry])
+                )
+                header_lists.append(checked)
+                blocks.append(b"\x00" if checked is None else encode_headers(checked))
+            pa: Any = importlib.import_module("pyarrow")
+            header_blocks = columnar.binary_column(pa.array(blocks, pa.binary()))
+            sizes = sizes + np.array(
+                [0 if h is None else headers_size_bound(h) for h in header_lists], np.int64
+            )
+        over = np.flatnonzero(sizes > self._payload_limit)
+        if len(over) or part.headers is not None:
+            for index in over.tolist():
+                header = header_lists[index] if header_lists else None
+                kv = int(sizes[index]) - (0 if header is None else headers_size_bound(header))
+                try:
+                    self._check_size(topic, kv, header)
+                except RecordTooLargeError as error:
+                    raise type(error)(f"record {first_row + index}: {error}") from None
+        timestamps = np.full(rows, now, np.int64)
+        if part.timestamps is not None:
+            multiplier, divisor = TO_MILLISECONDS[part.timestamp_unit]
+            given = part.timestamps
+            valid = given.is_valid().to_numpy(zero_copy_only=False)
+            raw = given.fill_null(0).to_numpy()
+            millis = raw * multiplier // divisor if (multiplier, divisor) != (1, 1) else raw
+            bad = np.flatnonzero(valid & (millis < 0))
+            if len(bad):
+                index = int(bad[0])
+                raise InvalidRecordTimestampError(
+                    f"row {first_row + index} of column {timestamp_column!r} has the timestamp "
+                    f"{int(millis[index])} ms: Kafka timestamps are milliseconds since the "
+                    "epoch, >= 0 and within int64"
+                )
+            timestamps = np.where(valid, millis, now).astype(np.int64)
+        chosen: Any = None
+        if keys is not None and self._key_partition is not None:
+            chosen = columnar.murmur2_partitions(keys, count)
+        if part.partitions is not None:
+            given = part.partitions
+            valid = given.is_valid().to_numpy(zero_copy_only=False)
+            numbers = given.fill_null(0).cast(importlib.import_module("pyarrow").int64())
+            numbers = numbers.to_numpy()
+            bad = np.flatnonzero(valid & ((numbers < 0) | (numbers >= count)))
+            if len(bad):
+                index = int(bad[0])
+                validate_partition(
+                    topic,
+                    int(numbers[index]),
+                    count,
+                    f"row {first_row + index} of column {partition_column!r}",
+                )
+            fallback = np.full(rows, -1, np.int64) if chosen is None else chosen
+            chosen = np.where(valid, numbers, fallback)
+        return columnar.ColumnarRecords(keys, values, header_blocks, timestamps, chosen), first_row
 
     def _prepare_bulk(
         self,
@@ -1085,6 +1255,24 @@ class Producer:
     def __repr__(self) -> str:
         state = "running" if self._gate is None else self._gate.value
         return f"<Producer {','.join(self._config.bootstrap_servers)} {state}>"
+
+
+@functools.cache
+def _columnar() -> Any:
+    """``producer.columnar`` if numpy and pyarrow (16 or later) are installed (the columnar
+    send_arrow() path), else None (the path over Python lists)."""
+    try:
+        importlib.import_module("numpy")
+        pyarrow = importlib.import_module("pyarrow")
+    except ImportError:
+        return None
+    if not hasattr(pyarrow, "binary_view"):  # pyarrow before 16: no binary views
+        return None
+    return importlib.import_module("kafkaline.producer.columnar")
+
+
+def _concatenate(np: Any, arrays: list[Any]) -> Any:
+    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
 
 
 def _check_lengths(count: int, keys: Sized | None, headers: Sized | None) -> None:

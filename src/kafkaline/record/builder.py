@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 from collections.abc import Sequence
-from itertools import accumulate
+from itertools import accumulate, repeat
 
 from kafkaline.errors import IllegalStateError, RecordTooLargeError
 from kafkaline.record.batch_format import (
@@ -167,8 +167,8 @@ class RecordBatchBuilder:
         self._estimated_compression_ratio = estimated_compression_ratio
         # The estimate counts uncompressed bytes; scaling the limit instead of every record
         # keeps the ratio off the hot path.
-        self._limit = BATCH_HEADER_SIZE + int(
-            (batch_size_limit - BATCH_HEADER_SIZE) / estimated_compression_ratio
+        self._limit = BATCH_HEADER_SIZE + self.records_room(
+            batch_size_limit, estimated_compression_ratio
         )
         self._base_offset = _check_range("base_offset", base_offset, _INT64)
         self._partition_leader_epoch = _check_range(
@@ -190,7 +190,7 @@ class RecordBatchBuilder:
         self._values: list[bytes | None] = []
         self._header_blocks: dict[int, bytes] = {}
         self._estimate = BATCH_HEADER_SIZE
-        self._chunks: list[bytes] = []
+        self._chunks: list[bytes | memoryview] = []
         self._encoded_count = 0
         self._encoded_size = 0
         self._closed = False
@@ -464,6 +464,69 @@ class RecordBatchBuilder:
         self._encoded_size += len(chunk)
         self._estimate = BATCH_HEADER_SIZE + self._encoded_size
 
+    # ------------------------------------------------------------- pre-encoded records
+
+    @staticmethod
+    def records_room(batch_size_limit: int, estimated_compression_ratio: float = 1.0) -> int:
+        """Bytes of encoded (uncompressed) records an empty builder made with these settings
+        takes before it is full."""
+        return int((batch_size_limit - BATCH_HEADER_SIZE) / estimated_compression_ratio)
+
+    def open_state(self) -> tuple[int, int, int] | None:
+        """For a caller that encodes records itself (:meth:`append_encoded`): ``(room,
+        next offset delta, base timestamp)`` of a builder that holds records and is open:
+        the exact bytes of encoded records it still takes, the offset delta and the timestamp
+        the next records' deltas count from. ``None`` when closed or empty. Encodes the
+        records appended so far (the room is exact)."""
+        if self._closed or not self._values:
+            return None
+        self._encode_pending()
+        return self._limit - self._estimate, len(self._values), self._timestamps[0]
+
+    def append_encoded(
+        self,
+        records: Sequence[bytes | memoryview],
+        count: int,
+        first_timestamp: int,
+        max_timestamp: int,
+    ) -> None:
+        """Add ``count`` records encoded by the caller: ``records`` is their part of the
+        records section, in pieces (kept by reference until the batch is sealed, the caller
+        must not change them), offset deltas from :meth:`open_state`'s (0 for an empty builder) and
+        timestamp deltas from its base timestamp (an empty builder's is ``first_timestamp``,
+        the first record's); ``max_timestamp`` is the largest. The caller checked that they
+        fit the room; an empty builder takes any size up to a batch's maximum.
+
+        Raises :class:`IllegalStateError` if the builder is closed,
+        :class:`RecordTooLargeError` past the maximum batch size.
+        """
+        if self._closed:
+            raise IllegalStateError("cannot append to a closed record batch")
+        if count <= 0:
+            raise ValueError(f"count {count} must be positive")
+        self._encode_pending()  # records appended before go first
+        first = len(self._values)
+        size = sum(map(len, records))
+        if first == 0 and BATCH_HEADER_SIZE + size > MAX_BATCH_SIZE:
+            raise RecordTooLargeError(
+                f"{count} records of {size} bytes cannot fit a record batch "
+                f"(at most {MAX_BATCH_SIZE} bytes)"
+            )
+        # The per-record lists get placeholders (cheap C-level extends), so that counts and
+        # later appends work unchanged; they are never encoded again (_encoded_count passes
+        # them). Of their timestamps only what seal() reads is kept: the first, the largest.
+        self._values.extend(repeat(None, count))
+        self._keys.extend(repeat(None, count))
+        if first == 0:
+            self._timestamps.append(first_timestamp)
+            self._timestamps.extend(repeat(max_timestamp, count - 1))
+        else:
+            self._timestamps.extend(repeat(max_timestamp, count))
+        self._chunks.extend(records)
+        self._encoded_count = first + count
+        self._encoded_size += size
+        self._estimate = BATCH_HEADER_SIZE + self._encoded_size
+
     # ----------------------------------------------------------------------- sealing
 
     def close_for_appends(self) -> None:
@@ -484,7 +547,9 @@ class RecordBatchBuilder:
             raise IllegalStateError("cannot seal a record batch without records")
         self.close_for_appends()
         self._encode_pending()
-        records = self._chunks[0] if len(self._chunks) == 1 else b"".join(self._chunks)
+        chunks = self._chunks
+        only = chunks[0] if len(chunks) == 1 else None
+        records = only if isinstance(only, bytes) else b"".join(chunks)
         self._base_timestamp = self._timestamps[0]
         self._max_timestamp = (
             self._log_append_time if self._log_append_time is not None else max(self._timestamps)

@@ -318,11 +318,12 @@ def test_arrow_partitions_and_timestamps_name_the_bad_column() -> None:
         arrow_partitions_and_timestamps(batch, None, "early")
 
 
-def test_send_arrow_checks_partitions_against_the_topic() -> None:
+def test_send_arrow_checks_partitions_against_the_topic(monkeypatch: pytest.MonkeyPatch) -> None:
     pa = pytest.importorskip("pyarrow")
     with_nobody = Producer(bootstrap_servers=f"127.0.0.1:{closed_port()}")
+    # as if the metadata said the topic has 3 partitions
+    monkeypatch.setattr(with_nobody, "_wait_on_metadata", lambda topic: (3, 1000.0))
     try:
-        with_nobody._partition_counts["t"] = 3  # as if the metadata were known
         batch = pa.record_batch(
             [pa.array([b"v0", b"v1"]), pa.array([1, 3], pa.int64())], names=["value", "part"]
         )

@@ -1,0 +1,276 @@
+"""The columnar send_arrow() path without a broker: the vectorised murmur2 against the scalar
+one, encoded chunks bit-exact against the per-record encoder (nulls, empty, short and long
+keys and values, headers, out-of-order timestamps, open batches, cuts at the room), and
+RecordAccumulator.append_encoded (open batches, new batches, sticky groups, a race)."""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+
+import pytest
+
+np = pytest.importorskip("numpy")
+pa = pytest.importorskip("pyarrow")
+
+from kafkaline.net.cluster import TopicPartition  # noqa: E402
+from kafkaline.producer import columnar  # noqa: E402
+from kafkaline.producer.accumulator import OpenBatch, RecordAccumulator  # noqa: E402
+from kafkaline.producer.buffer_pool import BufferPool  # noqa: E402
+from kafkaline.producer.partitioner import StaticCluster, partition_for_key  # noqa: E402
+from kafkaline.record import read_record_batches  # noqa: E402
+from kafkaline.record.batch_format import BATCH_HEADER_SIZE  # noqa: E402
+from kafkaline.record.record_encoder import encode_headers, encode_records  # noqa: E402
+
+Headers = tuple[tuple[str, bytes | None], ...]
+
+
+def random_bytes(rng: random.Random, longest: int, nulls: bool) -> bytes | None:
+    if nulls and rng.random() < 0.1:
+        return None
+    return rng.randbytes(rng.choice([0, 1, 3, 4, 5, 11, 12, 13, rng.randint(0, longest)]))
+
+
+def column(items: Sequence[bytes | None], large: bool = False) -> columnar.BinaryColumn:
+    return columnar.binary_column(pa.array(items, pa.large_binary() if large else pa.binary()))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_murmur2_partitions_match_the_scalar_hash(seed: int) -> None:
+    rng = random.Random(seed)
+    keys = [random_bytes(rng, 300, nulls=True) for _ in range(2000)]
+    for count in (1, 6, 7, 1000):
+        expected = [-1 if key is None else partition_for_key(key, count) for key in keys]
+        assert columnar.murmur2_partitions(column(keys), count).tolist() == expected
+    sliced = pa.array(keys, pa.binary()).slice(17, 100)  # an array that starts mid-buffer
+    expected = [-1 if k is None else partition_for_key(k, 6) for k in keys[17:117]]
+    assert columnar.murmur2_partitions(columnar.binary_column(sliced), 6).tolist() == expected
+
+
+def test_murmur2_partitions_of_very_long_keys_one_by_one() -> None:
+    keys: list[bytes | None] = [b"x" * 5000, None, b"y" * 2000, b"x" * 5000]
+    expected = [partition_for_key(b"x" * 5000, 5), -1, partition_for_key(b"y" * 2000, 5)]
+    assert columnar.murmur2_partitions(column(keys), 5).tolist() == [*expected, expected[0]]
+
+
+Chunk = tuple[bytes, int, int, int, int, bool]
+
+
+def chunks_bytes(
+    source: columnar.ColumnarRecords, group: int, open_batch: OpenBatch | None, room: int
+) -> list[Chunk]:
+    (chunks,) = source.encode([(group, open_batch)], room)
+    out: list[Chunk] = []
+    for c in chunks:
+        section = b"".join(c.records)
+        out.append(
+            (
+                section,
+                c.start,
+                c.record_count,
+                c.first_timestamp,
+                c.max_timestamp,
+                c.continues_open,
+            )
+        )
+    return out
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_chunks_are_bit_exact_against_the_record_encoder(seed: int) -> None:
+    rng = random.Random(seed)
+    count = rng.choice([1, 50, 700])
+    keys = [random_bytes(rng, 40 if seed % 2 else 9, nulls=seed != 1) for _ in range(count)]
+    values = [random_bytes(rng, 300, nulls=True) for _ in range(count)]
+    with_headers = seed >= 4
+    headers: list[Headers | None] = [
+        (("h", rng.randbytes(rng.randint(0, 20))), ("n", None)) if rng.random() < 0.3 else None
+        for _ in range(count)
+    ]
+    base = 1_700_000_000_000
+    timestamps = np.array(
+        [base + rng.randint(-5000, 5000) if seed % 3 else base for _ in range(count)], np.int64
+    )
+    partitions = np.array([rng.choice([-1, 0, 1, 2]) for _ in range(count)], np.int64)
+    blocks = None
+    if with_headers:
+        blocks = column([b"\x00" if h is None else encode_headers(h) for h in headers])
+    source = columnar.ColumnarRecords(
+        column(keys) if seed != 2 else None,
+        column(values, large=seed == 3),
+        blocks,
+        timestamps,
+        partitions,
+    )
+    if seed == 2:
+        keys = [None] * count
+    open_state = OpenBatch(room=900, first_offset_delta=7, base_timestamp=base - 3)
+    for group, (partition, start, stop) in enumerate(source.groups):
+        assert partition in (None, 0, 1, 2)
+        positions = source.positions(start, stop - start)
+        rows = list(range(start, stop)) if positions is None else positions.tolist()
+        for open_batch, room in ((None, 2000), (open_state, 3000), (None, 1)):
+            chunks = chunks_bytes(source, group, open_batch, room)
+            assert sum(c[2] for c in chunks) == len(rows)
+            assert chunks[0][1] == start
+            taken = 0
+            for index, (section, first, n, first_ts, max_ts, continues) in enumerate(chunks):
+                picked = rows[taken : taken + n]
+                assert first == start + taken
+                assert continues == (open_batch is not None and index == 0)
+                delta = open_batch.first_offset_delta if continues and open_batch else 0
+                ts_base = (
+                    open_batch.base_timestamp
+                    if continues and open_batch
+                    else int(timestamps[picked[0]])
+                )
+                expected = encode_records(
+                    [keys[r] for r in picked],
+                    [values[r] for r in picked],
+                    [int(timestamps[r]) for r in picked],
+                    [headers[r] for r in picked] if with_headers else None,
+                    base_timestamp=ts_base,
+                    first_offset_delta=delta,
+                )
+                assert section == expected
+                assert first_ts == int(timestamps[picked[0]])
+                assert max_ts == max(int(timestamps[r]) for r in picked)
+                limit = open_batch.room if continues and open_batch else room
+                assert len(section) <= limit or n == 1  # a new batch takes one record anyway
+                taken += n
+
+
+def test_one_partition_and_sticky_keep_input_order() -> None:
+    values = column([b"a", b"b", b"c"])
+    timestamps = np.array([1, 2, 3], np.int64)
+    one = columnar.ColumnarRecords(None, values, None, timestamps, 4)
+    assert one.groups == [(4, 0, 3)] and one.positions(0, 3) is None
+    sticky = columnar.ColumnarRecords(None, values, None, timestamps, None)
+    assert sticky.groups == [(None, 0, 3)]
+    same = columnar.ColumnarRecords(None, values, None, timestamps, np.array([2, 2, 2]))
+    assert same.groups == [(2, 0, 3)]
+    mixed = columnar.ColumnarRecords(None, values, None, timestamps, np.array([1, -1, 1]))
+    assert mixed.groups == [(None, 0, 1), (1, 1, 3)]
+    positions = mixed.positions(1, 2)
+    assert positions is not None and positions.tolist() == [0, 2]
+
+
+# ------------------------------------------------------------------ append_encoded
+
+
+def decoded(accumulator: RecordAccumulator, tp: TopicPartition) -> list[tuple[object, ...]]:
+    queue = accumulator._existing_queue(tp)
+    assert queue is not None
+    out: list[tuple[object, ...]] = []
+    for batch in queue.batches:
+        batch.close()
+        for record_batch in read_record_batches(batch.builder.build()):
+            out.extend((r.offset, r.timestamp, r.key, r.value) for r in record_batch.records)
+    return out
+
+
+def test_append_encoded_fills_the_open_batch_then_new_ones() -> None:
+    accumulator = RecordAccumulator(
+        batch_size=1024, linger_ms=5, buffer_pool=BufferPool(1 << 20, 1024)
+    )
+    accumulator.append("t", 1, 1000, b"first", b"x" * 10)
+    keys = [b"k%d" % i for i in range(60)]
+    values = [b"v" * (i % 40) for i in range(60)]
+    partitions = np.array([1] * 40 + [0] * 20, np.int64)
+    timestamps = np.arange(2000, 2060, dtype=np.int64)
+    source = columnar.ColumnarRecords(
+        column(keys),
+        column(values),
+        None,
+        timestamps,
+        partitions,
+    )
+    runs, wake = accumulator.append_encoded("t", source, 100, 0.0, StaticCluster({"t": 2}))
+    assert wake
+    assert sum(count for _, _, _, count in runs) == 60
+    assert runs[0][1] == 0 or runs[0][1] >= 1  # partition 0's new batch, or the open one
+    queued_1 = decoded(accumulator, TopicPartition("t", 1))
+    assert [r[2:] for r in queued_1] == [(b"first", b"x" * 10)] + [
+        (keys[i], values[i]) for i in range(40)
+    ]
+    assert [r[1] for r in queued_1] == [1000, *range(2000, 2040)]
+    assert [r[2:] for r in decoded(accumulator, TopicPartition("t", 0))] == [
+        (keys[i], values[i]) for i in range(40, 60)
+    ]
+    sizes = accumulator.queue_sizes("t")
+    assert sizes[1] > 1  # 40 records did not fit the open 1 KiB batch
+    pool = accumulator.buffer_pool
+    assert pool.total_memory - pool.available_memory == 1024 * (sizes[0] + sizes[1])
+
+
+def test_append_encoded_sticky_group_and_a_changed_open_batch() -> None:
+    accumulator = RecordAccumulator(
+        batch_size=512, linger_ms=5, buffer_pool=BufferPool(1 << 20, 512)
+    )
+    cluster = StaticCluster({"t": 3})
+    values = [b"%03d" % i + b"." * 50 for i in range(40)]
+    source = columnar.ColumnarRecords(
+        None,
+        column(values),
+        None,
+        np.full(40, 5, np.int64),
+        None,
+    )
+
+    class RacingSource:
+        """Another thread appends to the open batch between reading and appending."""
+
+        groups = source.groups
+        calls = 0
+
+        def encode(self, requests, fresh_room):  # type: ignore[no-untyped-def]
+            RacingSource.calls += 1
+            if RacingSource.calls == 1:
+                for partition in range(3):
+                    accumulator.append("t", partition, 5, None, b"racer")
+            return source.encode(requests, fresh_room)
+
+    accumulator.append("t", None, 5, None, b"opener", cluster=cluster)
+    runs, _ = accumulator.append_encoded("t", RacingSource(), 100, 0.0, cluster)
+    assert RacingSource.calls == 2  # encoded again, for new batches only
+    assert all(first_delta == 0 for _, first_delta, _, _ in runs)
+    everything = [
+        value
+        for partition in range(3)
+        if accumulator._existing_queue(TopicPartition("t", partition)) is not None
+        for *_, value in decoded(accumulator, TopicPartition("t", partition))
+    ]
+    assert (
+        sorted(
+            bytes(v) for v in everything if isinstance(v, bytes) and v not in (b"opener", b"racer")
+        )
+        == values
+    )
+    assert everything.count(b"racer") == 3
+
+
+def test_builder_append_encoded_and_open_state() -> None:
+    from kafkaline.record import RecordBatchBuilder
+
+    builder = RecordBatchBuilder(batch_size_limit=4096)
+    assert builder.open_state() is None  # empty
+    builder.append(100, b"k", b"v")
+    room, delta, base = builder.open_state() or (0, 0, 0)
+    assert (delta, base) == (1, 100)
+    assert room == 4096 - BATCH_HEADER_SIZE - len(encode_records([b"k"], [b"v"], 100))
+    records = encode_records([None, b"k2"], [b"a", b"b"], [90, 130], base_timestamp=100,
+                             first_offset_delta=1)  # fmt: skip
+    builder.append_encoded([records[:3], records[3:]], 2, 90, 130)
+    builder.append(140, None, b"after")
+    (batch,) = read_record_batches(builder.build())
+    assert [(r.offset, r.timestamp, r.key, r.value) for r in batch.records] == [
+        (0, 100, b"k", b"v"),
+        (1, 90, None, b"a"),
+        (2, 130, b"k2", b"b"),
+        (3, 140, None, b"after"),
+    ]
+    assert batch.max_timestamp == 140
+    builder2 = RecordBatchBuilder()
+    builder2.close_for_appends()
+    with pytest.raises(Exception, match="closed"):
+        builder2.append_encoded([b"x"], 1, 0, 0)

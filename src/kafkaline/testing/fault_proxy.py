@@ -5,6 +5,7 @@ through the proxy, then inject faults on command or on a schedule::
 
     >>> proxy = FaultProxy(upstream_port=broker_port)          # doctest: +SKIP
     >>> with proxy, LocalBroker(port=broker_port, advertised_port=proxy.port) as broker:
+    ...     # doctest: +SKIP
     ...     producer = Producer(bootstrap_servers=broker.advertised_bootstrap_servers)
     ...     proxy.inject(Cut(CutPoint.MID_REQUEST))            # the next Produce is cut in two
     ...     proxy.inject(DelayResponse(seconds=1.5))           # past request_timeout_ms=1000
@@ -21,6 +22,9 @@ hits a whole request of a chosen API (Produce by default) rather than an arbitra
 - :class:`DelayResponse`: holds the request's response for ``seconds`` (and everything after
   it on that connection, so order is kept), so the client's request timeout fires first.
 - :class:`Stall`: stops reading from every connection, both directions, for ``seconds``.
+- :class:`CorruptResponse`: forwards the request, then replaces its response with a frame the
+  client cannot decode (body cut short, bytes after it, or another correlation id): the broker
+  did the work, the client must drop the connection and retry.
 
 A fault is armed until traffic it matches arrives; :attr:`FaultProxy.injected` counts the
 faults that actually happened, by kind. Threads: one accepting, two per connection (one per
@@ -48,7 +52,16 @@ from types import TracebackType
 from kafkaline.errors import ConfigError, IllegalStateError
 from kafkaline.testing._ports import LOOPBACK
 
-__all__ = ["Cut", "CutPoint", "DelayResponse", "Fault", "FaultProxy", "Stall"]
+__all__ = [
+    "CorruptResponse",
+    "Corruption",
+    "Cut",
+    "CutPoint",
+    "DelayResponse",
+    "Fault",
+    "FaultProxy",
+    "Stall",
+]
 
 #: The Produce API's key, the default target of request faults.
 PRODUCE_API_KEY = 0
@@ -110,7 +123,43 @@ class Stall:
         return "stalled reads"
 
 
-Fault = Cut | DelayResponse | Stall
+class Corruption(enum.Enum):
+    """How :class:`CorruptResponse` spoils a response frame (its size stays consistent, so
+    the stream's framing holds and the client fails on decoding, not on framing)."""
+
+    TRUNCATED = "truncated"  # the body cut in half
+    TRAILING = "trailing"  # four bytes after the body
+    WRONG_CORRELATION_ID = "wrong-correlation-id"  # the header names another request
+
+
+@dataclass(frozen=True)
+class CorruptResponse:
+    """Replace the response to the next request of ``api_key`` with an undecodable one."""
+
+    how: Corruption = Corruption.TRUNCATED
+    api_key: int | None = PRODUCE_API_KEY
+
+    @property
+    def kind(self) -> str:
+        return f"corrupt response {self.how.value}"
+
+
+Fault = Cut | DelayResponse | Stall | CorruptResponse
+_RequestFault = Cut | DelayResponse | CorruptResponse
+
+
+def _corrupt(frame: bytes, how: Corruption) -> bytes:
+    """``frame`` (size, correlation id, rest) spoiled ``how``, re-framed."""
+    payload = frame[_SIZE.size :]
+    if how is Corruption.TRUNCATED:
+        header, body = payload[: _CORRELATION_ID.size], payload[_CORRELATION_ID.size :]
+        payload = header + body[: len(body) // 2]
+    elif how is Corruption.TRAILING:
+        payload = payload + b"\x00\xff\x00\xff"
+    else:
+        (correlation_id,) = _CORRELATION_ID.unpack_from(payload)
+        payload = _CORRELATION_ID.pack((correlation_id + 1) % 2**31) + payload[4:]
+    return _SIZE.pack(len(payload)) + payload
 
 
 class _Closing(Exception):
@@ -125,7 +174,7 @@ class _Connection:
         self.upstream = upstream
         self.closed = threading.Event()
         # Correlation id -> the fault to apply to that request's response.
-        self.response_faults: dict[int, Cut | DelayResponse] = {}
+        self.response_faults: dict[int, _RequestFault] = {}
         self.lock = threading.Lock()
         self.threads: list[threading.Thread] = []
 
@@ -162,7 +211,7 @@ class FaultProxy:
         self._port: int = self._listener.getsockname()[1]
         self._lock = threading.Lock()
         self._closing = threading.Event()
-        self._armed: collections.deque[Cut | DelayResponse] = collections.deque()
+        self._armed: collections.deque[_RequestFault] = collections.deque()
         self._stalled_until = 0.0
         self._injected: collections.Counter[str] = collections.Counter()
         self._connections: set[_Connection] = set()
@@ -363,7 +412,7 @@ class FaultProxy:
             if connection.closed.wait(min(remaining, _POLL_INTERVAL)) or self._closing.is_set():
                 raise _Closing
 
-    def _take_fault(self, api_key: int) -> Cut | DelayResponse | None:
+    def _take_fault(self, api_key: int) -> _RequestFault | None:
         with self._lock:
             for fault in self._armed:
                 if fault.api_key is None or fault.api_key == api_key:
@@ -398,4 +447,7 @@ class FaultProxy:
             self._count(fault.kind)
             if connection.closed.wait(fault.seconds) or self._closing.is_set():
                 raise _Closing
+        if isinstance(fault, CorruptResponse):
+            self._count(fault.kind)
+            frame = _corrupt(frame, fault.how)
         sink.sendall(frame)

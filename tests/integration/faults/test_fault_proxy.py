@@ -9,10 +9,18 @@ import time
 
 import pytest
 
-from kafkaline.errors import ConfigError
+from kafkaline.errors import ConfigError, CorrelationIdMismatchError, DecodeError
 from kafkaline.protocol.api import ApiVersionsRequest, ApiVersionsResponse
 from kafkaline.testing import LocalBroker
-from kafkaline.testing.fault_proxy import Cut, CutPoint, DelayResponse, FaultProxy, Stall
+from kafkaline.testing.fault_proxy import (
+    Corruption,
+    CorruptResponse,
+    Cut,
+    CutPoint,
+    DelayResponse,
+    FaultProxy,
+    Stall,
+)
 from kafkaline.testing.wire import BlockingConnection
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
@@ -83,6 +91,30 @@ def test_delays_a_response_and_stalls_reads(broker: LocalBroker) -> None:
             api_versions(conn)
             assert time.monotonic() - started >= 0.3
         assert proxy.injected == {"delayed response": 2, "stalled reads": 1}
+
+
+@pytest.mark.parametrize(
+    ("how", "error"),
+    [
+        (Corruption.TRUNCATED, DecodeError),
+        (Corruption.TRAILING, DecodeError),
+        (Corruption.WRONG_CORRELATION_ID, CorrelationIdMismatchError),
+    ],
+    ids=lambda value: value.value if isinstance(value, Corruption) else "",
+)
+def test_corrupts_a_response_the_client_then_cannot_decode(
+    broker: LocalBroker, how: Corruption, error: type[Exception]
+) -> None:
+    with FaultProxy(upstream_port=broker.port) as proxy:
+        with BlockingConnection("127.0.0.1", proxy.port, timeout=5) as conn:
+            assert api_versions(conn).error_code == 0
+            proxy.inject(CorruptResponse(how, api_key=API_VERSIONS))
+            with pytest.raises(error):
+                api_versions(conn)
+        # Only that response: the next connection is served normally.
+        with BlockingConnection("127.0.0.1", proxy.port, timeout=5) as conn:
+            assert api_versions(conn).error_code == 0
+        assert proxy.injected == {f"corrupt response {how.value}": 1}
 
 
 def test_schedule_runs_in_order_and_close_stops_it(broker: LocalBroker) -> None:

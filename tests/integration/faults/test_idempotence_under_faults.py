@@ -30,7 +30,16 @@ from kafkaline.producer.futures import FutureRecordMetadata
 from kafkaline.record import RecordBatch, RecordBatchBuilder
 from kafkaline.testing import LocalBroker
 from kafkaline.testing._ports import find_free_port
-from kafkaline.testing.fault_proxy import Cut, CutPoint, DelayResponse, Fault, FaultProxy, Stall
+from kafkaline.testing.fault_proxy import (
+    Corruption,
+    CorruptResponse,
+    Cut,
+    CutPoint,
+    DelayResponse,
+    Fault,
+    FaultProxy,
+    Stall,
+)
 from kafkaline.testing.wire import (
     BlockingConnection,
     fetch_partition,
@@ -324,3 +333,31 @@ def test_without_idempotence_no_acknowledged_record_is_lost_through_faults(
     assert counts.lost == [], "at-least-once: an acknowledged record is missing"
     assert counts.wrong_partition == []
     assert counts.wrong_offset == [], "a future reported an offset the record is not at"
+
+
+def test_idempotent_producer_writes_each_record_once_through_corrupted_responses(
+    proxied: Proxied, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # The broker stores each request, then the proxy spoils its answer: the producer cannot
+    # decode it, drops the connection and retries; the broker must see the retry as the
+    # duplicate it is, so every record is in the log once.
+    topic = "idempotence-corrupted-responses"
+    proxied.broker.create_topic(topic, partitions=PARTITIONS)
+    schedule: list[tuple[float, Fault]] = [
+        (0.3 if step == 0 else 0.6, CorruptResponse(how))
+        for step, how in enumerate(list(Corruption) * 2)
+    ]
+    outcome = send_through_faults(proxied, topic, 30_000, schedule, acks=-1)
+    counts = tally(outcome)
+    report("corrupted responses, idempotence on", outcome, counts, capsys)
+    assert proxied.proxy.pending == 0
+    assert outcome.faults == {f"corrupt response {how.value}": 2 for how in Corruption}
+    assert outcome.failed == {}
+    assert counts.unknown == []
+    assert counts.duplicates == 0
+    assert counts.reordered == 0
+    assert counts.key_order_broken == []
+    assert counts.wrong_partition == []
+    assert counts.wrong_offset == []
+    if counts.lost:
+        explain_loss_or_fail(proxied.broker, topic, outcome, counts.lost)

@@ -355,3 +355,14 @@ def test_plain_over_plaintext_logs_a_warning(caplog: pytest.LogCaptureFixture) -
     warnings = [r.getMessage() for r in caplog.records]
     assert len(warnings) == 1 and "SASL PLAIN over a plaintext connection" in warnings[0]
     assert "pw" not in warnings[0].split("password")[0]
+
+
+def test_a_sasl_token_request_never_shows_its_bytes() -> None:
+    auth = authenticator(PlainMechanism("alice", Secret("hunter2")))
+    auth.first_request(VERSIONS)
+    step = auth.on_response(SaslHandshakeResponse(error_code=0, mechanisms=["PLAIN"]))
+    assert step is not None
+    request = step[0]
+    assert b"hunter2" in bytes(request.auth_bytes)  # type: ignore[union-attr]
+    assert "hunter2" not in repr(request) and "hunter2" not in str(request)
+    assert repr(request) == "SaslAuthenticateRequest(auth_bytes=<14 bytes>)"

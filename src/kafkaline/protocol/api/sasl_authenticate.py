@@ -49,3 +49,8 @@ class SaslAuthenticateRequest(Request):
     RESPONSE_TYPE = SaslAuthenticateResponse
 
     auth_bytes: Buffer = kafka_field(BYTES, "0+")
+
+    def __repr__(self) -> str:
+        # The token can hold a password (PLAIN) or a bearer token (OAUTHBEARER): a logged or
+        # printed request shows its size only. (dataclass keeps a __repr__ defined here.)
+        return f"SaslAuthenticateRequest(auth_bytes=<{len(self.auth_bytes)} bytes>)"

@@ -36,6 +36,7 @@ import functools
 import importlib
 import logging
 import os
+import sys
 import threading
 import time
 import weakref
@@ -549,6 +550,15 @@ class Producer:
                 ],
             )
         prepared = self._prepare_bulk(topic, values, keys, headers)
+        if self._partitioner is None and len(values) >= _COLUMNAR_MIN_RECORDS:
+            if partition is not None and (type(partition) is not int or partition < 0):
+                raise InvalidPartitionError(
+                    f"partition={partition!r} given to send_batch() is invalid: must be None "
+                    "or an integer >= 0"
+                )
+            columns = _columnar_lists(*prepared)
+            if columns is not None:
+                return self._send_columns(topic, columns, partition, None, None)
         return self._send_bulk(topic, *prepared, partition)
 
     def send_arrow(
@@ -636,10 +646,22 @@ class Producer:
         in Arrow batches of 10,000; client CPU seconds per million records, all threads, on
         the 2-core machine shared with other jobs): 2.98 over Python lists (load 2.3-3.6),
         1.75 this way (load 5)."""
-        columnar = _columnar()
-        if columnar is None:  # pragma: no cover - checked by the caller
-            raise IllegalStateError("numpy is not available")
         slices = arrow_slices(data, key, value, headers, partition, timestamp)
+        return self._send_columns(topic, slices, None, partition, timestamp)
+
+    def _send_columns(
+        self,
+        topic: str,
+        slices: list[ArrowSlice],
+        fixed_partition: int | None,
+        partition_column: str | None,
+        timestamp_column: str | None,
+    ) -> BatchSendResult:
+        """The columnar bulk path (send_arrow(), send_batch()): checks every slice, then
+        appends them through ``RecordAccumulator.append_encoded``."""
+        columnar = _columnar()
+        if columnar is None:  # pragma: no cover - checked by the callers
+            raise IllegalStateError("numpy is not available")
         if self._transactional is not None:
             self._transactional.check_send_allowed()
         np: Any = importlib.import_module("numpy")
@@ -651,10 +673,21 @@ class Producer:
         # Checks first, for every slice: errors are raised before anything is queued.
         prepared = []
         row = 0
+        if fixed_partition is not None:
+            validate_partition(topic, fixed_partition, count, "send_batch()")
         for part in slices:
             prepared.append(
                 self._columnar_slice(
-                    columnar, np, topic, part, row, count, now, partition, timestamp
+                    columnar,
+                    np,
+                    topic,
+                    part,
+                    row,
+                    count,
+                    now,
+                    fixed_partition,
+                    partition_column,
+                    timestamp_column,
                 )
             )
             row += len(part.values)
@@ -694,7 +727,7 @@ class Producer:
             runs,
             _concatenate(np, [source.key_sizes for source in sources]),
             _concatenate(np, [source.value_sizes for source in sources]),
-            now if timestamp is None else _concatenate(np, [s.timestamps for s in sources]),
+            now if timestamp_column is None else _concatenate(np, [s.timestamps for s in sources]),
         )
 
     def _columnar_slice(
@@ -706,6 +739,7 @@ class Producer:
         first_row: int,
         count: int,
         now: int,
+        fixed_partition: int | None,
         partition_column: str | None,
         timestamp_column: str | None,
     ) -> tuple[Any, int]:
@@ -722,10 +756,13 @@ class Producer:
         if part.headers is not None:
             # Headers are encoded per record in Python: rows with headers are the exception.
             blocks = []
-            for entry in part.headers.to_pylist():
+            entries = part.headers if isinstance(part.headers, list) else part.headers.to_pylist()
+            for entry in entries:
                 checked = (
                     None
                     if not entry
+                    else entry
+                    if isinstance(entry, tuple)  # send_batch(): checked already
                     else check_headers([(item["key"], item["value"]) for item in entry])
                 )
                 header_lists.append(checked)
@@ -760,8 +797,10 @@ class Producer:
                     "epoch, >= 0 and within int64"
                 )
             timestamps = np.where(valid, millis, now).astype(np.int64)
-        chosen: Any = None
-        if keys is not None and self._key_partition is not None:
+        chosen: Any = fixed_partition
+        if fixed_partition is not None:
+            pass
+        elif keys is not None and self._key_partition is not None:
             chosen = columnar.murmur2_partitions(keys, count)
         if part.partitions is not None:
             given = part.partitions
@@ -1257,6 +1296,65 @@ class Producer:
         return f"<Producer {','.join(self._config.bootstrap_servers)} {state}>"
 
 
+#: send_batch() takes the columnar path from this many records: below, its per-call cost
+#: (numpy and pyarrow calls, ~100-200 us) outweighs what it saves per record.
+_COLUMNAR_MIN_RECORDS = 256
+#: send_batch() hands the columnar path lists in slices of this many records (bounds its
+#: working memory).
+_COLUMNAR_SLICE = 65536
+
+
+def _columnar_lists(
+    values: list[bytes | None],
+    keys: list[bytes | None] | None,
+    headers: list[tuple[tuple[str, bytes | None], ...] | None] | None,
+) -> list[ArrowSlice] | None:
+    """send_batch()'s checked lists as columnar slices; None when numpy and pyarrow are not
+    both loaded already. Measured (300k records in calls of 10,000, alternating runs, load
+    ~4.5): 2.06-2.46 CPU s per million records this way against 2.24-2.79 over the lists,
+    but importing numpy costs ~0.13 s of CPU once: a program that has not loaded them
+    (no Arrow in sight) keeps the list path."""
+    if "numpy" not in sys.modules or "pyarrow" not in sys.modules or _columnar() is None:
+        return None
+    slices = []
+    for start in range(0, len(values), _COLUMNAR_SLICE):
+        stop = start + _COLUMNAR_SLICE
+        slices.append(
+            ArrowSlice(
+                None if keys is None else _binary_array(keys[start:stop]),
+                _binary_array(values[start:stop]),
+                None if headers is None else headers[start:stop],
+                None,
+                None,
+                "ms",
+            )
+        )
+    return slices
+
+
+def _binary_array(items: list[bytes | None]) -> Any:
+    """A pyarrow large_binary array of bytes and None, made by one ``bytes.join`` and numpy
+    offsets: ~120 ns/record measured, against ~60 for ``pyarrow.array(items)``, which
+    however imports pandas on first use (~1 s of CPU, a third of a 300k-record benchmark)."""
+    np: Any = importlib.import_module("numpy")
+    pa: Any = importlib.import_module("pyarrow")
+    count = len(items)
+    offsets = np.zeros(count + 1, np.int64)
+    validity = None
+    if None in items:
+        valid = np.fromiter((item is not None for item in items), np.bool_, count)
+        lengths = np.fromiter((0 if item is None else len(item) for item in items), np.int64, count)
+        validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
+        data = b"".join(filter(None, items))
+    else:
+        lengths = np.fromiter(map(len, items), np.int64, count)  # type: ignore[arg-type]
+        data = b"".join(items)  # type: ignore[arg-type]
+    np.cumsum(lengths, out=offsets[1:])
+    return pa.Array.from_buffers(
+        pa.large_binary(), count, [validity, pa.py_buffer(offsets), pa.py_buffer(data)]
+    )
+
+
 @functools.cache
 def _columnar() -> Any:
     """``producer.columnar`` if numpy and pyarrow (16 or later) are installed (the columnar
@@ -1272,6 +1370,8 @@ def _columnar() -> Any:
 
 
 def _concatenate(np: Any, arrays: list[Any]) -> Any:
+    if not arrays:  # a call without records
+        return np.zeros(0, np.int64)
     return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
 
 

@@ -72,13 +72,27 @@ def as_header(item: object) -> Header:
     return name, value
 
 
+@pytest.fixture(params=["columnar", "python lists"])
+def send_batch_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
+    """send_batch() through the columnar encoder (numpy and pyarrow loaded, any size) or
+    through the per-record encoder over Python lists."""
+    path: str = request.param
+    if path == "columnar":
+        pytest.importorskip("numpy")
+        pytest.importorskip("pyarrow")
+        monkeypatch.setattr(producer_module, "_COLUMNAR_MIN_RECORDS", 0)
+    else:
+        monkeypatch.setattr(producer_module, "_COLUMNAR_MIN_RECORDS", 1 << 62)
+    return path
+
+
 def producer_for(broker: LocalBroker, **settings: object) -> Producer:
     defaults: dict[str, object] = {"linger_ms": 5, "max_block_ms": 5000}
     return Producer(bootstrap_servers=broker.bootstrap_servers, **{**defaults, **settings})
 
 
 def test_send_batch_keyed_reads_back_bit_exact_in_send_partitions(
-    broker: LocalBroker, make_topic: TopicFactory
+    broker: LocalBroker, make_topic: TopicFactory, send_batch_path: str
 ) -> None:
     topic = make_topic(6)
     count = 5000
@@ -104,7 +118,7 @@ def test_send_batch_keyed_reads_back_bit_exact_in_send_partitions(
 
 
 def test_send_batch_keyless_is_sticky_and_complete(
-    broker: LocalBroker, make_topic: TopicFactory
+    broker: LocalBroker, make_topic: TopicFactory, send_batch_path: str
 ) -> None:
     topic = make_topic(3)
     count = 3000
@@ -121,7 +135,7 @@ def test_send_batch_keyless_is_sticky_and_complete(
 
 
 def test_send_batch_headers_nulls_and_partition(
-    broker: LocalBroker, make_topic: TopicFactory
+    broker: LocalBroker, make_topic: TopicFactory, send_batch_path: str
 ) -> None:
     topic = make_topic(3)
     values: list[bytes | None] = [b"a", None, b"c", b""]
@@ -208,6 +222,8 @@ def test_send_arrow_wrong_column_type_names_the_column(broker: LocalBroker, topi
             producer.send_arrow(topic, batch)
         with pytest.raises(ValueError, match=r"value column 'payload' is not in the data"):
             producer.send_arrow(topic, batch, value="payload")
+        empty = producer.send_arrow(topic, batch.slice(0, 0), key=None, value="value")
+        assert len(empty) == 0 and empty.get(timeout=1) == [] and empty.done()
 
 
 @pytest.mark.parametrize("path", ["columnar", "python lists"])
@@ -313,7 +329,7 @@ def test_send_arrow_partition_column_all_given_and_int64_timestamps(
 
 
 def test_send_batch_larger_than_buffer_memory_wakes_the_sender(
-    broker: LocalBroker, make_topic: TopicFactory
+    broker: LocalBroker, make_topic: TopicFactory, send_batch_path: str
 ) -> None:
     topic = make_topic(6)
     values = [os.urandom(10_000) for _ in range(1000)]  # 10 MB through 2 MiB of buffer memory

@@ -375,3 +375,15 @@ def test_append_many_wakes_the_sender_whenever_a_batch_becomes_sendable() -> Non
     assert batches > 2
     # once per batch made behind another, each time with that batch already queued
     assert wakeups == list(range(2, batches + 1))
+
+
+def test_binary_array_of_bytes_and_nulls() -> None:
+    pytest.importorskip("numpy")
+    pa = pytest.importorskip("pyarrow")
+    from kafkaline.producer.producer import _binary_array
+
+    for items in ([b"a", b"", b"bcd"], [None, b"x", b"", None, b"yz"], [None], []):
+        array = _binary_array(list(items))
+        array.validate(full=True)
+        assert array.type == pa.large_binary()
+        assert array.to_pylist() == items

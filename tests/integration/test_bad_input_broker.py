@@ -11,10 +11,16 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type information
 import pytest
 
 from kafkaline import Producer, RecordMetadata
-from kafkaline.errors import IllegalStateError, InvalidPartitionError, KafkaTimeoutError
+from kafkaline.errors import (
+    IllegalStateError,
+    InvalidPartitionError,
+    InvalidRecordTimestampError,
+    KafkaTimeoutError,
+)
 from kafkaline.testing import LocalBroker
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
@@ -46,6 +52,25 @@ BROKER_CASES = [
         lambda p, topic: p.send_batch(topic, [b"a", b"b"], partition=7),
         InvalidPartitionError,
         ("7", "3 partitions"),
+    ),
+    BrokerCase(
+        "send-arrow-negative-timestamp",
+        lambda p, topic: p.send_arrow(
+            topic, pa.record_batch({"value": [b"a", b"b"], "ts": [1, -1]}), key=None, timestamp="ts"
+        ),
+        InvalidRecordTimestampError,
+        ("row 1 of column 'ts'", "-1 ms"),
+    ),
+    BrokerCase(
+        "send-arrow-partition-out-of-range",
+        lambda p, topic: p.send_arrow(
+            topic,
+            pa.record_batch({"value": [b"a"], "p": pa.array([5], pa.int32())}),
+            key=None,
+            partition="p",
+        ),
+        InvalidPartitionError,
+        ("partition 5 given by row 0 of column 'p'", "3 partitions (0-2)"),
     ),
     BrokerCase(
         "topic-that-does-not-exist",
@@ -150,6 +175,6 @@ def test_send_and_close_from_a_delivery_callback_do_not_deadlock(
 
 
 def test_catalogue_size(capsys: pytest.CaptureFixture[str]) -> None:
-    # The four parametrised cases plus the three callback tests above.
+    # The parametrised cases plus the three callback tests above.
     with capsys.disabled():
         print(f"\n[bad input] {len(BROKER_CASES) + 3} cases against the broker")

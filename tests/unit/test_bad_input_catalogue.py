@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type information
 import pytest
 
 from kafkaline import Producer, ProducerConfig
@@ -458,6 +459,51 @@ CASES: list[Case] = [
         lambda p: p.send_batch("t", "abc"),
         TypeError,
         ("values must be a sequence", "not str"),
+    ),
+    Case(
+        "send-batch-header-malformed",
+        lambda p: p.send_batch("t", [b"a", b"b"], headers=[None, [("x", 1)]]),  # type: ignore[list-item]
+        TypeError,
+        ("headers[1]", "header ('x', 1) is invalid"),
+    ),
+    Case(
+        "send-batch-value-int",
+        lambda p: p.send_batch("t", [b"a", 5]),
+        TypeError,
+        ("values[1] is of type int",),
+    ),
+    # ---------------------------------------------------------------- send_arrow
+    Case(
+        "send-arrow-not-arrow",
+        lambda p: p.send_arrow("t", [b"a"]),
+        TypeError,
+        ("pyarrow RecordBatch or Table, not list",),
+    ),
+    Case(
+        "send-arrow-missing-value-column",
+        lambda p: p.send_arrow("t", pa.record_batch({"key": [b"a"]})),
+        ValueError,
+        ("value column 'value' is not in the data", "['key']"),
+    ),
+    Case(
+        "send-arrow-int-value-column",
+        lambda p: p.send_arrow("t", pa.record_batch({"value": [1, 2]}), key=None),
+        TypeError,
+        ("column 'value' has type int64", "binary, string"),
+    ),
+    Case(
+        "send-arrow-bad-headers-column",
+        lambda p: p.send_arrow(
+            "t", pa.record_batch({"value": [b"a"], "h": [1]}), key=None, headers="h"
+        ),
+        TypeError,
+        ("column 'h' has type int64", "list<struct<key: string, value: binary>>"),
+    ),
+    Case(
+        "send-arrow-bad-topic",
+        lambda p: p.send_arrow("a b", pa.record_batch({"value": [b"a"]}), key=None),
+        InvalidTopicNameError,
+        ("'a b'",),
     ),
     # ---------------------------------------------------------------- lifecycle
     Case(

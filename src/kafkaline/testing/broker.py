@@ -14,7 +14,12 @@ from pathlib import Path
 from types import TracebackType
 from typing import Protocol
 
-from kafkaline.errors import BrokerBinaryNotFound, ConfigError, IllegalStateError
+from kafkaline.errors import (
+    BrokerBinaryNotFound,
+    ConfigError,
+    IllegalStateError,
+    KafkaTimeoutError,
+)
 from kafkaline.testing import _s3
 from kafkaline.testing._ports import LOOPBACK, find_free_port, wait_until_port_free
 from kafkaline.testing._probe import _api_versions_ready, _topic_partition_counts
@@ -156,6 +161,33 @@ def _release(resources: _Resources) -> None:
     if resources.owned_log_dir is not None:
         shutil.rmtree(resources.owned_log_dir, ignore_errors=True)
         resources.owned_log_dir = None
+
+
+# How long pause()/resume() wait for the kernel to stop or continue every broker thread.
+_SIGNAL_SETTLE_TIMEOUT = 5.0
+
+
+def _wait_for_threads_stopped(pid: int, *, stopped: bool) -> None:
+    """Wait until every thread of ``pid`` is stopped (``stopped``) or none is, going by
+    /proc/PID/task/*/stat (Linux); elsewhere, return at once."""
+    tasks = Path(f"/proc/{pid}/task")
+    deadline = time.monotonic() + _SIGNAL_SETTLE_TIMEOUT
+    while time.monotonic() < deadline:
+        try:
+            states = [
+                # The state follows the parenthesised command name, which may hold spaces.
+                (task / "stat").read_text().rpartition(")")[2].split()[0]
+                for task in tasks.iterdir()
+            ]
+        except (OSError, IndexError):
+            return  # no /proc, or the process or a thread just went away
+        if all((state in "Tt") == stopped for state in states):
+            return
+        time.sleep(0.001)
+    what = "stop" if stopped else "continue"
+    raise KafkaTimeoutError(
+        f"the broker process {pid} did not {what} within {_SIGNAL_SETTLE_TIMEOUT} s"
+    )
 
 
 class LocalBroker:
@@ -378,6 +410,9 @@ class LocalBroker:
         if process is None or process.poll() is not None:
             raise IllegalStateError("cannot pause the broker: it is not running")
         process.send_signal(signal.SIGSTOP)
+        # The stop is asynchronous: a busy broker thread can still answer a request before
+        # it takes effect. Return only once every thread is stopped.
+        _wait_for_threads_stopped(process.pid, stopped=True)
 
     def resume(self) -> None:
         """Let a broker frozen by :meth:`pause` run again (SIGCONT). A no-op if it runs."""
@@ -385,6 +420,7 @@ class LocalBroker:
         if process is None or process.poll() is not None:
             raise IllegalStateError("cannot resume the broker: it is not running")
         process.send_signal(signal.SIGCONT)
+        _wait_for_threads_stopped(process.pid, stopped=False)
 
     def close(self) -> None:
         """Stop the broker (and the S3 server) and remove the temporary log directory, if

@@ -39,6 +39,7 @@ demo-wire: $(STAMP)
 bench: $(STAMP)
 	$(PY) -m pip install --quiet -e '.[bench]'
 	$(PY) -m benchmarks
+	$(PY) -m benchmarks.spark_bench
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache

@@ -259,12 +259,14 @@ def test_broker_down_longer_than_delivery_timeout_fails_every_record_and_leaves_
     try:
         producer.send(topic, b"warm-up").get(10)  # metadata known, connection open
         assert len(thread_names()) > len(threads_before), "the producer has its I/O thread"
+        caplog.set_level("WARNING", logger="kafkaline.net.connection")
+        # Timed from the signal: the producer may see a killed broker's sockets reset before
+        # stop() has finished reaping the process.
+        down_at, down_wall = time.monotonic(), time.time()
         if how == "killed":
             own_broker.stop()
         else:
             own_broker.pause()
-        down_at, down_wall = time.monotonic(), time.time()
-        caplog.set_level("WARNING", logger="kafkaline.net.connection")
         futures = [producer.send(topic, b"%07d" % i, key=key_of(i)) for i in range(count)]
         for index, future in enumerate(futures):
             future.add_errback(functools.partial(note_failure, failed_at, index))

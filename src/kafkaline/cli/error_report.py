@@ -12,6 +12,7 @@ from typing import TextIO
 from kafkaline.cli.errors import CliError
 from kafkaline.cli.exit_status import ExitStatus
 from kafkaline.errors import (
+    AuthenticationError,
     ConfigError,
     KafkaConnectionError,
     KafkaError,
@@ -42,7 +43,8 @@ def exit_status_for(error: BaseException) -> ExitStatus:
         return ExitStatus.UNKNOWN_TOPIC
     if isinstance(error, KafkaConnectionError):
         return ExitStatus.BROKER_UNREACHABLE
-    if isinstance(error, _FILE_ERRORS):
+    # AuthenticationError is also a PermissionError, but it is the broker's refusal.
+    if isinstance(error, _FILE_ERRORS) and not isinstance(error, AuthenticationError):
         return ExitStatus.FILE
     if isinstance(error, KafkaError):
         return ExitStatus.KAFKA_ERROR

@@ -46,6 +46,7 @@ from typing import Any
 
 from kafkaline.config import ProducerConfig
 from kafkaline.errors import (
+    AuthenticationError,
     IllegalStateError,
     InvalidPartitionError,
     InvalidRecordTimestampError,
@@ -287,7 +288,10 @@ class Producer:
             os.register_at_fork(
                 after_in_child=functools.partial(_call_if_alive, weakref.WeakMethod(self._forked))
             )
-        self._gate = None
+        # The Sender may already have failed (it starts above and can die within
+        # milliseconds, e.g. on an authentication refusal): never overwrite that with "open".
+        if self._gate is _State.NOT_STARTED:
+            self._gate = None
 
     def _gate_error(self, gate: _State) -> Exception:
         if gate is _State.CLOSED:
@@ -303,6 +307,11 @@ class Producer:
         if gate is _State.FAILED:
             failure = self._sender.failure if self._sender is not None else None
             cause = failure.__cause__ if failure is not None else None
+            if isinstance(cause, AuthenticationError):
+                # A refused TLS handshake or SASL exchange: say that, not "the thread failed".
+                refusal = type(cause)(str(cause))
+                refusal.__cause__ = cause
+                return refusal
             error = SenderFailedError(
                 f"the producer's I/O thread failed earlier ({cause!r}); pending records failed "
                 "with it. Close this producer and create a new one"
@@ -327,13 +336,16 @@ class Producer:
         self._gate = _State.FORKED
 
     def _on_sender_failure(self, failure: SenderFailedError) -> None:
-        if self._gate is not _State.FORKED:
-            self._gate = _State.FAILED
+        # Under the lock: _start_locked() must not reopen the gate after this.
+        with self._lock:
+            if self._gate is not _State.FORKED:
+                self._gate = _State.FAILED
 
     def _on_fatal_error(self, error: KafkaError) -> None:
         # The Sender's thread: from now on send() raises the error (see _gate_error).
-        if self._gate is not _State.FORKED:
-            self._gate = _State.FATAL
+        with self._lock:
+            if self._gate is not _State.FORKED:
+                self._gate = _State.FATAL
 
     def _on_metadata_update(self, cluster: ClusterMetadata) -> None:
         # The Sender's thread, after each metadata update: new counts for the known topics.
@@ -1277,7 +1289,13 @@ class Producer:
         """
         if self._gate is not None:
             self._pass_gate()
-        self._wait_on_metadata(topic)
+        try:
+            self._wait_on_metadata(topic)
+        except Exception as error:
+            replacement = self._send_failed(error, topic, None, None)
+            if replacement is not None:
+                raise replacement from error
+            raise
         cluster = self._cluster
         return () if cluster is None else cluster.partitions_for(topic)
 

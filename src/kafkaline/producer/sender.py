@@ -45,6 +45,7 @@ from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from kafkaline.errors import (
+    AuthenticationError,
     DeliveryTimeoutError,
     DuplicateSequenceNumberError,
     IllegalStateError,
@@ -262,11 +263,20 @@ class Sender:
             self._die(error)
 
     def _die(self, error: BaseException) -> None:
-        _log.error(
-            "the producer's I/O thread %r failed; every pending record fails with this error",
-            self._name,
-            exc_info=error,
-        )
+        if isinstance(error, AuthenticationError):
+            # Expected, not a bug: one line (no traceback) and the records fail with the
+            # refusal itself, which names what the broker or the TLS handshake refused.
+            _log.error(
+                "the producer's I/O thread %r stopped: %s; every pending record fails with it",
+                self._name,
+                error,
+            )
+        else:
+            _log.error(
+                "the producer's I/O thread %r failed; every pending record fails with this error",
+                self._name,
+                exc_info=error,
+            )
         failure = SenderFailedError(
             f"the producer's I/O thread stopped on an unexpected error: {error!r}; "
             "close this producer and create a new one"
@@ -281,7 +291,9 @@ class Sender:
             except Exception:
                 _log.exception("the producer's failure handler raised")
         try:
-            self._accumulator.abort_incomplete_batches(failure)
+            self._accumulator.abort_incomplete_batches(
+                error if isinstance(error, AuthenticationError) else failure
+            )
         except Exception:
             _log.exception("aborting the batches after the I/O thread failed raised too")
         try:

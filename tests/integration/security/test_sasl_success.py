@@ -36,7 +36,7 @@ import pytest
 
 from kafkaline import Producer
 from kafkaline.config import ProducerConfig
-from kafkaline.errors import IllegalStateError, SaslAuthenticationError, SenderFailedError
+from kafkaline.errors import SaslAuthenticationError
 from kafkaline.net.client import NetworkClient
 from kafkaline.protocol import Request, Response
 from kafkaline.protocol.api import (
@@ -492,14 +492,17 @@ def test_sasl_ssl_scram_inside_tls_produces(tmp_path: Path) -> None:
 def test_a_producer_with_a_wrong_password_fails_its_sends_fast(cluster: Cluster) -> None:
     cluster.broker.create_topic("sasl-wrong", partitions=1)
     started = time.monotonic()
-    with Producer(
-        bootstrap_servers=cluster.bootstrap,
-        max_block_ms=60_000,
-        security_protocol="SASL_PLAINTEXT",
-        sasl_mechanism="SCRAM-SHA-256",
-        sasl_plain_username="alice",
-        sasl_plain_password="wrong",
-    ) as producer, pytest.raises((SenderFailedError, IllegalStateError)):
+    with (
+        Producer(
+            bootstrap_servers=cluster.bootstrap,
+            max_block_ms=60_000,
+            security_protocol="SASL_PLAINTEXT",
+            sasl_mechanism="SCRAM-SHA-256",
+            sasl_plain_username="alice",
+            sasl_plain_password="wrong",
+        ) as producer,
+        pytest.raises(SaslAuthenticationError),
+    ):
         producer.send("sasl-wrong", b"never")
     assert time.monotonic() - started < FAST_S
     assert cluster.gateway.connections == 1

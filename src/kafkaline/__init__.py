@@ -3,8 +3,9 @@
 This module only re-exports the public API; importing it starts nothing.
 """
 
-from kafkaline.config import ExponentialBackoff, ProducerConfig
+from kafkaline.config import ExponentialBackoff, ProducerConfig, Secret
 from kafkaline.errors import (
+    AuthenticationError,
     BrokerError,
     BufferExhaustedError,
     ConfigError,
@@ -15,7 +16,9 @@ from kafkaline.errors import (
     ProducerClosedError,
     ProducerForkedError,
     RecordTooLargeError,
+    SaslAuthenticationError,
     SenderFailedError,
+    SslAuthenticationError,
     TransactionAbortedError,
     TransactionStateError,
 )
@@ -35,6 +38,7 @@ from kafkaline.producer.serializers import (
 from kafkaline.producer.transactions import TransactionIdentity
 
 __all__ = [
+    "AuthenticationError",
     "BatchSendResult",
     "BrokerError",
     "BufferExhaustedError",
@@ -57,8 +61,11 @@ __all__ = [
     "RecordMetadata",
     "RecordTooLargeError",
     "RoundRobinPartitioner",
+    "SaslAuthenticationError",
+    "Secret",
     "SenderFailedError",
     "Serializer",
+    "SslAuthenticationError",
     "StringSerializer",
     "TransactionAbortedError",
     "TransactionIdentity",

@@ -1,8 +1,11 @@
 """The network client the producer's Sender thread drives: non-blocking connections to every
 broker, metadata kept fresh, requests and their responses.
 
-* :mod:`.transport` - non-blocking TCP (the seam for TLS); socket errors become kafkaline errors
-* :mod:`.connection` - :class:`BrokerConnection`, one broker's state machine (the seam for SASL)
+* :mod:`.transport` - non-blocking TCP and TLS; socket and ssl errors become kafkaline errors
+* :mod:`.connection` - :class:`BrokerConnection`, one broker's state machine; runs SASL after
+  ApiVersions
+* :mod:`.sasl` - PLAIN, SCRAM-SHA-256/512 and OAUTHBEARER as sans-I/O state machines
+* :mod:`.security` - the TLS context and the transport and SASL factories from a ProducerConfig
 * :mod:`.cluster` - :class:`ClusterMetadata`, an immutable snapshot of brokers and partitions
 * :mod:`.metadata` - :class:`Metadata`, when to refresh, and waiting for a topic
 * :mod:`.client` - :class:`NetworkClient`, all connections multiplexed with selectors

@@ -18,6 +18,11 @@ from kafkaline.testing.errors import (
     TopicCommandError,
 )
 from kafkaline.testing.fault_proxy import FaultProxy
+from kafkaline.testing.tls_terminator import (
+    TestCertificates,
+    TlsTerminator,
+    make_test_certificates,
+)
 
 __all__ = [
     "STORAGE_KINDS",
@@ -27,7 +32,10 @@ __all__ = [
     "FaultProxy",
     "LocalBroker",
     "LocalBrokerError",
+    "TestCertificates",
+    "TlsTerminator",
     "TopicCommandError",
     "TopicFactory",
+    "make_test_certificates",
     "resolve_broker_bin",
 ]

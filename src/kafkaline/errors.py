@@ -1266,3 +1266,14 @@ class SaslAuthenticationError(AuthenticationError):
     the credentials (``__cause__`` is the broker's error, e.g.
     :class:`SaslAuthenticationFailedError`, when it sent an error code), or its SCRAM server
     signature did not verify."""
+
+
+# --------------------------------------------------------------------------- Spark sink errors
+# Appended by the Spark integration (kafkaline.spark).
+
+
+class SinkSchemaError(KafkaError, ValueError):
+    """The kafkaline Spark sink cannot write the DataFrame as it is: a missing ``value``
+    column or topic, a column of a type the sink cannot write (the message names the column
+    and its type), a null ``topic`` in a row with no ``topic`` option, or overwrite mode.
+    Schema mistakes are raised on the driver, before any task runs."""

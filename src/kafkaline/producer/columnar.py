@@ -55,7 +55,6 @@ Bytes = npt.NDArray[np.uint8]
 _MURMUR2_MATRIX_MAX = 1024
 _SEED = np.uint32(0x9747B28C)
 _M = np.uint32(0x5BD1E995)
-_NUL = b"\x00"
 
 
 def _pyarrow() -> Any:
@@ -474,9 +473,11 @@ class ColumnarRecords:
             begin, end = bounds[index], bounds[index + 1]
             # Without headers each record starts with the previous record's header count
             # (0): drop the first one's, and close the last record with its own.
-            # Slices of the records buffer, not copies: the batch joins its pieces once,
-            # when sealed (measured: a copy here cost ~40 ns/record, memcpy is slow here).
-            section = (data[begin:end],) if headers else (data[begin + 1 : end], _NUL)
+            # One slice of the records buffer, not a copy (measured: a copy here cost ~40
+            # ns/record; memcpy runs at ~0.6 GB/s on this machine). Without headers each record
+            # starts with the previous one's header count (0): the section starts one byte
+            # in and takes the next record's first byte (a final piece after the last).
+            section = (data[begin:end],) if headers else (data[begin + 1 : end + 1],)
             chunks.append(
                 EncodedChunk(
                     section,
@@ -570,12 +571,16 @@ class ColumnarRecords:
             buffers.append(_buffer_of(self._header_blocks))
             word0, word1, _ = _buffer_piece(self._header_blocks, source_rows, 0, 2)
             pieces.append((word0, word1))
-        views = np.empty((count, len(pieces), 2), np.uint64)
+        views = np.empty((count * len(pieces) + 1, 2), np.uint64)
+        by_record = views[:-1].reshape(count, len(pieces), 2)
         for index, (word0, word1) in enumerate(pieces):
-            views[:, index, 0] = word0
-            views[:, index, 1] = word1
+            by_record[:, index, 0] = word0
+            by_record[:, index, 1] = word1
+        # A last piece: one 0 byte, the last record's header count when it has no headers
+        # (each record carries the previous one's), empty otherwise.
+        views[-1] = _inline_view(1 if self._header_lengths is None else 0, 0, 0)
         array = pa.Array.from_buffers(
-            pa.binary_view(), count * len(pieces), [None, pa.py_buffer(views), *buffers]
+            pa.binary_view(), len(views), [None, pa.py_buffer(views), *buffers]
         )
         return len(pieces), array.cast(pa.large_binary())
 

@@ -197,7 +197,7 @@ class RecordBatchBuilder:
         self._record_count = 0
         self._base_timestamp = 0
         self._max_timestamp = 0
-        self._payload: bytes | None = None
+        self._payload: bytes | memoryview | None = None
         self._uncompressed_size = 0
         self._built: bytes | None = None
 
@@ -547,9 +547,12 @@ class RecordBatchBuilder:
             raise IllegalStateError("cannot seal a record batch without records")
         self.close_for_appends()
         self._encode_pending()
+        # One chunk (a batch of send_arrow()'s, a slice of its buffer) is used as it is: the
+        # copy into the wire bytes in build() is the only one.
         chunks = self._chunks
-        only = chunks[0] if len(chunks) == 1 else None
-        records = only if isinstance(only, bytes) else b"".join(chunks)
+        records = chunks[0] if len(chunks) == 1 else b"".join(chunks)
+        if self._compression and not isinstance(records, bytes):
+            records = bytes(records)  # cramjam's lz4 takes bytes only (it copies anyway)
         self._base_timestamp = self._timestamps[0]
         self._max_timestamp = (
             self._log_append_time if self._log_append_time is not None else max(self._timestamps)

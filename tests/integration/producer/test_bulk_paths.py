@@ -197,6 +197,23 @@ def test_send_arrow_table_reads_back_with_nulls_and_headers(
         )
 
 
+@pytest.mark.parametrize("compression", ["lz4", "zstd", "gzip", "snappy"])
+def test_send_arrow_compressed_reads_back(
+    broker: LocalBroker, make_topic: TopicFactory, compression: str
+) -> None:
+    pa = pytest.importorskip("pyarrow")
+    topic = make_topic(3)
+    keys = [b"k%d" % (i % 37) for i in range(3000)]
+    values = [b"value %d " % i * (i % 5) for i in range(3000)]
+    batch = pa.record_batch([pa.array(keys), pa.array(values)], names=["key", "value"])
+    with producer_for(broker, compression_type=compression, batch_size=8192) as producer:
+        metadata = producer.send_arrow(topic, batch).get(timeout=30)
+    stored = read_back(broker, topic, 3, 3000)
+    assert [stored[(m.partition, m.offset)][:2] for m in metadata] == list(
+        zip(keys, values, strict=True)
+    )
+
+
 def test_send_arrow_string_columns_are_utf8_bytes(
     broker: LocalBroker, make_topic: TopicFactory
 ) -> None:

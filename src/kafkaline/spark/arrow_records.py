@@ -16,6 +16,7 @@ import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type in
 import pyarrow.compute as pc  # type: ignore[import-untyped]  # as above
 
 from kafkaline import BatchSendResult, Producer
+from kafkaline.errors import SinkSchemaError
 from kafkaline.spark.sink_schema import SinkColumns
 
 _PARTITION = attrgetter("partition")
@@ -108,7 +109,7 @@ class TaskSender:
             return
         column = batch.column("topic")
         if column.null_count:
-            raise ValueError(
+            raise SinkSchemaError(
                 "column 'topic' is null in a row and no 'topic' option is set: the kafkaline "
                 "sink cannot tell where the record goes"
             )

@@ -16,9 +16,9 @@ from pyspark.sql.types import (
     TimestampType,
 )
 
+from kafkaline.errors import SinkSchemaError
 
-class SinkSchemaError(ValueError):
-    """The DataFrame cannot be written to Kafka as it is: names the column and its type."""
+__all__ = ["SinkColumns", "SinkSchemaError", "check_schema"]
 
 
 @dataclass(frozen=True)

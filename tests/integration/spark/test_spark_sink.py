@@ -189,6 +189,17 @@ def test_missing_topic_fails_naming_it(spark: SparkSession, broker: LocalBroker)
         _write(df, broker)
 
 
+def test_null_topic_without_topic_option_fails_the_task(
+    spark: SparkSession, broker: LocalBroker, make_topic: TopicFactory
+) -> None:
+    topic = make_topic(partitions=1)
+    df = spark.range(10, numPartitions=1).selectExpr(
+        f"if(id = 7, cast(null as string), '{topic}') as topic", "cast(id as string) as value"
+    )
+    with pytest.raises(Exception, match=r"SinkSchemaError: column 'topic' is null"):
+        _write(df, broker)
+
+
 def test_undeliverable_records_fail_the_job(spark: SparkSession, broker: LocalBroker) -> None:
     """No broker listens at the address: the task must fail (never report success)."""
     restore_active_session(spark)

@@ -1,0 +1,39 @@
+"""The sink's option parsing (pure logic, no Spark session or broker)."""
+
+from __future__ import annotations
+
+import pytest
+
+pytest.importorskip("pyspark")
+
+from kafkaline import ConfigError, KafkaError
+from kafkaline.spark.sink_options import SINK_PRODUCER_DEFAULTS, SinkOptions
+from kafkaline.spark.sink_schema import SinkSchemaError
+
+
+def test_kafka_options_become_properties_with_the_sink_defaults() -> None:
+    options = SinkOptions.parse(
+        {"kafka.bootstrap.servers": "h:1", "kafka.linger.ms": "7", "topic": "t", "other": "x"}
+    )
+    assert options.topic == "t"
+    assert dict(options.properties) == {
+        "bootstrap.servers": "h:1",
+        "linger.ms": "7",
+        **SINK_PRODUCER_DEFAULTS,
+    }
+
+
+def test_a_given_batch_size_wins_over_the_sink_default() -> None:
+    options = SinkOptions.parse({"kafka.bootstrap.servers": "h:1", "kafka.batch.size": "1000"})
+    assert dict(options.properties)["batch.size"] == "1000"
+    assert options.topic is None
+
+
+def test_bootstrap_servers_are_required() -> None:
+    with pytest.raises(ConfigError, match=r"kafka\.bootstrap\.servers"):
+        SinkOptions.parse({"topic": "t"})
+
+
+def test_sink_schema_error_is_a_kafkaline_error() -> None:
+    assert issubclass(SinkSchemaError, KafkaError)
+    assert issubclass(SinkSchemaError, ValueError)

@@ -247,9 +247,11 @@ class ProducerBatch:
         """The producer id and epoch it carries (``(-1, -1)`` without idempotence)."""
         return (self.builder.producer_id, self.builder.producer_epoch)
 
-    def build(self) -> bytes:
-        """The batch's wire bytes (closing it first if needed)."""
-        return self.builder.build()
+    def build(self) -> bytes | bytearray:
+        """The batch's wire bytes (closing it first if needed; see
+        :meth:`RecordBatchBuilder.build_buffer
+        <kafkaline.record.RecordBatchBuilder.build_buffer>`: uncompressed, a bytearray)."""
+        return self.builder.build_buffer()
 
     def drained(self, now: float) -> None:
         """Note that the Sender took the batch at ``now``."""

@@ -128,8 +128,9 @@ class FakeClient:
         out: dict[int, RecordBatch] = {}
         for topic in request.topic_data:
             for part in topic.partition_data:
-                assert isinstance(part.records, bytes)
-                (out[part.index],) = read_record_batches(part.records)
+                # an uncompressed batch's wire bytes are a bytearray (built in place)
+                assert isinstance(part.records, (bytes, bytearray))
+                (out[part.index],) = read_record_batches(bytes(part.records))
         return out
 
     # ------------------------------------------------------------------ answering

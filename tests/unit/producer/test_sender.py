@@ -76,8 +76,9 @@ class Sent:
         out: dict[tuple[str, int], bytes] = {}
         for topic in self.request.topic_data:
             for part in topic.partition_data:
-                assert isinstance(part.records, bytes)
-                out[(topic.name, part.index)] = part.records
+                # an uncompressed batch's wire bytes are a bytearray (built in place)
+                assert isinstance(part.records, (bytes, bytearray))
+                out[(topic.name, part.index)] = bytes(part.records)
         return out
 
     def record_counts(self) -> dict[tuple[str, int], int]:

@@ -451,3 +451,21 @@ def test_integer_like_timestamps_are_accepted_floats_are_not() -> None:
     assert [r.timestamp for r in records] == [BASE_TS, BASE_TS + 1]
     with pytest.raises(TypeError, match="timestamp must be int"):
         RecordBatchBuilder().append_many([None], [b"b"], [float(BASE_TS)])  # type: ignore[list-item]
+
+
+def test_build_buffer_is_build_in_place_and_never_changes_once_returned() -> None:
+    for codec in (CompressionType.NONE, CompressionType.ZSTD):
+        builder = RecordBatchBuilder(compression=codec, batch_size_limit=4096)
+        for i in range(20):
+            builder.append(1_700_000_000_000 + i, b"k%d" % i, b"v" * i)
+        first = builder.build_buffer()
+        snapshot = bytes(first)
+        assert snapshot == builder.build()
+        assert builder.build_buffer() is first  # cached
+        builder.set_producer_state(7, 1, 40)  # a retry with a sequence: the header changes
+        second = builder.build_buffer()
+        assert bytes(first) == snapshot  # what was returned before is left as it was
+        (batch,) = read_record_batches(bytes(second))
+        assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (7, 1, 40)
+        assert [r.value for r in batch.records] == [b"v" * i for i in range(20)]
+        assert bytes(second) == builder.build()

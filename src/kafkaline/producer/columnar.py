@@ -276,12 +276,17 @@ def _place(low: Any, high: Any, encoded: Column, position: Column) -> tuple[Any,
 
 
 def _buffer_piece(
-    column: BinaryColumn, rows: Int64s, base: int, index: int
+    column: BinaryColumn, rows: Int64s | slice, base: int, index: int
 ) -> tuple[Any, Any, Column]:
     """Binary views of rows of a column: the bytes inline when 12 or fewer, else by buffer
     ``index`` and offset (from ``base``) with their first 4 bytes as the prefix."""
     starts = column.starts[rows]
     lengths = _uniform(np.maximum(column.lengths[rows], 0))
+    shortest = lengths if isinstance(lengths, int) else int(lengths.min(initial=0))
+    if shortest > _INLINE_MAX:  # all referenced (values, usually): only prefixes needed
+        prefix = _first_bytes(column.data, starts, 4).view("<u4")[:, 0].astype(np.uint64)
+        word0 = np.asarray(lengths, np.uint64) | (prefix << _U32)
+        return word0, np.uint64(index) | ((starts - base).astype(np.uint64) << _U32), lengths
     first = _first_bytes(column.data, starts, _INLINE_MAX).view("<u4")
     low = first[:, 0].astype(np.uint64) | (first[:, 1].astype(np.uint64) << _U32)
     high = first[:, 2].astype(np.uint64)
@@ -445,11 +450,13 @@ class ColumnarRecords:
         if not cuts:
             return [[] for _ in requests]
         counts = np.array([cut.stop - cut.start for cut in cuts], np.int64)
-        if _contiguous(cuts):
-            rows = np.arange(cuts[0].start, cuts[-1].stop, dtype=np.int64)
+        rows: Int64s | slice
+        if _contiguous(cuts):  # the usual case: slices are views, fancy indexes copies
+            rows = slice(cuts[0].start, cuts[-1].stop)
+            row_count = cuts[-1].stop - cuts[0].start
         else:
             rows = np.concatenate([np.arange(c.start, c.stop, dtype=np.int64) for c in cuts])
-        row_count = len(rows)
+            row_count = len(rows)
         chunk_first = np.zeros(len(cuts), np.int64)  # each chunk's first row in ``rows``
         np.cumsum(counts[:-1], out=chunk_first[1:])
         deltas = np.arange(row_count, dtype=np.int64) - np.repeat(
@@ -461,7 +468,7 @@ class ColumnarRecords:
             timestamp_deltas = _uniform(timestamps - int(bases[0]))
         else:
             timestamp_deltas = timestamps - np.repeat(bases, counts)
-        piece_count, records = self._encode_rows(rows, deltas, timestamp_deltas)
+        piece_count, records = self._encode_rows(rows, row_count, deltas, timestamp_deltas)
         offsets = np.frombuffer(records.buffers()[1], np.int64)
         data = memoryview(records.buffers()[2])
         bounds = offsets[np.append(chunk_first, row_count) * piece_count].tolist()
@@ -497,7 +504,7 @@ class ColumnarRecords:
         return out
 
     def _encode_rows(
-        self, rows: Int64s, deltas: Int64s, timestamp_deltas: Column
+        self, rows: Int64s | slice, count: int, deltas: Int64s, timestamp_deltas: Column
     ) -> tuple[int, Any]:
         """The records of ``rows`` (the source's order) with these offset and timestamp
         deltas: how many pieces each record is, and all pieces joined, as a pyarrow
@@ -512,7 +519,6 @@ class ColumnarRecords:
         joining two binary columns plus ~70 for packing the prefixes with a mask and ~25
         for taking the values in partition order."""
         pa = _pyarrow()
-        count = len(rows)
         source_rows = rows if self._order is None else self._order[rows]
         kl = _uniform(self._key_lengths[rows])
         vl = _uniform(self._value_lengths[rows])

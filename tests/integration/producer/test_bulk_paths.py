@@ -361,3 +361,21 @@ def test_send_batch_larger_than_buffer_memory_wakes_the_sender(
         metadata = producer.send_batch(topic, values, keys=keys).get(timeout=30)
     stored = read_back(broker, topic, 6, 1000)
     assert [stored[(m.partition, m.offset)][1] for m in metadata] == values
+
+
+def test_send_arrow_larger_than_buffer_memory_wakes_the_sender(
+    broker: LocalBroker, make_topic: TopicFactory
+) -> None:
+    pa = pytest.importorskip("pyarrow")
+    topic = make_topic(6)
+    values = [os.urandom(10_000) for _ in range(1000)]  # 10 MB through 2 MiB of buffer memory
+    keys = [b"k%d" % (i % 100) for i in range(1000)]
+    batch = pa.record_batch([pa.array(keys), pa.array(values)], names=["key", "value"])
+    with producer_for(
+        broker, batch_size=65536, buffer_memory=2 << 20, max_block_ms=5000, linger_ms=5
+    ) as producer:
+        producer.partitions_for(topic)
+        time.sleep(0.5)  # the Sender goes idle: nothing queued, it polls without a deadline
+        metadata = producer.send_arrow(topic, batch).get(timeout=30)
+    stored = read_back(broker, topic, 6, 1000)
+    assert [stored[(m.partition, m.offset)][1] for m in metadata] == values

@@ -274,3 +274,21 @@ def test_builder_append_encoded_and_open_state() -> None:
     builder2.close_for_appends()
     with pytest.raises(Exception, match="closed"):
         builder2.append_encoded([b"x"], 1, 0, 0)
+
+
+def test_append_encoded_wakes_the_sender_only_once_memory_runs_short() -> None:
+    accumulator = RecordAccumulator(
+        batch_size=1024, linger_ms=5, buffer_pool=BufferPool(64 * 1024, 1024)
+    )
+    values = [b"v" * 100] * 500  # ~55 KiB: ~54 batches of 1 KiB in 64 KiB of memory
+    source = columnar.ColumnarRecords(None, column(values), None, np.full(500, 5, np.int64), 0)
+    available: list[int] = []
+
+    def wakeup() -> None:
+        available.append(accumulator.buffer_pool.available_memory)
+
+    runs, wake = accumulator.append_encoded("t", source, 100, 0.0, None, wakeup)
+    assert wake and sum(count for *_, count in runs) == 500
+    assert available  # woken during the call, and only with less than half the memory left
+    assert all(free < 32 * 1024 for free in available)
+    assert len(available) < len(runs)

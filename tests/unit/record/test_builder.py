@@ -469,3 +469,20 @@ def test_build_buffer_is_build_in_place_and_never_changes_once_returned() -> Non
         assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (7, 1, 40)
         assert [r.value for r in batch.records] == [b"v" * i for i in range(20)]
         assert bytes(second) == builder.build()
+
+
+def test_large_records_kept_as_pieces_encode_the_same_bytes() -> None:
+    from kafkaline.record.record_encoder import encode_records
+
+    rng = random.Random(5)
+    keys = [rng.randbytes(rng.randint(0, 40)) for _ in range(12)]
+    values = [rng.randbytes(rng.randint(1500, 9000)) for _ in range(12)]
+    builder = RecordBatchBuilder(batch_size_limit=1 << 20)
+    for i in range(12):  # appended one by one: encoded at the size limit and at seal
+        assert builder.append(1_000 + i, keys[i], values[i]) == i
+        if i == 5:
+            builder.open_state()  # encodes the pending (large) records now
+    (batch,) = read_record_batches(builder.build())
+    assert [(r.key, r.value) for r in batch.records] == list(zip(keys, values, strict=True))
+    expected = encode_records(keys, values, [1_000 + i for i in range(12)])
+    assert builder.build().endswith(expected)

@@ -322,27 +322,36 @@ class NetworkClient:
         Raises the :class:`~kafkaline.errors.AuthenticationError` that made the client fatal,
         once it is (after running the callbacks of that poll).
         """
-        self._check_open()
-        self._raise_if_fatal()
+        if self._closed:
+            self._check_open()
+        if self._fatal_error is not None:
+            raise self._fatal_error
         if now is None:
             now = self._clock()
         timeout = min(timeout_ms, self._maybe_update_metadata(now))
-        timeout = min(timeout, self._next_deadline() - now)
-        if self._completed:
+        # Nothing can time out before the earliest deadline known now: what happens during
+        # this poll only adds later ones (a request sent now expires request_timeout_ms
+        # later). So the connections are scanned for timeouts only once it has passed; a
+        # scan per poll was ~8% of the I/O thread's CPU in the latency workload.
+        deadline = self._next_deadline()
+        timeout = min(timeout, deadline - now)
+        if self._completed or timeout <= 0:
             timeout = 0
-        events = self._selector.select(None if math.isinf(timeout) else max(timeout, 0.0) / 1000)
+        events = self._selector.select(None if timeout == math.inf else timeout / 1000)
         now = self._clock()
+        completed = self._completed
         for key, mask in events:
             conn = key.data
             if conn is None:
                 self._drain_wakeup()
-                continue
-            if isinstance(conn, BrokerConnection):
-                conn.handle_events(mask, now, self._completed)
+            else:
+                conn.handle_events(mask, now, completed)
                 self._after_io(conn)
-        self._handle_timeouts(now)
-        responses = self._run_callbacks()
-        self._raise_if_fatal()
+        if now >= deadline or self._retiring:
+            self._handle_timeouts(now)
+        responses = self._run_callbacks() if self._completed else []
+        if self._fatal_error is not None:
+            raise self._fatal_error
         return responses
 
     def _raise_if_fatal(self) -> None:
@@ -431,6 +440,10 @@ class NetworkClient:
         a reused file descriptor number is never confused with the closed one."""
         events = conn.interest()
         registered = self._registered.get(conn)
+        if registered is not None and events and registered == (conn.fileno(), events):
+            # Open, same socket, same interest: the common case after a read or a write. (A
+            # connection that failed is closed, interest 0, and reaches the checks below.)
+            return
         error = conn.last_error
         if isinstance(error, AuthenticationError) and self._fatal_error is None:
             self._fatal_error = error

@@ -141,17 +141,23 @@ class Metadata:
     def time_to_next_update(self, now: float) -> float:
         """Milliseconds until a refresh is due (0: now). Infinity while one is in flight:
         its response (or failure) comes first."""
-        with self._condition:
-            if self._in_flight_version is not None:
-                return math.inf
-            if self._update_requested:
-                time_to_expire = 0.0
-            else:
-                time_to_expire = max(self._last_success_ms + self._max_age_ms - now, 0.0)
-            if self._new_topic_pending:
-                return time_to_expire
-            time_to_allow = max(self._last_refresh_ms + self._backoff_ms - now, 0.0)
-            return max(time_to_expire, time_to_allow)
+        # Read without the lock: the I/O thread asks this several times per pass (every
+        # poll, every ready() check). The attributes it reads are written either by the I/O
+        # thread itself (the caller) or, from other threads, only to ask for a refresh
+        # (flags set to True, then the I/O thread woken, or not woken at all by
+        # request_update()). Reading them while such a request lands gives the answer of
+        # just before or just after it, as the locked read did: each is a snapshot that a
+        # request may follow a microsecond later.
+        if self._in_flight_version is not None:
+            return math.inf
+        if self._update_requested:
+            time_to_expire = 0.0
+        else:
+            time_to_expire = max(self._last_success_ms + self._max_age_ms - now, 0.0)
+        if self._new_topic_pending:
+            return time_to_expire
+        time_to_allow = max(self._last_refresh_ms + self._backoff_ms - now, 0.0)
+        return max(time_to_expire, time_to_allow)
 
     def is_update_due(self, now: float) -> bool:
         """Whether a refresh should be sent now."""

@@ -39,7 +39,7 @@ from kafkaline.protocol.schema import Request, Response, read_message
 #: is 100 MB; a Fetch response is bounded by the request's max_bytes anyway).
 DEFAULT_MAX_FRAME_SIZE = 100 * 1024 * 1024
 
-_SIZE = struct.Struct(">i")
+_SIZE = _INT32 = struct.Struct(">i")
 # size, request_api_key, request_api_version, correlation_id
 _SIZE_AND_HEADER = struct.Struct(">ihhi")
 _MAX_CORRELATION_ID = 0x7FFF_FFFF
@@ -218,7 +218,9 @@ class ClientProtocol:
 
     def _decode_frame(self, frame: bytes) -> tuple[int, Response] | None:
         # Every response header version starts with the correlation id.
-        correlation_id = Reader(frame).int32()
+        if len(frame) < 4:
+            Reader(frame).int32()  # raises the DecodeError naming the truncation
+        correlation_id: int = _INT32.unpack_from(frame, 0)[0]
         in_flight = self._in_flight
         # Requests that expect no response (acks=0) and are older than this one were, as Kafka
         # specifies, not answered: forget them.
@@ -245,9 +247,13 @@ class ClientProtocol:
             # Kafka never answers acks=0 Produce, but Tansu 0.6 does: drop the answer.
             return None
         flexible = expected.response_type.is_flexible(expected.version)
-        reader = Reader(frame)
-        read_message(ResponseHeader, reader, response_header_version(expected.api_key, flexible))
-        response = expected.response_type.decode(
-            memoryview(frame)[reader.position :], expected.version
-        )
+        if response_header_version(expected.api_key, flexible) == 0:
+            body_start = 4  # header v0: the correlation id only
+        elif len(frame) > 4 and frame[4] == 0:
+            body_start = 5  # header v1 without tagged fields, as brokers send it
+        else:
+            reader = Reader(frame)
+            read_message(ResponseHeader, reader, 1)
+            body_start = reader.position
+        response = expected.response_type.decode(memoryview(frame)[body_start:], expected.version)
         return correlation_id, response

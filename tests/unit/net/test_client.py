@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import socket
 import struct
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
 import pytest
 
 from kafkaline.config import ExponentialBackoff
-from kafkaline.errors import IllegalStateError, KafkaConnectionError
+from kafkaline.errors import IllegalStateError, KafkaConnectionError, RequestTimeoutError
 from kafkaline.net import ClientResponse, ConnectionState, NetworkClient, NetworkSettings
 from kafkaline.net.transport import ResolvedAddress, Transport
 from kafkaline.protocol import CLIENT_VERSIONS, Response
@@ -360,3 +361,65 @@ def test_send_to_a_node_that_is_not_ready_is_refused(
     with pytest.raises(IllegalStateError, match="cannot send Metadata"):
         client.send(-1, MetadataRequest(topics=[]))
     assert client.connection_delay(-1, clock.now) == 0
+
+
+def test_poll_fails_an_unanswered_request_at_its_deadline_not_before(
+    cluster: Cluster, clock: FakeClock, make_client: Callable[..., NetworkClient]
+) -> None:
+    # poll() scans for timeouts only once the earliest deadline has passed: check that the
+    # scan still comes at that deadline, for a request sent between two polls.
+    cluster.reachable = {1}
+    cluster.brokers = [(1, 1)]
+    client = make_client([1], request_timeout_ms=500)
+    client.poll(0)
+    client.poll(0)
+    cluster.answer_metadata = False  # this broker now never answers
+    outcomes: list[ClientResponse] = []
+    clock.now += 10
+    client.send(1, MetadataRequest(topics=[]), outcomes.append)
+    clock.now += 499
+    assert client.poll(0) == []
+    assert client.in_flight_request_count(1) == 1
+    clock.now += 1
+    [response] = client.poll(0)
+    assert outcomes == [response]
+    assert isinstance(response.error, RequestTimeoutError)
+    assert client.connection_state(1) is ConnectionState.DISCONNECTED
+
+
+def test_poll_closes_an_idle_connection_after_connections_max_idle_ms(
+    cluster: Cluster, clock: FakeClock, make_client: Callable[..., NetworkClient]
+) -> None:
+    cluster.reachable = {1}
+    cluster.brokers = [(1, 1)]
+    client = make_client([1], connections_max_idle_ms=1_000)
+    client.poll(0)
+    client.poll(0)
+    assert client.connection_state(1) is ConnectionState.READY
+    clock.now += 999
+    client.poll(0)
+    assert client.connection_state(1) is ConnectionState.READY
+    clock.now += 1
+    client.poll(0)
+    assert client.connection_state(1) is ConnectionState.DISCONNECTED
+    assert client.connection_error(1) is None  # closed on purpose: no failure, no backoff
+
+
+def test_a_metadata_refresh_asked_from_another_thread_is_seen_by_the_next_poll(
+    cluster: Cluster, clock: FakeClock, make_client: Callable[..., NetworkClient]
+) -> None:
+    # Metadata.time_to_next_update reads its flags without the lock (see its comment).
+    cluster.reachable = {1}
+    cluster.brokers = [(1, 1)]
+    client = make_client([1])
+    client.poll(0)
+    client.poll(0)
+    count = cluster.requests.count((1, MetadataRequest.API_KEY))
+    clock.now += 100  # past the refresh backoff
+    assert client.metadata.time_to_next_update(clock.now) > 0
+    asker = threading.Thread(target=client.metadata.request_update)
+    asker.start()
+    asker.join()
+    assert client.metadata.time_to_next_update(clock.now) == 0
+    client.poll(0)
+    assert cluster.requests.count((1, MetadataRequest.API_KEY)) == count + 1

@@ -332,7 +332,8 @@ class NetworkClient:
         # Nothing can time out before the earliest deadline known now: what happens during
         # this poll only adds later ones (a request sent now expires request_timeout_ms
         # later). So the connections are scanned for timeouts only once it has passed; a
-        # scan per poll was ~8% of the I/O thread's CPU in the latency workload.
+        # scan per poll was ~5% of the I/O thread's CPU in the latency workload (cProfile on
+        # thread CPU time, 3,000 records sent one at a time).
         deadline = self._next_deadline()
         timeout = min(timeout, deadline - now)
         if self._completed or timeout <= 0:

@@ -279,10 +279,11 @@ class ClientProtocol:
 
 # Per (message class, version): what framing needs to know, worked out once. Message.encode_into
 # and Message.decode check the version against the class's ranges on every call (four range
-# tests per round trip) and look up the compiled schema; doing it once per class and version
-# took ~4 us off each produce round trip (of ~25 us of framing, encoding and decoding).
-# Schemas are constants, so these only cache pure results; a race between threads at worst
-# computes an entry twice.
+# tests per round trip) and look up the compiled schema. With these caches and the response
+# header read by hand, framing a ProduceRequest v9 and decoding its response takes 132 Python
+# function calls instead of 173 (counted with cProfile; timings on the shared machine were too
+# noisy to quote). Schemas are constants, so these only cache pure results; a race between
+# threads at worst computes an entry twice.
 
 
 class _Encoder(NamedTuple):

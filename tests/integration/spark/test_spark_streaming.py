@@ -97,8 +97,9 @@ def _example() -> ModuleType:
     return module
 
 
-def _all_values(bootstrap: str, topic: str, partitions: int) -> list[int]:
-    """Every record's value as an int, from every partition (read until quiet)."""
+def _all_values(bootstrap: str, topic: str, partitions: int, expected: int) -> list[int]:
+    """Every record's value as an int, from every partition: reads until at least
+    ``expected`` are in hand and then until quiet, so that more would be seen too."""
     consumer = Consumer(
         {
             "bootstrap.servers": bootstrap,
@@ -117,7 +118,7 @@ def _all_values(bootstrap: str, topic: str, partitions: int) -> list[int]:
                 if message.error() is not None:
                     raise AssertionError(f"confluent-kafka consumer error: {message.error()}")
                 values.append(int(message.value() or b"-1"))
-            quiet = quiet + 1 if not messages else 0
+            quiet = quiet + 1 if len(values) >= expected and not messages else 0
             if quiet == 5:
                 break
         return values
@@ -125,8 +126,9 @@ def _all_values(bootstrap: str, topic: str, partitions: int) -> list[int]:
         consumer.close()
 
 
-def _run_until_batches(query: StreamingQuery, batches: int, timeout: float = 120.0) -> None:
-    """Let the query commit ``batches`` micro-batches with rows, then stop it while it runs."""
+def _run_until_batches(query: StreamingQuery, batches: int, timeout: float = 120.0) -> int:
+    """Let the query commit ``batches`` micro-batches with rows, then stop it while it runs;
+    return the rows of the micro-batches it completed (all of them are in Kafka)."""
     deadline = time.monotonic() + timeout
     try:
         while time.monotonic() < deadline:
@@ -135,11 +137,13 @@ def _run_until_batches(query: StreamingQuery, batches: int, timeout: float = 120
                 raise AssertionError(f"the streaming query failed: {error}")
             with_rows = [p for p in query.recentProgress if p["numInputRows"] > 0]
             if len(with_rows) >= batches:
-                return
+                break
             time.sleep(0.3)
-        raise AssertionError(f"fewer than {batches} micro-batches with rows in {timeout} s")
+        else:
+            raise AssertionError(f"fewer than {batches} micro-batches with rows in {timeout} s")
     finally:
         query.stop()
+    return sum(int(p["numInputRows"]) for p in query.recentProgress)
 
 
 def test_rate_stream_stopped_and_restarted_loses_no_micro_batch(
@@ -154,11 +158,11 @@ def test_rate_stream_stopped_and_restarted_loses_no_micro_batch(
     servers = broker.bootstrap_servers
 
     restore_active_session(spark)
-    _run_until_batches(example.start_query(spark, servers, topic, checkpoint, 200), 2)
-    first = _all_values(servers, topic, 3)
+    first_rows = _run_until_batches(example.start_query(spark, servers, topic, checkpoint, 200), 2)
+    first = _all_values(servers, topic, 3, first_rows)
     restore_active_session(spark)
-    _run_until_batches(example.start_query(spark, servers, topic, checkpoint, 200), 2)
-    both = _all_values(servers, topic, 3)
+    second_rows = _run_until_batches(example.start_query(spark, servers, topic, checkpoint, 200), 2)
+    both = _all_values(servers, topic, 3, first_rows + second_rows)
 
     distinct, duplicates, missing = example.counter_gaps(both)
     assert first, "the first run wrote nothing"

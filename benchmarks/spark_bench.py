@@ -319,8 +319,15 @@ def render_markdown(result: Result) -> str:
         verdict = "met" if sink / base >= TARGET_RATIO else "NOT met"
         lines.append(
             f"Target (kafkaline sink >= {TARGET_RATIO:g}x foreachPartition + confluent-kafka): "
-            f"{verdict} ({sink / base:.2f}x)."
+            f"{verdict} ({sink / base:.2f}x, medians)."
         )
+        per_round = _ratios_per_round(result)
+        if per_round:
+            lines.append(
+                "Sink / confluent-kafka within each round: "
+                + ", ".join(f"{ratio:.2f}x" for ratio in per_round)
+                + " (the rounds show how much the machine's load moved the numbers)."
+            )
     failed = [r for r in result.runs if not r.good]
     lines += [
         "",
@@ -355,6 +362,16 @@ def render_markdown(result: Result) -> str:
     for run in failed:
         lines.append(f"- FAILED round {run.round + 1} {run.path}: {run.error}")
     return "\n".join(lines) + "\n"
+
+
+def _ratios_per_round(result: Result) -> list[float]:
+    rates = {(run.path, run.round): run.rows_per_second for run in result.runs}
+    ratios = []
+    for round_index in range(result.rounds):
+        sink, base = rates.get((SINK, round_index)), rates.get((BASELINE, round_index))
+        if sink and base:
+            ratios.append(sink / base)
+    return ratios
 
 
 def _options(pairs: list[str]) -> dict[str, str]:

@@ -856,6 +856,10 @@ class RecordAccumulator:
                 [] if partitioner is not None and self._adaptive else None
             )
             for queue in partitions.values():
+                if queue_states is None and not queue.batches:
+                    # Nothing queued and no statistics to keep: no lock, no lookup (an append
+                    # to an empty queue makes a new batch, which wakes the Sender).
+                    continue
                 leader_node = cluster.leader_for(queue.tp)
                 leader = None if leader_node is None else leader_node.node_id
                 with queue.lock:

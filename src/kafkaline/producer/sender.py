@@ -375,11 +375,15 @@ class Sender:
             self._queued_expiry_ms - now,
             self._in_flight_expiry_ms - now,
         )
-        if any(drained.values()):
+        if any(drained.values()) and accumulator.has_undrained():
             # More may be ready than one drain took (one batch per partition): come back at
-            # once, as Java does. Nodes at their in-flight limit were dropped above. (When
-            # nothing was drained, nothing more can be: partitions held back for sequence
-            # order wait for an answer, which ends the poll.)
+            # once, as Java does, but only if a batch is still queued (an append after this
+            # check makes a new batch, which wakes the poll anyway). Nodes at their in-flight
+            # limit were dropped above. (When nothing was drained, nothing more can be:
+            # partitions held back for sequence order wait for an answer, which ends the
+            # poll.) Records sent one at a time: with the skip in ready(), I/O-thread calls
+            # per round trip 548 -> 478 (cProfile), process instructions 683k -> 646k
+            # (valgrind), tools/latency_probe.py.
             poll_timeout = 0.0
         return max(poll_timeout, 0.0)
 

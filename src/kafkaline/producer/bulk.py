@@ -18,7 +18,12 @@ from operator import itemgetter
 from typing import Any, NamedTuple, cast
 
 from kafkaline.errors import InvalidRecordTimestampError, KafkaTimeoutError
-from kafkaline.producer.futures import SPLIT, FutureRecordMetadata, ProduceRequestResult
+from kafkaline.producer.futures import (
+    SPLIT,
+    SUCCEEDED,
+    FutureRecordMetadata,
+    ProduceRequestResult,
+)
 from kafkaline.producer.record_metadata import NO_TIMESTAMP, UNKNOWN_OFFSET, RecordMetadata
 from kafkaline.record import Headers
 
@@ -197,6 +202,35 @@ class BatchSendResult:
                 )
         return metadata  # type: ignore[return-value]  # every position is filled
 
+    def partition_counts(self, timeout: float | None = None) -> dict[int, tuple[int, int, int]]:
+        """Wait like :meth:`get`; return ``{partition: (records, lowest offset, highest
+        offset)}`` for this call's records, or raise the first failed record's error.
+
+        The summary a caller that only counts wants (the Spark sink's commit messages),
+        without a :class:`RecordMetadata` per record: one step per batch the records went
+        to. Offsets are -1 where the broker gave none (``acks=0``, or a duplicate an
+        idempotent producer was told it had already written).
+
+        >>> producer.send_batch("t", [b"a", b"b", b"c"]).partition_counts()  # doctest: +SKIP
+        {4: (3, 120, 122)}
+        """
+        if self._futures is not None:
+            return _summarise(self.get(timeout))
+        self._wait(timeout)
+        counts: dict[int, tuple[int, int, int]] = {}
+        for result, first_delta, count, _, _ in self._runs:
+            if result.state is not SUCCEEDED:
+                # A failed or split batch: the per-record path raises the first error, or
+                # follows every record to the batch it went to.
+                return _summarise(self.get(0))
+            base = result.base_offset
+            if base == UNKNOWN_OFFSET:
+                _merge(counts, result.partition, count, UNKNOWN_OFFSET, UNKNOWN_OFFSET)
+            else:
+                first = base + first_delta
+                _merge(counts, result.partition, count, first, first + count - 1)
+        return counts
+
     def exceptions(self, timeout: float | None = None) -> dict[int, Exception]:
         """Wait like :meth:`get`; return ``{input index: error}`` of the records that failed
         (empty when all succeeded)."""
@@ -243,6 +277,33 @@ class BatchSendResult:
                     timestamps if isinstance(timestamps, int) else timestamps[position],
                 )
         return made  # type: ignore[return-value]  # every position is filled
+
+
+def _merge(
+    counts: dict[int, tuple[int, int, int]], partition: int, records: int, first: int, last: int
+) -> None:
+    """Add ``records`` at offsets ``first..last`` (-1: unknown) to ``partition``'s count."""
+    seen = counts.get(partition)
+    if seen is None:
+        counts[partition] = (records, first, last)
+        return
+    seen_records, seen_first, seen_last = seen
+    counts[partition] = (
+        seen_records + records,
+        first
+        if seen_first == UNKNOWN_OFFSET
+        else seen_first
+        if first == UNKNOWN_OFFSET
+        else min(seen_first, first),
+        max(seen_last, last),
+    )
+
+
+def _summarise(metadata: Sequence[RecordMetadata]) -> dict[int, tuple[int, int, int]]:
+    counts: dict[int, tuple[int, int, int]] = {}
+    for record in metadata:
+        _merge(counts, record.partition, 1, record.offset, record.offset)
+    return counts
 
 
 def _resolve(result: ProduceRequestResult, delta: int) -> tuple[ProduceRequestResult, int]:

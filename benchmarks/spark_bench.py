@@ -21,7 +21,7 @@ foreachPartition + confluent-kafka. Results: ``benchmarks/results/spark-latest.m
 ``spark-latest.json`` (``--out`` elsewhere).
 
     python -m benchmarks.spark_bench                          # 2,000,000 rows, 3 rounds
-    python -m benchmarks.spark_bench --rows 2000 --rounds 1 --out /tmp/x   # smoke run
+    python -m benchmarks.spark_bench --rows 2000 --rounds 1 --out smoke-results   # smoke run
 """
 
 from __future__ import annotations

@@ -146,6 +146,13 @@ class KeyPartitionCache:
         self.max_key_size = max_key_size
         self._hashes: dict[bytes, int] = {}
 
+    @property
+    def memo(self) -> Mapping[bytes, int]:
+        """The memo itself, key -> ``to_positive(murmur2(key))``, for a lookup without a
+        call (the producer's hot path). Read it, never write it; it is cleared, never
+        replaced, so a reference stays current."""
+        return self._hashes
+
     def partition_for_key(
         self, key_bytes: bytes | bytearray | memoryview, partition_count: int
     ) -> int:

@@ -175,10 +175,24 @@ class Producer:
         # The memo holds 32768 keys: with the default 8192, a producer cycling over 10,000
         # keys (issue 5's workload) cleared it before any key came back and hashed every
         # record: 7.7 against 4.0 us per send() (benchmarks/simple_loop.py, 300k records).
-        self._key_partition: Callable[[bytes, int], int] | None = (
-            KeyPartitionCache(max_entries=_KEY_MEMO_ENTRIES).partition_for_key
+        key_cache = (
+            KeyPartitionCache(max_entries=_KEY_MEMO_ENTRIES)
             if config.partitioner is None and not config.partitioner_ignore_keys
             else None
+        )
+        self._key_partition: Callable[[bytes, int], int] | None = (
+            None if key_cache is None else key_cache.partition_for_key
+        )
+        # send()'s hot path (see there): the key memo read without a call, and whether the
+        # producer has nothing that must see each record (interceptors, serializers, a
+        # transaction's checks, a custom partitioner).
+        self._key_hashes: Mapping[bytes, int] = {} if key_cache is None else key_cache.memo
+        self._hot_path = (
+            key_cache is not None
+            and self._interceptors is None
+            and self._key_serializer is None
+            and self._value_serializer is None
+            and config.transactional_id is None
         )
         # send_batch(): key -> partition per partition count, looked up by a C-level map().
         self._bulk_partition_memo: dict[int, dict[bytes, int]] = {}
@@ -445,6 +459,43 @@ class Producer:
         >>> future.get(timeout=10).offset                       # doctest: +SKIP
         42
         """
+        if (
+            type(value) is bytes
+            and type(key) is bytes
+            and self._hot_path
+            and self._gate is None
+            and headers is None
+            and partition is None
+            and timestamp_ms is None
+        ):
+            # Hot path: a keyed record of bytes into its partition's open batch, with only
+            # the checks such a record can fail (size; the topic's metadata and the key's hash
+            # known, else the general path below fetches and computes them). Measured with
+            # valgrind (instructions, which the shared machine's load does not change): a
+            # send() of a 10-byte key and 100-byte value into an open batch costs ~10,000
+            # instructions this way against ~14,200 through the general path (a whole
+            # record, encoding at the batch's seal included, ~15,800 against ~20,000).
+            count = self._partition_counts.get(topic)
+            positive = self._key_hashes.get(key)
+            key_size = len(key)
+            value_size = len(value)
+            if (
+                count is not None
+                and positive is not None
+                and key_size + value_size <= self._payload_limit
+            ):
+                future = self._accumulator.append_to_open_batch(
+                    topic,
+                    positive % count,
+                    _time_ns() // 1_000_000,
+                    key,
+                    value,
+                    key_size,
+                    value_size,
+                    self._wakeup,
+                )
+                if future is not None:
+                    return future
         if self._gate is not None:
             self._pass_gate()
         if self._transactional is not None:

@@ -248,6 +248,24 @@ class RecordBatchBuilder:
                 return index
         return self._append_slow(timestamp, key, value, headers)
 
+    def append_bytes(
+        self, timestamp: int, key: bytes, value: bytes, payload_size: int
+    ) -> int | None:
+        """:meth:`append` for a caller that has checked that ``key`` and ``value`` are
+        ``bytes`` and ``timestamp`` an int, and has no headers (the producer's hot path):
+        return the offset delta, or ``None`` when the record does not fit under the loose
+        size bound or the batch is closed (then :meth:`append` decides, exactly)."""
+        size = self._estimate + RECORD_OVERHEAD_BOUND + payload_size
+        if size > self._limit:  # also when closed: close() sets the limit below any size
+            return None
+        values = self._values
+        index = len(values)
+        values.append(value)
+        self._keys.append(key)
+        self._timestamps.append(timestamp)
+        self._estimate = size
+        return index
+
     def _append_slow(
         self,
         timestamp: int,

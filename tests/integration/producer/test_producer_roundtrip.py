@@ -364,3 +364,90 @@ def test_callbacks_partitions_for_and_metrics(broker: LocalBroker, topic: str) -
     assert metrics["buffer-available-bytes"] == metrics["buffer-total-bytes"]
     assert metrics["requests-in-flight"] == 0 and metrics["waiting-threads"] == 0
     assert metrics["record-queue-time-avg"] >= 0
+
+
+# ---------------------------------------------------------------------- send()'s hot path
+
+
+def test_repeated_keys_take_the_hot_path_and_read_back_bit_exact(
+    broker: LocalBroker, make_topic: TopicFactory
+) -> None:
+    """Keyed records of bytes with their key's hash known go through send()'s hot path (the
+    second record of each key onwards): same partitions, offsets, sizes and timestamps as the
+    general path, read back bit-exact by librdkafka."""
+    import time
+
+    from kafkaline.producer.partitioner import partition_for_key
+
+    topic = make_topic(partitions=5)
+    keys = [b"", b"a", *(b"key-%d" % i for i in range(40))]
+    sent: list[tuple[bytes, bytes]] = [
+        (keys[i % len(keys)], os.urandom(i % 250)) for i in range(6000)
+    ]
+    with producer_for(broker, batch_size=16384) as producer:
+        before = time.time_ns() // 1_000_000
+        futures = [producer.send(topic, value, key) for key, value in sent]
+        producer.flush()
+        after = time.time_ns() // 1_000_000
+        metadata = [future.get(10) for future in futures]
+    for meta, (key, value) in zip(metadata, sent, strict=True):
+        assert meta.partition == partition_for_key(key, 5)
+        assert (meta.serialized_key_size, meta.serialized_value_size) == (len(key), len(value))
+        assert before <= meta.timestamp <= after
+    expected = expected_from(
+        [(meta, key, value, ()) for meta, (key, value) in zip(metadata, sent, strict=True)]
+    )
+    assert len(expected) == len(sent)  # no two records at one offset
+    assert read_with_confluent(broker, topic, 5, len(sent)) == expected
+
+
+def test_the_hot_path_keeps_every_check_for_known_keys(broker: LocalBroker, topic: str) -> None:
+    from kafkaline.errors import ProducerClosedError, RecordTooLargeError
+
+    producer = producer_for(broker, max_request_size=10_000)
+    producer.send(topic, b"warm", b"k").get(10)  # the key's hash and the metadata are known
+    with pytest.raises(RecordTooLargeError):
+        producer.send(topic, bytes(20_000), b"k")
+    with pytest.raises(TypeError, match="value"):
+        producer.send(topic, "text", b"k")  # type: ignore[arg-type]
+    assert producer.send(topic, b"v", b"k", partition=2).get(10).partition == 2
+    assert producer.send(topic, b"v", b"k", timestamp_ms=TS).get(10).timestamp == TS
+    producer.close()
+    with pytest.raises(ProducerClosedError):
+        producer.send(topic, b"v", b"k")
+
+
+def test_interceptors_and_serializers_see_every_record_with_known_keys(
+    broker: LocalBroker, topic: str
+) -> None:
+    from kafkaline.producer.record import ProducerRecord
+
+    seen: list[bytes | None] = []
+
+    class Counting:
+        def on_send(self, record: ProducerRecord[bytes, bytes]) -> ProducerRecord[bytes, bytes]:
+            seen.append(record.key)
+            return record
+
+        def on_acknowledgement(self, metadata: object, exception: object) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+    with producer_for(broker, interceptors=[Counting()]) as producer:
+        for _ in range(5):
+            producer.send(topic, b"v", b"same-key")
+        producer.flush()
+    assert seen == [b"same-key"] * 5
+    serialized: list[object] = []
+
+    def upper(value: bytes) -> bytes:
+        serialized.append(value)
+        return value.upper()
+
+    with producer_for(broker, value_serializer=upper) as producer:
+        futures = [producer.send(topic, b"v", b"same-key") for _ in range(5)]
+        producer.flush()
+        assert [future.get(10).serialized_value_size for future in futures] == [1] * 5
+    assert serialized == [b"v"] * 5

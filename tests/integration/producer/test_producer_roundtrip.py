@@ -409,7 +409,7 @@ def test_the_hot_path_keeps_every_check_for_known_keys(broker: LocalBroker, topi
     with pytest.raises(RecordTooLargeError):
         producer.send(topic, bytes(20_000), b"k")
     with pytest.raises(TypeError, match="value"):
-        producer.send(topic, "text", b"k")  # type: ignore[arg-type]
+        producer.send(topic, "text", b"k")
     assert producer.send(topic, b"v", b"k", partition=2).get(10).partition == 2
     assert producer.send(topic, b"v", b"k", timestamp_ms=TS).get(10).timestamp == TS
     producer.close()

@@ -449,6 +449,53 @@ class RecordAccumulator:
             FutureRecordMetadata, (batch.result, offset_delta, key_size, value_size, timestamp)
         )
 
+    def append_keyless_to_open_batch(
+        self,
+        topic: str,
+        timestamp: int,
+        value: bytes,
+        value_size: int,
+        wakeup: Callable[[], None],
+    ) -> FutureRecordMetadata | None:
+        """:meth:`append_to_open_batch` for a record without key, into the topic's current
+        sticky partition, counted as :meth:`append` counts it; ``None`` (nothing done) also
+        when no sticky partition is chosen yet or this record makes a switch due:
+        :meth:`append` then takes it."""
+        partitioner = self._sticky.get(topic)
+        if partitioner is None:
+            return None
+        sticky = partitioner.current
+        if sticky is None:
+            return None
+        try:
+            queue = self._queues[topic][sticky.partition]
+        except KeyError:
+            return None
+        lock = queue.lock
+        lock.acquire()
+        try:
+            batches = queue.batches
+            if not batches:
+                return None
+            record_size = RECORD_OVERHEAD_BOUND + value_size
+            if partitioner.switch_due(sticky, record_size):
+                return None
+            batch = batches[-1]
+            offset_delta = batch.builder.append_bytes(timestamp, None, value, value_size)
+            if offset_delta is None:
+                return None
+            # No switch due (checked under this lock; the batch is not full after
+            # append_bytes): what update_partition_info would do is to count.
+            sticky.produced_bytes += record_size
+            full_batch_waiting = len(batches) > 1
+        finally:
+            lock.release()
+        if full_batch_waiting:
+            wakeup()
+        return _new_tuple(
+            FutureRecordMetadata, (batch.result, offset_delta, -1, value_size, timestamp)
+        )
+
     def _append_slow(
         self,
         topic: str,

@@ -158,6 +158,24 @@ class BuiltInPartitioner:
             current = self._current = StickyPartition(self._next_partition(cluster))
         return current
 
+    @property
+    def current(self) -> StickyPartition | None:
+        """The current sticky partition, or ``None`` before the first choice (see
+        :meth:`peek_current`)."""
+        return self._current
+
+    def switch_due(self, sticky: StickyPartition, appended_bytes: int) -> bool:
+        """Whether :meth:`update_partition_info` would switch partitions after
+        ``appended_bytes`` more went to ``sticky`` in a batch that is not full afterwards
+        (``enable_switch=False``: at twice ``sticky_batch_size``), or ``sticky`` is no longer
+        current. When not, the caller may count the bytes into ``sticky.produced_bytes``
+        itself, under the lock of ``sticky.partition``'s queue, instead of calling
+        :meth:`update_partition_info` (which needs the cluster only to switch)."""
+        return (
+            sticky is not self._current
+            or sticky.produced_bytes + appended_bytes >= 2 * self.sticky_batch_size
+        )
+
     def is_partition_changed(self, sticky: StickyPartition) -> bool:
         """Whether ``sticky`` is no longer current (another append switched partitions)."""
         return self._current is not sticky

@@ -249,14 +249,16 @@ class RecordBatchBuilder:
         return self._append_slow(timestamp, key, value, headers)
 
     def append_bytes(
-        self, timestamp: int, key: bytes, value: bytes, payload_size: int
+        self, timestamp: int, key: bytes | None, value: bytes, payload_size: int
     ) -> int | None:
-        """:meth:`append` for a caller that has checked that ``key`` and ``value`` are
-        ``bytes`` and ``timestamp`` an int, and has no headers (the producer's hot path):
-        return the offset delta, or ``None`` when the record does not fit under the loose
-        size bound or the batch is closed (then :meth:`append` decides, exactly)."""
+        """:meth:`append` for a caller that has checked that ``key`` (or ``None``) and
+        ``value`` are ``bytes`` and ``timestamp`` an int, and has no headers (the producer's
+        hot path); ``payload_size`` is the key's and value's bytes. Return the offset delta,
+        or ``None`` when the record does not fit under the loose size bound or the batch is
+        closed (then :meth:`append` decides, exactly). A batch it appends to is never full
+        afterwards (:attr:`is_full`): it refuses a record that would reach the limit."""
         size = self._estimate + RECORD_OVERHEAD_BOUND + payload_size
-        if size > self._limit:  # also when closed: close() sets the limit below any size
+        if size >= self._limit:  # also when closed: close() sets the limit below any size
             return None
         values = self._values
         index = len(values)

@@ -6,6 +6,7 @@ partition, offset."""
 from __future__ import annotations
 
 import asyncio
+import itertools
 import os
 import threading
 import uuid
@@ -21,6 +22,7 @@ from kafka import TopicPartition as KafkaPythonTopicPartition
 
 from kafkaline import Producer, RecordMetadata
 from kafkaline.record import CompressionType, RecordBatch
+from kafkaline.record.record_encoder import RECORD_OVERHEAD_BOUND
 from kafkaline.testing import LocalBroker, TopicFactory
 from kafkaline.testing.wire import BlockingConnection, fetch_partition, negotiate_versions
 
@@ -451,3 +453,30 @@ def test_interceptors_and_serializers_see_every_record_with_known_keys(
         producer.flush()
         assert [future.get(10).serialized_value_size for future in futures] == [1] * 5
     assert serialized == [b"v"] * 5
+
+
+def test_records_without_key_stick_to_a_partition_per_batch_and_read_back(
+    broker: LocalBroker, make_topic: TopicFactory
+) -> None:
+    """Keyless records of bytes take send()'s hot path into the sticky partition's open batch
+    until a switch is due (batch_size bytes): the partitions change only between batches, all
+    partitions get records, and librdkafka reads them back bit-exact."""
+    topic = make_topic(partitions=3)
+    sent = [os.urandom(100 + i % 50) for i in range(3000)]
+    with producer_for(broker, batch_size=8192, linger_ms=50) as producer:
+        futures = [producer.send(topic, value) for value in sent]
+        producer.flush()
+        metadata = [future.get(10) for future in futures]
+    partitions = [meta.partition for meta in metadata]
+    runs = [len(list(run)) for _, run in itertools.groupby(partitions)]
+    # A switch is due once batch_size bytes (values + each record's overhead bound) went to
+    # the partition, never before; the next partition may be the same one (runs merge).
+    fewest = 8192 // (149 + RECORD_OVERHEAD_BOUND)
+    assert min(runs[:-1]) >= fewest, runs
+    assert len(runs) <= len(sent) // fewest + 1
+    assert set(partitions) == {0, 1, 2}
+    assert all(meta.serialized_key_size == -1 for meta in metadata)
+    expected = expected_from(
+        [(meta, None, value, ()) for meta, value in zip(metadata, sent, strict=True)]
+    )
+    assert read_with_confluent(broker, topic, 3, len(sent)) == expected

@@ -1,0 +1,116 @@
+"""The pieces of send()'s hot path, against the general path they stand in for:
+RecordAccumulator.append_to_open_batch / append_keyless_to_open_batch,
+RecordBatchBuilder.append_bytes and BuiltInPartitioner.switch_due. Each either does exactly
+what append() would do, or does nothing and says so (None)."""
+
+from __future__ import annotations
+
+import random
+
+from kafkaline.net.cluster import BrokerNode, ClusterMetadata, PartitionMetadata
+from kafkaline.producer.accumulator import RecordAccumulator
+from kafkaline.producer.buffer_pool import BufferPool
+from kafkaline.producer.builtin_partitioner import BuiltInPartitioner, StickyPartition
+from kafkaline.producer.partitioner import StaticCluster
+from kafkaline.record import RecordBatchBuilder, read_record_batches
+
+TS = 1_700_000_000_000
+CLUSTER = ClusterMetadata(
+    [BrokerNode(1, "b1", 9092)], [PartitionMetadata("t", p, leader=1) for p in range(4)]
+)
+
+
+def new_accumulator(batch_size: int = 1024, seed: int = 7) -> RecordAccumulator:
+    return RecordAccumulator(
+        batch_size=batch_size,
+        linger_ms=5.0,
+        buffer_pool=BufferPool(1 << 20, batch_size),
+        rng=random.Random(seed),
+    )
+
+
+def never() -> None:
+    raise AssertionError("wakeup() called with no full batch waiting")
+
+
+def test_append_bytes_refuses_what_reaches_the_limit_and_closed_batches() -> None:
+    builder = RecordBatchBuilder(batch_size_limit=200)
+    assert builder.append_bytes(TS, b"k", b"v" * 50, 51) == 0
+    assert not builder.is_full
+    assert builder.append_bytes(TS, b"k", b"v" * 100, 101) is None  # would pass the limit
+    assert builder.append(TS, b"k", b"v" * 60) == 1  # the general path decides exactly
+    builder.close_for_appends()
+    assert builder.append_bytes(TS, None, b"v", 1) is None
+    (batch,) = read_record_batches(builder.build())
+    assert [(r.key, r.value) for r in batch.records] == [(b"k", b"v" * 50), (b"k", b"v" * 60)]
+
+
+def test_switch_due_mirrors_update_partition_info_for_a_batch_not_full() -> None:
+    partitioner = BuiltInPartitioner("t", 1000, adaptive=False, rng=random.Random(1))
+    cluster = StaticCluster({"t": 4})
+    sticky = partitioner.peek_current(cluster)
+    for appended in (100, 500, 1000, 1399, 1400, 2000):
+        copy = StickyPartition(sticky.partition)
+        copy.produced_bytes = 600
+        partitioner._current = copy  # a private hook of this test only: the state to compare
+        due = partitioner.switch_due(copy, appended)
+        partitioner.update_partition_info(copy, appended, cluster, enable_switch=False)
+        assert due == (partitioner.current is not copy), appended
+    stale = StickyPartition(0)
+    assert partitioner.switch_due(stale, 1)  # no longer current
+
+
+def test_keyed_appends_go_to_the_open_batch_or_say_none() -> None:
+    accumulator = new_accumulator()
+    assert accumulator.append_to_open_batch("t", 0, TS, b"k", b"v", 1, 1, never) is None
+    first, _, created = accumulator.append("t", 0, TS, b"k", b"v0")
+    assert created
+    futures = [
+        accumulator.append_to_open_batch("t", 0, TS + i, b"k", b"v%d" % i, 1, 2, never)
+        for i in range(1, 6)
+    ]
+    assert all(future is not None for future in futures)
+    assert [f.offset_delta for f in futures if f is not None] == [1, 2, 3, 4, 5]
+    assert futures[0] is not None and futures[0].batch_result is first.batch_result
+    # Fill the batch: the hot path says None at its loose size bound, append() fills the
+    # rest exactly, then makes the next batch.
+    while accumulator.append_to_open_batch("t", 0, TS, b"k", b"x" * 50, 1, 50, never):
+        pass
+    created = False
+    while not created:
+        _, _, created = accumulator.append("t", 0, TS, b"k", b"x" * 50)
+    woken: list[bool] = []
+    assert accumulator.append_to_open_batch(
+        "t", 0, TS, b"k", b"y", 1, 1, lambda: woken.append(True)
+    )
+    assert woken == [True]  # a full batch waits in front of the open one
+
+
+def test_keyless_appends_pick_the_partitions_append_picks() -> None:
+    """The same records through append() only, and through the hot path where it takes
+    them: the same partitions in the same order (same random seed)."""
+    values = [b"v" * (20 + i % 80) for i in range(2000)]
+    general = new_accumulator()
+    expected = [general.append("t", None, TS, None, v, None, 0.0, 0.0, CLUSTER) for v in values]
+    hot = new_accumulator()
+    got = []
+    taken = 0
+    for value in values:
+        future = hot.append_keyless_to_open_batch("t", TS, value, len(value), lambda: None)
+        if future is None:
+            future, _, _ = hot.append("t", None, TS, None, value, None, 0.0, 0.0, CLUSTER)
+        else:
+            taken += 1
+        got.append(future)
+    assert taken > len(values) // 2
+    assert [f.partition for f in got] == [f.partition for f, _, _ in expected]
+    assert [f.offset_delta for f in got] == [f.offset_delta for f, _, _ in expected]
+    assert len({f.partition for f in got}) > 1
+    assert all(f.serialized_key_size == -1 for f in got)
+
+
+def test_keyless_hot_path_needs_a_chosen_sticky_partition() -> None:
+    accumulator = new_accumulator()
+    assert accumulator.append_keyless_to_open_batch("t", TS, b"v", 1, never) is None
+    accumulator.append("t", None, TS, None, b"v", None, 0.0, 0.0, CLUSTER)
+    assert accumulator.append_keyless_to_open_batch("t", TS, b"v", 1, never) is not None

@@ -77,6 +77,7 @@ from kafkaline.producer.bulk import (
 from kafkaline.producer.futures import FutureRecordMetadata
 from kafkaline.producer.idempotence import TransactionManager
 from kafkaline.producer.interceptors import InterceptorChain
+from kafkaline.producer.list_records import ListRecords
 from kafkaline.producer.metrics import ProducerMetrics, SenderCounters
 from kafkaline.producer.partitioner import KeyPartitionCache, Partitioner, validate_partition
 from kafkaline.producer.record import ProducerRecord
@@ -561,17 +562,29 @@ class Producer:
                     for value, key, header in zip(values, key_list, header_list, strict=True)
                 ],
             )
-        prepared = self._prepare_bulk(topic, values, keys, headers)
+        checked_values, checked_keys, checked_headers, key_size, value_size = self._prepare_bulk(
+            topic, values, keys, headers
+        )
         if self._partitioner is None and len(values) >= _COLUMNAR_MIN_RECORDS:
             if partition is not None and (type(partition) is not int or partition < 0):
                 raise InvalidPartitionError(
                     f"partition={partition!r} given to send_batch() is invalid: must be None "
                     "or an integer >= 0"
                 )
-            columns = _columnar_lists(*prepared)
+            columns = _columnar_lists(checked_values, checked_keys, checked_headers)
             if columns is not None:
                 return self._send_columns(topic, columns, partition, None, None)
-        return self._send_bulk(topic, *prepared, partition)
+        if self._partitioner is None:
+            return self._send_lists(
+                topic,
+                checked_values,
+                checked_keys,
+                checked_headers,
+                partition,
+                key_size,
+                value_size,
+            )
+        return self._send_bulk(topic, checked_values, checked_keys, checked_headers, partition)
 
     def send_arrow(
         self,
@@ -842,9 +855,12 @@ class Producer:
         list[bytes | None],
         list[bytes | None] | None,
         list[tuple[tuple[str, bytes | None], ...] | None] | None,
+        int | None,
+        int | None,
     ]:
         """send_batch()'s checks and serializers over whole sequences (C-level where the
-        records are already bytes)."""
+        records are already bytes): values, keys, headers, and the one size of every key
+        and of every value (``None``: they differ)."""
         if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
             raise TypeError(f"values must be a sequence, not {type(values).__name__}")
         count = len(values)
@@ -877,8 +893,8 @@ class Producer:
             ]
         value_list = as_bytes_column(values, "values")
         key_list = None if keys is None else as_bytes_column(keys, "keys")
-        self._check_bulk_sizes(topic, key_list, value_list, checked_headers)
-        return value_list, key_list, checked_headers
+        key_size, value_size = self._check_bulk_sizes(topic, key_list, value_list, checked_headers)
+        return value_list, key_list, checked_headers, key_size, value_size
 
     def _check_bulk_sizes(
         self,
@@ -886,14 +902,19 @@ class Producer:
         keys: Sequence[bytes | None] | None,
         values: Sequence[bytes | None],
         headers: Sequence[Headers | None] | None,
-    ) -> None:
+    ) -> tuple[int | None, int | None]:
+        """Raise RecordTooLargeError naming the first record over the limits; return the one
+        size every key has and the one every value has (``None``: sizes differ, or nulls),
+        for the list path's encoder of records of one shape."""
         # The largest key plus the largest value bounds every record: one C-level pass each,
         # and a per-record look only when that bound is over the limit or there are headers.
-        longest = max(map(len, filter(None, values)), default=0)
+        longest, value_size = _longest_and_uniform(values)
+        key_size = None
         if keys is not None:
-            longest += max(map(len, filter(None, keys)), default=0)
+            longest_key, key_size = _longest_and_uniform(keys)
+            longest += longest_key
         if headers is None and longest <= self._payload_limit:
-            return
+            return key_size, value_size
         for index, value in enumerate(values):
             key = None if keys is None else keys[index]
             size = (0 if key is None else len(key)) + (0 if value is None else len(value))
@@ -903,6 +924,64 @@ class Producer:
                     self._check_size(topic, size, header)
                 except RecordTooLargeError as error:
                     raise type(error)(f"record {index}: {error}") from None
+        return key_size, value_size
+
+    def _send_lists(
+        self,
+        topic: str,
+        values: list[bytes | None],
+        keys: list[bytes | None] | None,
+        headers: Sequence[Headers | None] | None,
+        partition: int | None,
+        key_size: int | None,
+        value_size: int | None,
+    ) -> BatchSendResult:
+        """send_batch() over checked lists without a custom partitioner: records grouped per
+        partition and encoded a batch at a time (``producer.list_records``), appended through
+        ``RecordAccumulator.append_encoded`` as the columnar path appends. ``key_size`` and
+        ``value_size``: the one size of every key and of every value, if they have one."""
+        if self._transactional is not None:
+            self._transactional.check_send_allowed()
+        if partition is not None and (type(partition) is not int or partition < 0):
+            raise InvalidPartitionError(
+                f"partition={partition!r} given to send_batch() is invalid: must be None or "
+                "an integer >= 0"
+            )
+        count = self._partition_counts.get(topic)
+        max_block_ms = self._max_block_ms
+        if count is None:
+            count, max_block_ms = self._wait_on_metadata(topic)
+        now = _time_ns() // 1_000_000
+        groups: Sequence[tuple[int | None, Sequence[int] | None]]
+        if partition is not None:
+            validate_partition(topic, partition, count, "send_batch()")
+            groups = [(partition, None)]
+        elif keys is not None and self._key_partition is not None:
+            groups = group_by_partition(self._bulk_key_partitions(keys, count), count)
+        else:
+            groups = [(None, None)]
+        source = ListRecords(values, keys, headers, now, groups, key_size, value_size)
+        runs: list[BulkRun] = []
+        wake = False
+        now_ms = _monotonic() * 1000.0
+        try:
+            encoded_runs, wake = self._accumulator.append_encoded(
+                topic, source, max_block_ms, now_ms, self._cluster, self._wakeup
+            )
+            for result, first_delta, start, run_count in encoded_runs:
+                positions = source.positions(start, run_count)
+                runs.append((result, first_delta, run_count, positions, start))
+        except Exception as error:
+            replacement = self._send_failed(error, topic, partition, None)
+            if replacement is not None:
+                raise replacement from error
+            raise
+        finally:
+            if wake:
+                self._wakeup()
+        return BatchSendResult(
+            topic, len(values), runs, [None] * len(values) if keys is None else keys, values, now
+        )
 
     def _send_bulk(
         self,
@@ -1391,6 +1470,18 @@ def _concatenate(np: Any, arrays: list[Any]) -> Any:
     if not arrays:  # a call without records
         return np.zeros(0, np.int64)
     return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+
+
+def _longest_and_uniform(items: Sequence[bytes | None]) -> tuple[int, int | None]:
+    """The largest size of ``items`` (0 if none; nulls count 0) and the one size all have
+    (``None``: sizes differ, or there are nulls). One C-level pass: a set of the sizes costs
+    what the max did (~25 ns a record measured, against ~35 for max over filter(None, ...)),
+    and tells the list path whether its encoder for records of one shape applies."""
+    try:
+        sizes = set(map(len, items))  # type: ignore[arg-type]  # a None raises TypeError
+    except TypeError:
+        return max(map(len, filter(None, items)), default=0), None
+    return max(sizes, default=0), next(iter(sizes)) if len(sizes) == 1 else None
 
 
 def _check_lengths(count: int, keys: Sized | None, headers: Sized | None) -> None:

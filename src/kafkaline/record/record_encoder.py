@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import NamedTuple, cast
 
 from kafkaline.record.batch_format import Headers
@@ -291,6 +292,85 @@ def _encode_fast(
             per_record = 7
     out[0] = out[0][1:]  # the first record has no record before it to close
     return RecordPieces(out, per_record, _EMPTY)
+
+
+def encode_uniform_pieces(
+    keys: Sequence[bytes] | None,
+    values: Sequence[bytes],
+    key_size: int,
+    value_size: int,
+    timestamp_delta: int,
+    first_offset_delta: int,
+) -> RecordPieces | None:
+    """As :func:`encode_record_pieces` for records whose keys all have ``key_size`` bytes (or
+    ``keys`` is ``None``: all null) and values ``value_size`` bytes (no nulls), without
+    headers, all ``timestamp_delta`` from the batch's base timestamp. ``None`` when they are
+    not this function's to encode (a negative delta, or fields or offsets of 8 Ki and more):
+    the caller takes :func:`encode_record_pieces`. The caller vouches for the sizes.
+
+    Every such record differs from the next only by its offset delta, key and value: what
+    comes before the key (its length, the previous record's header count, attributes,
+    timestamp delta, offset delta, key length) is one piece from a table per offset delta,
+    and the pieces are laid out by slice assignments, without a Python loop over records.
+    Measured (540 records of 100 bytes with 10-byte keys, the project's 2-core machine,
+    best of alternating runs): ~38 ns a record, and ~48 for joining them, against ~220 and
+    ~64 through :func:`encode_record_pieces`.
+    """
+    count = len(values)
+    if timestamp_delta < 0 or count == 0:
+        return None
+    varints, sizes, _ = small_varint_table()
+    keyless = keys is None
+    try:
+        head = b"\x00" + varints[timestamp_delta]  # attributes, timestamp delta
+        value_length = varints[value_size]
+        key_length = _NULL_LENGTH if keyless else varints[key_size]
+        field_sizes = len(head) + len(key_length) + (0 if keyless else key_size) + sizes[value_size]
+    except IndexError:
+        return None
+    body_size = field_sizes + value_size + 1  # + header count; the offset delta comes on top
+    end = first_offset_delta + count
+    if end > len(sizes) or body_size + 2 >= len(sizes):
+        return None
+    # Keyless, the value's length joins the prefix: two pieces a record, else four.
+    suffix = key_length + value_length if keyless else key_length
+    if timestamp_delta == 0:  # new batches, and records of their first call
+        prefixes = _prefix_table(body_size, head, suffix, _table_size(end))[first_offset_delta:end]
+    else:  # a call appending to an older open batch: once per partition and call
+        _, _, zeroed = small_varint_table()
+        prefixes = tuple(
+            zeroed[body_size + sizes[offset]] + head + varints[offset] + suffix
+            for offset in range(first_offset_delta, end)
+        )
+    per_record = 2 if keyless else 4
+    out: list[bytes] = [_EMPTY] * (per_record * count)
+    out[0::per_record] = prefixes
+    if keys is None:
+        out[1::2] = values
+    else:
+        out[1::4] = keys
+        out[2::4] = [value_length] * count
+        out[3::4] = values
+    out[0] = out[0][1:]  # the first record has no record before it to close
+    return RecordPieces(out, per_record, _EMPTY)
+
+
+def _table_size(needed: int) -> int:
+    """Prefix tables come in powers of two (from 1024): few sizes, few tables."""
+    return max(1024, 1 << (needed - 1).bit_length())
+
+
+@lru_cache(maxsize=16)
+def _prefix_table(body_size: int, head: bytes, suffix: bytes, size: int) -> tuple[bytes, ...]:
+    """For each offset delta below ``size``: the previous record's header count (0), the
+    length of a record whose body is ``body_size`` bytes plus its offset delta's varint,
+    ``head``, the offset delta and ``suffix``. A few tables per producer in practice (one
+    per record shape, for batches' base timestamp): cached, ~40 bytes an entry."""
+    varints, sizes, zeroed = small_varint_table()
+    return tuple(
+        zeroed[body_size + sizes[offset]] + head + varints[offset] + suffix
+        for offset in range(min(size, len(sizes)))
+    )
 
 
 def _encode_record_general(

@@ -51,6 +51,7 @@ from kafkaline.record.varint import (
 RECORD_OVERHEAD_BOUND = 36
 
 _NULL_LENGTH = b"\x01"  # varint(-1)
+_ONE_BYTE_LIMIT = 64  # varints of 0..63 take one byte
 _EMPTY = b"\x00"  # varint(0): attributes, a zero delta, no headers
 
 
@@ -336,11 +337,16 @@ def encode_uniform_pieces(
     suffix = key_length + value_length if keyless else key_length
     if timestamp_delta == 0:  # new batches, and records of their first call
         prefixes = _prefix_table(body_size, head, suffix, _table_size(end))[first_offset_delta:end]
-    else:  # a call appending to an older open batch: once per partition and call
+    else:
+        # A call appending to an older open batch (once per partition and call): the
+        # prefixes made for these offsets, by C-level maps over the two possible heads
+        # (offset deltas below 64 take one byte, then two).
         _, _, zeroed = small_varint_table()
-        prefixes = tuple(
-            zeroed[body_size + sizes[offset]] + head + varints[offset] + suffix
-            for offset in range(first_offset_delta, end)
+        tails = _offset_table(suffix, _table_size(end))
+        split = min(max(first_offset_delta, _ONE_BYTE_LIMIT), end)
+        prefixes = (
+            *map((zeroed[body_size + 1] + head).__add__, tails[first_offset_delta:split]),
+            *map((zeroed[body_size + 2] + head).__add__, tails[split:end]),
         )
     per_record = 2 if keyless else 4
     out: list[bytes] = [_EMPTY] * (per_record * count)
@@ -358,6 +364,13 @@ def encode_uniform_pieces(
 def _table_size(needed: int) -> int:
     """Prefix tables come in powers of two (from 1024): few sizes, few tables."""
     return max(1024, 1 << (needed - 1).bit_length())
+
+
+@lru_cache(maxsize=4)
+def _offset_table(suffix: bytes, size: int) -> tuple[bytes, ...]:
+    """Each offset delta's varint below ``size``, then ``suffix``."""
+    varints, sizes, _ = small_varint_table()
+    return tuple(varints[offset] + suffix for offset in range(min(size, len(sizes))))
 
 
 @lru_cache(maxsize=16)

@@ -105,9 +105,11 @@ class ListRecords:
         #: (key size, value size) when every record has this shape and no headers: the
         #: encoder without a loop over records applies (``encode_uniform_pieces``).
         self._shape: tuple[int, int] | None = None
-        shaped = value_size is not None and (keys is None or key_size is not None)
-        if shaped and not self._header_blocks and value_size is not None:
-            self._shape = (key_size or 0, value_size)
+        if value_size is not None and not self._header_blocks:
+            if keys is None:
+                self._shape = (0, value_size)
+            elif key_size is not None:
+                self._shape = (key_size, value_size)
 
     @property
     def groups(self) -> Sequence[tuple[int | None, int, int]]:
@@ -185,8 +187,8 @@ class ListRecords:
             pieces += encoded
             size += encoded_size
             taken += count
-            if count < window:
-                break  # cut at the room: the batch is full
+            if count < window or size >= room:
+                break  # cut at the room (or past it by a new batch's one record): full
         if not taken:
             return None
         return EncodedChunk(

@@ -952,15 +952,12 @@ class Producer:
         if count is None:
             count, max_block_ms = self._wait_on_metadata(topic)
         now = _time_ns() // 1_000_000
-        groups: Sequence[tuple[int | None, Sequence[int] | None]]
+        chosen: list[int] | int | None = partition
         if partition is not None:
             validate_partition(topic, partition, count, "send_batch()")
-            groups = [(partition, None)]
         elif keys is not None and self._key_partition is not None:
-            groups = group_by_partition(self._bulk_key_partitions(keys, count), count)
-        else:
-            groups = [(None, None)]
-        source = ListRecords(values, keys, headers, now, groups, key_size, value_size)
+            chosen = self._bulk_key_partitions(keys, count)
+        source = ListRecords(values, keys, headers, now, chosen, count, key_size, value_size)
         runs: list[BulkRun] = []
         wake = False
         now_ms = _monotonic() * 1000.0

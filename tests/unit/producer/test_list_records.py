@@ -13,7 +13,6 @@ import pytest
 from kafkaline.net.cluster import TopicPartition
 from kafkaline.producer.accumulator import OpenBatch, RecordAccumulator
 from kafkaline.producer.buffer_pool import BufferPool
-from kafkaline.producer.bulk import group_by_partition
 from kafkaline.producer.list_records import ListRecords
 from kafkaline.producer.partitioner import StaticCluster, partition_for_key
 from kafkaline.record import read_record_batches
@@ -138,7 +137,8 @@ def test_chunks_are_bit_exact_and_fit_their_room(shape: str, seed: int) -> None:
         None if keyless else keys,
         headers,
         BASE,
-        group_by_partition(chosen, 3),
+        chosen,
+        3,
         9 if one_shape and not keyless else None,
         100 if one_shape else None,
     )
@@ -153,13 +153,13 @@ def test_chunks_are_bit_exact_and_fit_their_room(shape: str, seed: int) -> None:
 def test_large_records_keep_their_pieces_and_one_partition_keeps_input_order() -> None:
     values: list[bytes | None] = [bytes([i]) * 3000 for i in range(30)]
     keys: list[bytes | None] = [b"k%d" % i for i in range(30)]
-    source = ListRecords(values, keys, None, BASE, [(4, None)])
+    source = ListRecords(values, keys, None, BASE, 4)
     assert source.groups == [(4, 0, 30)] and source.positions(0, 30) is None
     (chunks,) = source.encode([(0, None)], 10_000)
     # Records of ~3 KB are not joined: the values themselves are among the pieces.
     assert any(piece is values[0] for piece in chunks[0].records)
     expected_chunks(source, keys, values, None, None, 10_000)
-    empty = ListRecords([], None, None, BASE, [(None, None)])
+    empty = ListRecords([], None, None, BASE, None)
     assert empty.groups == []
 
 
@@ -192,7 +192,8 @@ def test_append_encoded_of_list_records_continues_open_batches_in_key_partitions
             keys[start:stop],
             None,
             BASE + number,  # the second call continues batches with an older base timestamp
-            group_by_partition(chosen, 3),
+            chosen,
+            3,
             8 if one_shape else None,
             100 if one_shape else None,
         )
@@ -205,3 +206,20 @@ def test_append_encoded_of_list_records_continues_open_batches_in_key_partitions
         mine = [i for i in range(600) if partition_for_key(keys[i], 3) == partition]
         assert [r[2:] for r in records] == [(keys[i], values[i]) for i in mine]
         assert [r[1] for r in records] == [BASE + (i >= 250) for i in mine]
+
+
+@pytest.mark.parametrize("with_headers", [False, True])
+def test_groups_and_positions_follow_the_partitions_in_input_order(with_headers: bool) -> None:
+    values: list[bytes | None] = [b"a", b"b", b"c", b"d", b"e"]
+    headers: list[Headers | None] | None = None
+    if with_headers:
+        headers = [None, (("h", b"1"),), None, None, (("h", None),)]
+    source = ListRecords(values, None, headers, BASE, [1, -1, 1, 0, -1], 2)
+    assert source.groups == [(0, 0, 1), (1, 1, 3), (None, 3, 5)]
+    assert source.positions(0, 5) == [3, 0, 2, 1, 4]
+    assert source.positions(1, 2) == [0, 2]
+    expected_chunks(source, [None] * 5, values, headers, None, 1000)
+    same = ListRecords(values, None, headers, BASE, [1, 1, 1, 1, 1], 2)
+    assert same.groups == [(1, 0, 5)] and same.positions(0, 5) is None
+    sticky = ListRecords(values, None, headers, BASE, [-1] * 5, 2)
+    assert sticky.groups == [(None, 0, 5)] and sticky.positions(2, 3) is None

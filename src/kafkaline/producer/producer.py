@@ -971,6 +971,7 @@ class Producer:
             for result, first_delta, start, run_count in encoded_runs:
                 positions = source.positions(start, run_count)
                 runs.append((result, first_delta, run_count, positions, start))
+            source.drop_records()
         except Exception as error:
             replacement = self._send_failed(error, topic, partition, None)
             if replacement is not None:

@@ -28,9 +28,9 @@ from kafkaline.producer.accumulator import EncodedChunk, OpenBatch
 from kafkaline.producer.bulk import gather, group_by_partition
 from kafkaline.record import Headers
 from kafkaline.record.record_encoder import (
+    UniformShape,
     encode_headers,
     encode_record_pieces,
-    encode_uniform_pieces,
 )
 
 __all__ = ["ListRecords"]
@@ -46,8 +46,7 @@ _PROBE_RECORDS = 32
 _TYPICAL_RECORD_OVERHEAD = 10
 #: Windows aim this much past the room by the average record size: a window that overflows
 #: drops a few records off its end (no second encoding), one that falls short needs a
-#: second window (a second loop and join). Records of one shape all have the size of the
-#: last window's (give or take the offset delta's byte): their windows aim two records past.
+#: second window (a second loop and join).
 _WINDOW_OVERSHOOT = 1.02
 
 
@@ -134,14 +133,14 @@ class ListRecords:
             start += len(part_values)
         #: Bytes per encoded record, from the last window (0: not known yet).
         self._average = 0.0
-        #: (key size, value size) when every record has this shape and no headers: the
-        #: encoder without a loop over records applies (``encode_uniform_pieces``).
-        self._shape: tuple[int, int] | None = None
+        #: When every record has one shape (no nulls, no headers): its encoder, without a
+        #: loop over records, for whole groups of batches at once.
+        self._shape: UniformShape | None = None
         if value_size is not None and not blocks:
             if keys is None:
-                self._shape = (0, value_size)
+                self._shape = UniformShape.of(0, value_size, keyless=True)
             elif key_size is not None:
-                self._shape = (key_size, value_size)
+                self._shape = UniformShape.of(key_size, value_size, keyless=False)
 
     @property
     def groups(self) -> Sequence[tuple[int | None, int, int]]:
@@ -182,6 +181,11 @@ class ListRecords:
         most ``fresh_room`` bytes for new batches (at least one record each)."""
         out: list[list[EncodedChunk]] = []
         for group, open_batch in requests:
+            if self._shape is not None:
+                shaped = self._shaped_chunks(self._shape, group, open_batch, fresh_room)
+                if shaped is not None:
+                    out.append(shaped)
+                    continue
             _, start, stop = self._groups[group]
             chunks: list[EncodedChunk] = []
             position = 0
@@ -208,6 +212,51 @@ class ListRecords:
             out.append(chunks)
         return out
 
+    def _shaped_chunks(
+        self, shape: UniformShape, group: int, open_batch: OpenBatch | None, fresh_room: int
+    ) -> list[EncodedChunk] | None:
+        """The group's chunks when all its records have one shape: the batches cut by
+        arithmetic, every batch's records joined at once (``None``: not this encoder's)."""
+        _, keys, values, _ = self._parts[group]
+        _, start, stop = self._groups[group]
+        count = stop - start
+        timestamp = self._timestamp
+        plan: list[tuple[int, int, int]] = []  # (records, first offset delta, timestamp delta)
+        taken = 0
+        if open_batch is not None:
+            delta = timestamp - open_batch.base_timestamp
+            fit = shape.fitting(open_batch.room, open_batch.first_offset_delta, delta)
+            if fit is None:
+                return None
+            taken = min(fit, count)
+            if taken:
+                plan.append((taken, open_batch.first_offset_delta, delta))
+        if taken < count:
+            per_batch = shape.fitting(fresh_room, 0, 0)
+            if per_batch is None:
+                return None
+            per_batch = max(1, per_batch)  # a new batch takes one record whatever its size
+            plan += [(min(per_batch, count - i), 0, 0) for i in range(taken, count, per_batch)]
+        sections = shape.encode_batches(
+            None if self._keyless else keys,  # type: ignore[arg-type]  # one shape: no nulls
+            values,  # type: ignore[arg-type]  # one shape: no nulls
+            plan,
+        )
+        if sections is None:
+            return None
+        chunks = []
+        first = start
+        continues = open_batch is not None and taken > 0  # the first chunk fills it
+        for (records, _, _), section in zip(plan, sections, strict=True):
+            chunks.append(
+                EncodedChunk(
+                    (section,), len(section), first, records, timestamp, timestamp, continues
+                )
+            )
+            first += records
+            continues = False
+        return chunks
+
     def _fill(
         self,
         group: int,
@@ -228,11 +277,7 @@ class ListRecords:
         taken = 0
         while taken < remaining:
             average = self._average or self._probe_average(group, first + taken)
-            if self._shape is not None:
-                window = int((room - size) / average) + 2
-            else:
-                window = int((room - size) * _WINDOW_OVERSHOOT / average) + 1
-            window = min(remaining - taken, window)
+            window = min(remaining - taken, int((room - size) * _WINDOW_OVERSHOOT / average) + 1)
             encoded, count, encoded_size = self._encode_window(
                 group,
                 first + taken,
@@ -293,27 +338,14 @@ class ListRecords:
         _, group_keys, group_values, group_blocks = self._parts[group]
         keys = group_keys[first : first + count]
         values = group_values[first : first + count]
-        encoded = None
-        if self._shape is not None:
-            encoded = encode_uniform_pieces(
-                None if self._keyless else keys,  # type: ignore[arg-type]  # no nulls
-                values,  # type: ignore[arg-type]  # no nulls: the shape says so
-                *self._shape,
-                self._timestamp - base_timestamp,
-                first_offset_delta,
-            )
-        if encoded is None:
-            blocks = None
-            if group_blocks:
-                blocks = {
-                    i - first: block
-                    for i, block in group_blocks.items()
-                    if first <= i < first + count
-                }
-            encoded = encode_record_pieces(
-                self._timestamp, keys, values, blocks, base_timestamp, first_offset_delta
-            )
-        pieces, per_record, trailer = encoded
+        blocks = None
+        if group_blocks:
+            blocks = {
+                i - first: block for i, block in group_blocks.items() if first <= i < first + count
+            }
+        pieces, per_record, trailer = encode_record_pieces(
+            self._timestamp, keys, values, blocks, base_timestamp, first_offset_delta
+        )
         joined = b""
         if keep_pieces:
             records_size = sum(map(len, pieces))

@@ -1,5 +1,5 @@
 """send_batch()'s path over Python lists without a broker: the encoder of records of one
-shape (``encode_uniform_pieces``) bit-exact against the per-record encoder, ListRecords'
+shape (``UniformShape``) bit-exact against the per-record encoder, ListRecords'
 chunks bit-exact against it (one shape or not, nulls, headers, open batches, cuts at the
 room, kept pieces of large records), and ListRecords through
 RecordAccumulator.append_encoded read back record by record."""
@@ -16,53 +16,64 @@ from kafkaline.producer.buffer_pool import BufferPool
 from kafkaline.producer.list_records import ListRecords
 from kafkaline.producer.partitioner import StaticCluster, partition_for_key
 from kafkaline.record import read_record_batches
-from kafkaline.record.record_encoder import (
-    RecordPieces,
-    encode_record_pieces,
-    encode_records,
-    encode_uniform_pieces,
-)
+from kafkaline.record.record_encoder import UniformShape, encode_records
 
 Headers = tuple[tuple[str, bytes | None], ...]
 BASE = 1_700_000_000_000
 
 
-def joined(pieces: RecordPieces, records: int | None = None) -> bytes:
-    """The records section of the first ``records`` records (all by default)."""
-    kept = pieces.pieces if records is None else pieces.pieces[: records * pieces.per_record]
-    return b"".join(kept) + pieces.trailer
-
-
 @pytest.mark.parametrize("seed", range(8))
-def test_uniform_pieces_are_bit_exact_against_the_record_encoder(seed: int) -> None:
+def test_uniform_shape_is_bit_exact_against_the_record_encoder(seed: int) -> None:
     rng = random.Random(seed)
-    for _ in range(60):
+    for _ in range(40):
         count = rng.choice([1, 2, 63, 64, 65, 300, 1000])
         key_size = rng.choice([0, 1, 10, 63, 64, 200])
         value_size = rng.choice([0, 1, 100, 127, 128, 2000])
-        keys = None if rng.random() < 0.3 else [rng.randbytes(key_size) for _ in range(count)]
+        keyless = rng.random() < 0.3
+        keys = None if keyless else [rng.randbytes(key_size) for _ in range(count)]
         values = [rng.randbytes(value_size) for _ in range(count)]
-        delta = rng.choice([0, 0, 1, 63, 64, 5000])
-        first = rng.choice([0, 1, 62, 63, 64, 65, 500])
-        uniform = encode_uniform_pieces(keys, values, key_size, value_size, delta, first)
-        assert uniform is not None
-        general = encode_record_pieces(
-            BASE + delta, [None] * count if keys is None else keys, values, None, BASE, first
-        )
-        assert joined(uniform) == joined(general)
-        # Cut after any record, as RecordPieces promises.
-        cut = rng.randint(1, count)
-        assert joined(uniform, cut) == joined(general, cut)
+        shape = UniformShape.of(key_size, value_size, keyless)
+        assert shape is not None
+        # Batches of random sizes, the first continuing an open batch (offset, delta).
+        batches: list[tuple[int, int, int]] = []
+        taken = 0
+        while taken < count:
+            size = min(count - taken, rng.choice([1, 5, 63, 64, 65, 400]))
+            first = rng.choice([0, 1, 62, 63, 64, 65, 500]) if not batches else 0
+            delta = rng.choice([0, 0, 1, 63, 64, 5000]) if not batches else 0
+            batches.append((size, first, delta))
+            taken += size
+        sections = shape.encode_batches(keys, values, batches)
+        assert sections is not None
+        taken = 0
+        for (size, first, delta), section in zip(batches, sections, strict=True):
+            expected = encode_records(
+                [None] * size if keys is None else keys[taken : taken + size],
+                values[taken : taken + size],
+                BASE + delta,
+                base_timestamp=BASE,
+                first_offset_delta=first,
+            )
+            assert bytes(section) == expected
+            # What fits is exactly what the sizes say: room for these, not for one more.
+            assert shape.fitting(len(expected), first, delta) >= size  # type: ignore[operator]
+            fitted = shape.fitting(len(expected) - 1, first, delta)
+            assert fitted is not None and fitted < size
+            taken += size
 
 
-def test_uniform_pieces_decline_what_they_do_not_encode() -> None:
-    values = [b"v" * 10] * 3
-    assert encode_uniform_pieces(None, values, 0, 10, -1, 0) is None  # negative delta
-    assert encode_uniform_pieces(None, values, 0, 10, 1 << 20, 0) is None  # large delta
-    assert encode_uniform_pieces(None, values, 0, 10, 0, 8190) is None  # offsets past 8 Ki
-    big = [b"v" * 9000]
-    assert encode_uniform_pieces(None, big, 0, 9000, 0, 0) is None  # value past 8 Ki
-    assert encode_uniform_pieces(None, [], 0, 10, 0, 0) is None
+def test_uniform_shape_declines_what_it_does_not_encode() -> None:
+    assert UniformShape.of(0, 9000, keyless=True) is None  # value past 8 Ki
+    shape = UniformShape.of(10, 10, keyless=False)
+    assert shape is not None
+    assert shape.fitting(1000, 0, -1) is None  # negative timestamp delta
+    assert shape.fitting(1000, 0, 1 << 20) is None  # a delta past the table
+    assert shape.fitting(1 << 30, 8000, 0) == 8192 - 8000  # offsets stop at the table's end
+    keys, values = [b"k" * 10] * 3, [b"v" * 10] * 3
+    assert shape.encode_batches(keys, values, [(3, 8190, 0)]) is None  # offsets past 8 Ki
+    assert shape.encode_batches(keys, values, [(3, 0, -5)]) is None
+    with pytest.raises(ValueError, match="batches of 2 records for 3"):
+        shape.encode_batches(keys, values, [(2, 0, 0)])
 
 
 def random_field(rng: random.Random, longest: int, nulls: bool) -> bytes | None:

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Mapping, Sequence
+from functools import lru_cache
 from typing import NamedTuple, cast
 
 from kafkaline.record.batch_format import Headers
@@ -50,6 +51,7 @@ from kafkaline.record.varint import (
 RECORD_OVERHEAD_BOUND = 36
 
 _NULL_LENGTH = b"\x01"  # varint(-1)
+_ONE_BYTE_LIMIT = 64  # varints of 0..63 take one byte
 _EMPTY = b"\x00"  # varint(0): attributes, a zero delta, no headers
 
 
@@ -291,6 +293,155 @@ def _encode_fast(
             per_record = 7
     out[0] = out[0][1:]  # the first record has no record before it to close
     return RecordPieces(out, per_record, _EMPTY)
+
+
+class UniformShape:
+    """Records whose keys all have ``key_size`` bytes (or are all null: ``keyless``) and
+    values ``value_size`` bytes, no nulls, without headers, one timestamp: how many fit a
+    batch, and their bytes for several batches at once (:meth:`encode_batches`).
+
+    Every such record differs from the next only by its offset delta, key and value: what
+    comes before the key (the previous record's header count, its length, attributes,
+    timestamp delta, offset delta, key length) is one piece from a table per offset delta,
+    sizes are arithmetic, and the pieces are laid out by slice assignments and joined once
+    for a whole group of batches, without a Python loop over records. Measured (540 records
+    of 100 bytes with 10-byte keys, the project's 2-core machine, best of alternating runs):
+    ~38 ns a record and ~48 for the join, against ~220 and ~64 through
+    :func:`encode_record_pieces` (whose loop is the general path).
+
+    ``None`` from its methods (or from :meth:`of`) means the records are not its to encode
+    (fields or offset deltas of 8 Ki and more, a negative timestamp delta): the caller takes
+    the general encoder.
+    """
+
+    __slots__ = ("_fixed", "_key_length", "_keyless", "_value_length")
+
+    def __init__(self, key_length: bytes, value_length: bytes, fixed: int, keyless: bool) -> None:
+        self._key_length = key_length
+        self._value_length = value_length
+        #: Bytes of a record after its offset delta: key length, key, value length, value.
+        self._fixed = fixed
+        self._keyless = keyless
+
+    @classmethod
+    def of(cls, key_size: int, value_size: int, keyless: bool) -> UniformShape | None:
+        """The shape, or ``None`` for fields of 8 Ki and more."""
+        varints, sizes, _ = small_varint_table()
+        if key_size >= len(sizes) or value_size >= len(sizes) or key_size + value_size > 8000:
+            return None
+        key_length = _NULL_LENGTH if keyless else varints[key_size]
+        value_length = varints[value_size]
+        fixed = len(key_length) + (0 if keyless else key_size) + len(value_length) + value_size
+        return cls(key_length, value_length, fixed, keyless)
+
+    def _sizes(self, timestamp_delta: int) -> tuple[int, int, bytes] | None:
+        """Record sizes with one-byte and with two-byte offset deltas, and the head."""
+        varints, sizes, _ = small_varint_table()
+        if not 0 <= timestamp_delta < len(sizes):
+            return None
+        head = b"\x00" + varints[timestamp_delta]  # attributes, timestamp delta
+        body = len(head) + self._fixed + 1  # + header count; + the offset delta's bytes
+        return body + 1 + sizes[body + 1], body + 2 + sizes[body + 2], head
+
+    def fitting(self, room: int, first_offset_delta: int, timestamp_delta: int) -> int | None:
+        """How many of these records fit ``room`` bytes of a batch's records section, the
+        first at ``first_offset_delta`` (``None``: out of this encoder's range)."""
+        found = self._sizes(timestamp_delta)
+        if found is None:
+            return None
+        short, long, _ = found
+        count = 0
+        if first_offset_delta < _ONE_BYTE_LIMIT:
+            one_byte = _ONE_BYTE_LIMIT - first_offset_delta
+            count = min(one_byte, room // short)
+            if count < one_byte:
+                return count
+            room -= count * short
+        count += room // long
+        _, sizes, _ = small_varint_table()
+        return min(count, len(sizes) - first_offset_delta)
+
+    def encode_batches(
+        self,
+        keys: Sequence[bytes] | None,
+        values: Sequence[bytes],
+        batches: Sequence[tuple[int, int, int]],
+    ) -> list[memoryview] | None:
+        """The records section of each batch ``(record count, first offset delta, timestamp
+        delta)`` taking the records in order (the counts add up to all of them), encoded
+        together: one join, each section a slice of it."""
+        _, sizes, zeroed = small_varint_table()
+        keyless = self._keyless
+        per_record = 2 if keyless else 4
+        count = len(values)
+        out: list[bytes] = [_EMPTY] * (per_record * count + 1)  # last: the last one's trailer
+        suffix = self._key_length + self._value_length if keyless else self._key_length
+        spans: list[int] = []
+        record = 0
+        for batch_count, first, delta in batches:
+            found = self._sizes(delta)
+            end = first + batch_count
+            if found is None or end > len(sizes):
+                return None
+            short, long, head = found
+            body = len(head) + self._fixed + 1
+            if delta == 0:  # new batches, and records of their first call
+                prefixes = _prefix_table(body, head, suffix, _table_size(end))[first:end]
+            else:
+                tails = _offset_table(suffix, _table_size(end))
+                split = min(max(first, _ONE_BYTE_LIMIT), end)
+                prefixes = (
+                    *map((zeroed[body + 1] + head).__add__, tails[first:split]),
+                    *map((zeroed[body + 2] + head).__add__, tails[split:end]),
+                )
+            stop = record + batch_count
+            out[per_record * record : per_record * stop : per_record] = prefixes
+            one_byte = max(0, min(_ONE_BYTE_LIMIT, end) - first)
+            spans.append(one_byte * short + (batch_count - one_byte) * long)
+            record = stop
+        if record != count:
+            raise ValueError(f"batches of {record} records for {count} records")
+        if keys is None:
+            out[1:-1:2] = values
+        else:
+            out[1:-1:4] = keys
+            out[2:-1:4] = [self._value_length] * count
+            out[3:-1:4] = values
+        # Each record's first piece starts with the header count (0) of the record before:
+        # a section starts one byte into its first record and takes the next one's first
+        # byte (or the last piece) to close its last.
+        data = memoryview(b"".join(out))
+        sections = []
+        start = 1
+        for span in spans:
+            sections.append(data[start : start + span])
+            start += span
+        return sections
+
+
+def _table_size(needed: int) -> int:
+    """Prefix tables come in powers of two (from 1024): few sizes, few tables."""
+    return max(1024, 1 << (needed - 1).bit_length())
+
+
+@lru_cache(maxsize=4)
+def _offset_table(suffix: bytes, size: int) -> tuple[bytes, ...]:
+    """Each offset delta's varint below ``size``, then ``suffix``."""
+    varints, sizes, _ = small_varint_table()
+    return tuple(varints[offset] + suffix for offset in range(min(size, len(sizes))))
+
+
+@lru_cache(maxsize=16)
+def _prefix_table(body_size: int, head: bytes, suffix: bytes, size: int) -> tuple[bytes, ...]:
+    """For each offset delta below ``size``: the previous record's header count (0), the
+    length of a record whose body is ``body_size`` bytes plus its offset delta's varint,
+    ``head``, the offset delta and ``suffix``. A few tables per producer in practice (one
+    per record shape, for batches' base timestamp): cached, ~40 bytes an entry."""
+    varints, sizes, zeroed = small_varint_table()
+    return tuple(
+        zeroed[body_size + sizes[offset]] + head + varints[offset] + suffix
+        for offset in range(min(size, len(sizes)))
+    )
 
 
 def _encode_record_general(

@@ -157,6 +157,51 @@ def test_send_batch_headers_nulls_and_partition(
     assert result[1].serialized_value_size == -1
 
 
+def test_send_batch_of_one_shape_over_many_calls_reads_back_bit_exact(
+    broker: LocalBroker, make_topic: TopicFactory, send_batch_path: str
+) -> None:
+    """Records of one size (the list path's encoder without a loop) over several calls,
+    each continuing the batches the one before left open, with a later timestamp."""
+    topic = make_topic(6)
+    calls, per_call = 4, 1500
+    keys = [b"key-%06d" % (i % 700) for i in range(calls * per_call)]
+    values = [os.urandom(100) for _ in range(calls * per_call)]
+    metadata: list[RecordMetadata] = []
+    with producer_for(broker, batch_size=16384, linger_ms=200) as producer:
+        results = []
+        for call in range(calls):
+            chunk = slice(call * per_call, (call + 1) * per_call)
+            results.append(producer.send_batch(topic, values[chunk], keys=keys[chunk]))
+            time.sleep(0.003)  # a new millisecond: the open batches' base timestamp is older
+        for result in results:
+            metadata += result.get(timeout=30)
+    stored = read_back_timed(broker, topic, 6, len(values))
+    assert len(stored) == len(values)
+    for index, meta in enumerate(metadata):
+        assert meta.partition == partition_for_key(keys[index], 6)
+        key, value, headers, timestamp = stored[(meta.partition, meta.offset)]
+        assert (key, value, headers) == (keys[index], values[index], ())
+        assert timestamp == meta.timestamp
+    assert len({meta.timestamp for meta in metadata}) >= 2
+
+
+def test_send_batch_records_larger_than_a_batch_and_mixed_null_keys(
+    broker: LocalBroker, make_topic: TopicFactory, send_batch_path: str
+) -> None:
+    topic = make_topic(3)
+    values: list[bytes | None] = [os.urandom(size) for size in (30_000, 10, 70_000, 5, 40_000)]
+    values += [None, b"", os.urandom(3000)]
+    keys: list[bytes | None] = [b"a", None, b"b", None, b"a", b"c", None, b"c"]
+    with producer_for(broker, batch_size=16384) as producer:  # some records exceed a batch
+        metadata = producer.send_batch(topic, values, keys=keys).get(timeout=30)
+    stored = read_back(broker, topic, 3, len(values))
+    for index, meta in enumerate(metadata):
+        key = keys[index]
+        if key is not None:
+            assert meta.partition == partition_for_key(key, 3)
+        assert stored[(meta.partition, meta.offset)] == (key, values[index], ())
+
+
 def test_send_arrow_table_reads_back_with_nulls_and_headers(
     broker: LocalBroker, make_topic: TopicFactory
 ) -> None:

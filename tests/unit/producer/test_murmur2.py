@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import random
 import warnings
 from collections.abc import Callable
 
@@ -9,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from kafkaline.producer.murmur2 import murmur2, to_positive
+from kafkaline.producer.murmur2 import _lane_remainders, murmur2, partitions_of_many, to_positive
 
 # Apache Kafka's UtilsTest.testMurmur2 (clients/src/test/.../common/utils/UtilsTest.java).
 JAVA_UTILS_TEST_VECTORS = [
@@ -79,3 +80,29 @@ def test_bytes_like_inputs_hash_alike(data: bytes) -> None:
 @given(st.binary(max_size=64))
 def test_result_is_a_signed_32_bit_int(data: bytes) -> None:
     assert -(2**31) <= murmur2(data) < 2**31
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_partitions_of_many_match_one_key_at_a_time(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(40):
+        count = rng.choice([0, 1, 15, 16, 17, 300])
+        lengths = rng.choice([[10], [0], [1, 2, 3], [4, 5, 6, 7, 8], [31, 64, 129, 200]])
+        keys = [rng.randbytes(rng.choice(lengths)) for _ in range(count)]
+        for partitions in (1, 2, 3, 6, 255, 256, 257, 1000, 65535, 65536, 65537, 1 << 20):
+            expected = [to_positive(murmur2(key)) % partitions for key in keys]
+            assert partitions_of_many(keys, partitions) == expected
+
+
+@pytest.mark.parametrize("divisor", [1, 2, 3, 6, 7, 255, 256, 1000, 32768, 65521, 65535, 65536])
+def test_lane_remainders_are_exact_at_the_edges(divisor: int) -> None:
+    top = (1 << 31) - 1
+    edges = {0, 1, top, top - 1, divisor - 1, divisor, divisor + 1}
+    edges |= {top // divisor * divisor + d for d in (-1, 0)} | {(1 << 30) + 7, 123456789}
+    dividends = sorted(e for e in edges if 0 <= e <= top)
+    ones = int.from_bytes((b"\x01" + bytes(7)) * len(dividends), "little")
+    lanes = int.from_bytes(b"".join(d.to_bytes(8, "little") for d in dividends), "little")
+    remainders = _lane_remainders(lanes, ones, divisor)
+    out = remainders.to_bytes(8 * len(dividends), "little")
+    got = [int.from_bytes(out[i : i + 8], "little") for i in range(0, len(out), 8)]
+    assert got == [d % divisor for d in dividends]

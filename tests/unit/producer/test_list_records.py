@@ -1,0 +1,240 @@
+"""send_batch()'s path over Python lists without a broker: the encoder of records of one
+shape (``UniformShape``) bit-exact against the per-record encoder, ListRecords'
+chunks bit-exact against it (one shape or not, nulls, headers, open batches, cuts at the
+room, kept pieces of large records), and ListRecords through
+RecordAccumulator.append_encoded read back record by record."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from kafkaline.net.cluster import TopicPartition
+from kafkaline.producer.accumulator import OpenBatch, RecordAccumulator
+from kafkaline.producer.buffer_pool import BufferPool
+from kafkaline.producer.list_records import ListRecords
+from kafkaline.producer.partitioner import StaticCluster, partition_for_key
+from kafkaline.record import read_record_batches
+from kafkaline.record.record_encoder import UniformShape, encode_records
+
+Headers = tuple[tuple[str, bytes | None], ...]
+BASE = 1_700_000_000_000
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_uniform_shape_is_bit_exact_against_the_record_encoder(seed: int) -> None:
+    rng = random.Random(seed)
+    for _ in range(40):
+        count = rng.choice([1, 2, 63, 64, 65, 300, 1000])
+        key_size = rng.choice([0, 1, 10, 63, 64, 200])
+        value_size = rng.choice([0, 1, 100, 127, 128, 2000])
+        keyless = rng.random() < 0.3
+        keys = None if keyless else [rng.randbytes(key_size) for _ in range(count)]
+        values = [rng.randbytes(value_size) for _ in range(count)]
+        shape = UniformShape.of(key_size, value_size, keyless)
+        assert shape is not None
+        # Batches of random sizes, the first continuing an open batch (offset, delta).
+        batches: list[tuple[int, int, int]] = []
+        taken = 0
+        while taken < count:
+            size = min(count - taken, rng.choice([1, 5, 63, 64, 65, 400]))
+            first = rng.choice([0, 1, 62, 63, 64, 65, 500]) if not batches else 0
+            delta = rng.choice([0, 0, 1, 63, 64, 5000]) if not batches else 0
+            batches.append((size, first, delta))
+            taken += size
+        sections = shape.encode_batches(keys, values, batches)
+        assert sections is not None
+        taken = 0
+        for (size, first, delta), section in zip(batches, sections, strict=True):
+            expected = encode_records(
+                [None] * size if keys is None else keys[taken : taken + size],
+                values[taken : taken + size],
+                BASE + delta,
+                base_timestamp=BASE,
+                first_offset_delta=first,
+            )
+            assert bytes(section) == expected
+            # What fits is exactly what the sizes say: room for these, not for one more.
+            assert shape.fitting(len(expected), first, delta) >= size  # type: ignore[operator]
+            fitted = shape.fitting(len(expected) - 1, first, delta)
+            assert fitted is not None and fitted < size
+            taken += size
+
+
+def test_uniform_shape_declines_what_it_does_not_encode() -> None:
+    assert UniformShape.of(0, 9000, keyless=True) is None  # value past 8 Ki
+    shape = UniformShape.of(10, 10, keyless=False)
+    assert shape is not None
+    assert shape.fitting(1000, 0, -1) is None  # negative timestamp delta
+    assert shape.fitting(1000, 0, 1 << 20) is None  # a delta past the table
+    assert shape.fitting(1 << 30, 8000, 0) == 8192 - 8000  # offsets stop at the table's end
+    keys, values = [b"k" * 10] * 3, [b"v" * 10] * 3
+    assert shape.encode_batches(keys, values, [(3, 8190, 0)]) is None  # offsets past 8 Ki
+    assert shape.encode_batches(keys, values, [(3, 0, -5)]) is None
+    with pytest.raises(ValueError, match="batches of 2 records for 3"):
+        shape.encode_batches(keys, values, [(2, 0, 0)])
+
+
+def random_field(rng: random.Random, longest: int, nulls: bool) -> bytes | None:
+    if nulls and rng.random() < 0.1:
+        return None
+    return rng.randbytes(rng.choice([0, 1, 10, rng.randint(0, longest)]))
+
+
+def expected_chunks(
+    source: ListRecords,
+    keys: list[bytes | None],
+    values: list[bytes | None],
+    headers: list[Headers | None] | None,
+    open_batch: OpenBatch | None,
+    room: int,
+) -> None:
+    """Every group's chunks decode to the group's records, in order, each within its room."""
+    for group, (_, start, stop) in enumerate(source.groups):
+        positions = source.positions(start, stop - start)
+        rows = list(range(start, stop)) if positions is None else positions
+        (chunks,) = source.encode([(group, open_batch)], room)
+        assert sum(chunk.record_count for chunk in chunks) == len(rows)
+        taken = 0
+        for index, chunk in enumerate(chunks):
+            picked = rows[taken : taken + chunk.record_count]
+            continues = open_batch is not None and index == 0 and chunk.continues_open
+            assert chunk.continues_open == continues
+            assert chunk.start == start + taken
+            section = b"".join(chunk.records)
+            assert len(section) == chunk.size
+            expected = encode_records(
+                [keys[r] for r in picked],
+                [values[r] for r in picked],
+                BASE,
+                None if headers is None else [headers[r] for r in picked],
+                base_timestamp=open_batch.base_timestamp if continues and open_batch else BASE,
+                first_offset_delta=open_batch.first_offset_delta if continues and open_batch else 0,
+            )
+            assert section == expected
+            assert chunk.first_timestamp == chunk.max_timestamp == BASE
+            limit = open_batch.room if continues and open_batch else room
+            assert chunk.size <= limit or (chunk.record_count == 1 and not continues)
+            taken += chunk.record_count
+
+
+@pytest.mark.parametrize("shape", ["one shape", "keyless one shape", "mixed", "nulls", "headers"])
+@pytest.mark.parametrize("seed", range(3))
+def test_chunks_are_bit_exact_and_fit_their_room(shape: str, seed: int) -> None:
+    rng = random.Random(seed)
+    count = rng.choice([1, 40, 900])
+    keys: list[bytes | None]
+    values: list[bytes | None]
+    if shape in ("one shape", "keyless one shape"):
+        keys = [rng.randbytes(9) for _ in range(count)]
+        values = [rng.randbytes(100) for _ in range(count)]
+    else:
+        keys = [random_field(rng, 30, shape == "nulls") for _ in range(count)]
+        values = [random_field(rng, 300, shape == "nulls") for _ in range(count)]
+    headers: list[Headers | None] | None = None
+    if shape == "headers":
+        headers = [
+            (("h", rng.randbytes(rng.randint(0, 9))), ("n", None)) if rng.random() < 0.4 else None
+            for _ in range(count)
+        ]
+    keyless = shape == "keyless one shape"
+    if keyless:
+        keys = [None] * count
+    chosen = [rng.choice([-1, 0, 1, 2]) for _ in range(count)]
+    one_shape = shape in ("one shape", "keyless one shape")
+    source = ListRecords(
+        values,
+        None if keyless else keys,
+        headers,
+        BASE,
+        chosen,
+        3,
+        9 if one_shape and not keyless else None,
+        100 if one_shape else None,
+    )
+    assert [p for p, _, _ in source.groups] == sorted({p for p in chosen if p >= 0}) + (
+        [None] if -1 in chosen else []
+    )
+    open_state = OpenBatch(room=700, first_offset_delta=70, base_timestamp=BASE - 3)
+    for open_batch, room in ((None, 4000), (open_state, 2500), (None, 1), (open_state, 20)):
+        expected_chunks(source, keys, values, headers, open_batch, room)
+
+
+def test_large_records_keep_their_pieces_and_one_partition_keeps_input_order() -> None:
+    values: list[bytes | None] = [bytes([i]) * 3000 for i in range(30)]
+    keys: list[bytes | None] = [b"k%d" % i for i in range(30)]
+    source = ListRecords(values, keys, None, BASE, 4)
+    assert source.groups == [(4, 0, 30)] and source.positions(0, 30) is None
+    (chunks,) = source.encode([(0, None)], 10_000)
+    # Records of ~3 KB are not joined: the values themselves are among the pieces.
+    assert any(piece is values[0] for piece in chunks[0].records)
+    expected_chunks(source, keys, values, None, None, 10_000)
+    empty = ListRecords([], None, None, BASE, None)
+    assert empty.groups == []
+
+
+def decoded(accumulator: RecordAccumulator, tp: TopicPartition) -> list[tuple[object, ...]]:
+    queue = accumulator._existing_queue(tp)
+    assert queue is not None
+    out: list[tuple[object, ...]] = []
+    for batch in queue.batches:
+        batch.close()
+        for record_batch in read_record_batches(batch.builder.build()):
+            out.extend((r.offset, r.timestamp, r.key, r.value) for r in record_batch.records)
+    return out
+
+
+@pytest.mark.parametrize("one_shape", [True, False])
+def test_append_encoded_of_list_records_continues_open_batches_in_key_partitions(
+    one_shape: bool,
+) -> None:
+    accumulator = RecordAccumulator(
+        batch_size=2048, linger_ms=5, buffer_pool=BufferPool(1 << 22, 2048)
+    )
+    cluster = StaticCluster({"t": 3})
+    keys = [b"key-%04d" % (i % 50) for i in range(600)]
+    values = [b"%05d" % i + (b"." * (95 if one_shape else i % 150)) for i in range(600)]
+    calls = [(0, 250), (250, 600)]
+    for number, (start, stop) in enumerate(calls):
+        chosen = [partition_for_key(key, 3) for key in keys[start:stop]]
+        source = ListRecords(
+            values[start:stop],
+            keys[start:stop],
+            None,
+            BASE + number,  # the second call continues batches with an older base timestamp
+            chosen,
+            3,
+            8 if one_shape else None,
+            100 if one_shape else None,
+        )
+        runs, wake = accumulator.append_encoded("t", source, 100, 0.0, cluster)
+        assert wake and sum(count for *_, count in runs) == stop - start
+        if number:
+            assert any(first_delta > 0 for _, first_delta, _, _ in runs)  # open batches
+    for partition in range(3):
+        records = decoded(accumulator, TopicPartition("t", partition))
+        mine = [i for i in range(600) if partition_for_key(keys[i], 3) == partition]
+        assert [r[2:] for r in records] == [(keys[i], values[i]) for i in mine]
+        assert [r[1] for r in records] == [BASE + (i >= 250) for i in mine]
+
+
+@pytest.mark.parametrize("with_headers", [False, True])
+def test_groups_and_positions_follow_the_partitions_in_input_order(with_headers: bool) -> None:
+    values: list[bytes | None] = [b"a", b"b", b"c", b"d", b"e"]
+    headers: list[Headers | None] | None = None
+    if with_headers:
+        headers = [None, (("h", b"1"),), None, None, (("h", None),)]
+    source = ListRecords(values, None, headers, BASE, [1, -1, 1, 0, -1], 2)
+    assert source.groups == [(0, 0, 1), (1, 1, 3), (None, 3, 5)]
+    assert list(source.positions(0, 5) or []) == [3, 0, 2, 1, 4]
+    run = source.positions(1, 2)
+    assert run is not None and len(run) == 2 and run[1] == 2 and run[0:2] == [0, 2]
+    expected_chunks(source, [None] * 5, values, headers, None, 1000)
+    later = source.positions(3, 2)
+    source.drop_records()  # once queued: the positions are still known
+    assert list(later or []) == [1, 4]
+    same = ListRecords(values, None, headers, BASE, [1, 1, 1, 1, 1], 2)
+    assert same.groups == [(1, 0, 5)] and same.positions(0, 5) is None
+    sticky = ListRecords(values, None, headers, BASE, [-1] * 5, 2)
+    assert sticky.groups == [(None, 0, 5)] and sticky.positions(2, 3) is None

@@ -292,3 +292,55 @@ def test_append_encoded_wakes_the_sender_only_once_memory_runs_short() -> None:
     assert available  # woken during the call, and only with less than half the memory left
     assert all(free < 32 * 1024 for free in available)
     assert len(available) < len(runs)
+
+
+def test_append_encoded_holds_the_open_batch_while_encoding() -> None:
+    from kafkaline.net.cluster import BrokerNode, ClusterMetadata, PartitionMetadata
+
+    cluster = ClusterMetadata([BrokerNode(1, "b1", 9092)], [PartitionMetadata("t", 0, leader=1)])
+    accumulator = RecordAccumulator(
+        batch_size=1024, linger_ms=5, buffer_pool=BufferPool(1 << 20, 1024)
+    )
+    accumulator.append("t", 0, 1000, None, b"first")  # the open batch, lingering since 0 ms
+    values = [b"v%d" % i for i in range(5)]
+    source = columnar.ColumnarRecords(None, column(values), None, np.full(5, 7, np.int64), 0)
+    seen: list[object] = []
+
+    class SenderDuringEncoding:
+        """The Sender's pass (linger long past) runs while the records are encoded."""
+
+        groups = source.groups
+
+        def encode(self, requests, fresh_room):  # type: ignore[no-untyped-def]
+            seen.append(accumulator.ready(cluster, 100.0).ready_nodes)
+            seen.append(accumulator.drain(cluster, {1}, 1 << 20, 100.0))
+            return source.encode(requests, fresh_room)
+
+    runs, wake = accumulator.append_encoded("t", SenderDuringEncoding(), 100, 0.0, cluster)
+    assert seen == [set(), {1: []}]  # held: not ready, not drained
+    assert wake  # the Sender skipped it: the caller must wake it
+    assert [(first_delta, count) for _, first_delta, _, count in runs] == [(1, 5)]
+    # Released after the call: sendable again, holding all six records.
+    assert accumulator.ready(cluster, 100.0).ready_nodes == {1}
+    (batch,) = accumulator.drain(cluster, {1}, 1 << 20, 100.0)[1]
+    (record_batch,) = read_record_batches(batch.builder.build())
+    assert [r.value for r in record_batch.records] == [b"first", *values]
+
+
+def test_append_encoded_releases_the_open_batch_when_encoding_fails() -> None:
+    accumulator = RecordAccumulator(
+        batch_size=1024, linger_ms=5, buffer_pool=BufferPool(1 << 20, 1024)
+    )
+    accumulator.append("t", 0, 1000, None, b"first")
+    source = columnar.ColumnarRecords(None, column([b"v"]), None, np.full(1, 7, np.int64), 0)
+
+    class Failing:
+        groups = source.groups
+
+        def encode(self, requests, fresh_room):  # type: ignore[no-untyped-def]
+            raise RuntimeError("encoding failed")
+
+    with pytest.raises(RuntimeError, match="encoding failed"):
+        accumulator.append_encoded("t", Failing(), 100, 0.0)
+    queue = accumulator._existing_queue(TopicPartition("t", 0))
+    assert queue is not None and queue.batches[0].held_by_appenders == 0

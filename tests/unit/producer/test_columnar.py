@@ -344,3 +344,40 @@ def test_append_encoded_releases_the_open_batch_when_encoding_fails() -> None:
         accumulator.append_encoded("t", Failing(), 100, 0.0)
     queue = accumulator._existing_queue(TopicPartition("t", 0))
     assert queue is not None and queue.batches[0].held_by_appenders == 0
+
+
+@pytest.mark.parametrize("key_size", [1, 10, 11, 12])
+@pytest.mark.parametrize("uniform_values", [True, False])
+def test_keys_of_one_length_carry_the_value_length_bit_exact(
+    key_size: int, uniform_values: bool
+) -> None:
+    # Keys of one length up to 12 bytes take the value's length into their inline piece
+    # when both fit (1- and 2-byte value lengths; nulls; values inline and referenced).
+    rng = random.Random(key_size)
+    count = 300
+    keys: list[bytes | None] = [rng.randbytes(key_size) for _ in range(count)]
+    values: list[bytes | None] = (
+        [rng.randbytes(100)] * count
+        if uniform_values
+        else [
+            None if i % 17 == 0 else rng.randbytes(rng.choice([0, 5, 12, 13, 63, 64, 200]))
+            for i in range(count)
+        ]
+    )
+    timestamps = np.arange(5000, 5000 + count, dtype=np.int64)
+    source = columnar.ColumnarRecords(column(keys), column(values), None, timestamps, 0)
+    open_state = OpenBatch(room=2500, first_offset_delta=3, base_timestamp=4990)
+    for open_batch in (None, open_state):
+        taken = 0
+        for section, first, n, _, _, continues in chunks_bytes(source, 0, open_batch, 9000):
+            assert first == taken
+            expected = encode_records(
+                keys[taken : taken + n],
+                values[taken : taken + n],
+                [int(t) for t in timestamps[taken : taken + n]],
+                base_timestamp=open_state.base_timestamp if continues else int(timestamps[taken]),
+                first_offset_delta=open_state.first_offset_delta if continues else 0,
+            )
+            assert section == expected
+            taken += n
+        assert taken == count

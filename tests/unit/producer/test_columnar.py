@@ -381,3 +381,33 @@ def test_keys_of_one_length_carry_the_value_length_bit_exact(
             assert section == expected
             taken += n
         assert taken == count
+
+
+def test_groups_encoded_together_in_any_order_cut_as_each_alone() -> None:
+    # Sizes and cuts are computed for all requested groups at once; a subset, or groups out
+    # of order, must cut exactly as each group encoded alone.
+    rng = random.Random(7)
+    count = 900
+    keys = [random_bytes(rng, 20, nulls=True) for _ in range(count)]
+    values = [random_bytes(rng, 200, nulls=True) for _ in range(count)]
+    timestamps = np.array([10_000 + rng.randint(-300, 300) for _ in range(count)], np.int64)
+    partitions = np.array([rng.choice([-1, 0, 1, 2, 3]) for _ in range(count)], np.int64)
+    source = columnar.ColumnarRecords(column(keys), column(values), None, timestamps, partitions)
+    open_state = OpenBatch(room=700, first_offset_delta=4, base_timestamp=9_000)
+    groups = range(len(source.groups))
+    alone = {
+        (group, open_batch is None): chunks_bytes(source, group, open_batch, 3000)
+        for group in groups
+        for open_batch in (None, open_state)
+    }
+    for order in (list(groups), list(groups)[::-1], [1, 3], [2]):
+        for with_open in (False, True):
+            requests = [(g, open_state if with_open and g % 2 else None) for g in order]
+            together = source.encode(requests, 3000)
+            for (group, open_batch), chunks in zip(requests, together, strict=True):
+                got = [
+                    (b"".join(c.records), c.start, c.record_count, c.first_timestamp,
+                     c.max_timestamp, c.continues_open)
+                    for c in chunks
+                ]  # fmt: skip
+                assert got == alone[(group, open_batch is None)]

@@ -628,9 +628,11 @@ class RecordAccumulator:
         in use (the caller wakes the Sender after the call).
 
         All groups are encoded in one call to the source (one vectorised pass), with the
-        state of each partition's open batch read under its lock; appending to that batch
-        checks under the lock that nothing changed meanwhile, else (another thread appended)
-        the group is encoded again for new batches only.
+        state of each partition's open batch read under its lock; that batch is held
+        meanwhile (``ready()`` and ``drain()`` skip it) and let go as soon as it is filled,
+        before any new batch waits for memory. Appending to it checks under the lock that
+        nothing changed meanwhile, else (another thread appended) the group is encoded again
+        for new batches only.
         """
         groups = source.groups
         sticky_partitioner: BuiltInPartitioner | None = None
@@ -643,8 +645,7 @@ class RecordAccumulator:
             max(self._batch_size, BATCH_HEADER_SIZE + 1),
             self._estimator.estimate(topic) if compressed else 1.0,
         )
-        # (group, queue, sticky, open batch, its state) as seen before encoding
-        plans: list[_EncodedPlan] = []
+        plans: list[_EncodedPlan] = []  # each group as seen before encoding
         try:
             for index, (partition, _, _) in enumerate(groups):
                 sticky: StickyPartition | None = None

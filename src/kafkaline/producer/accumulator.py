@@ -674,17 +674,23 @@ class RecordAccumulator:
                 max_time_to_block_ms, now, wakeup,
             )  # fmt: skip
         finally:
-            for plan in plans:
-                self._release_hold(plan)
+            # Normally released already; here after an error (the records are not queued),
+            # and then the Sender, which skipped these batches, is woken to look again.
+            released = [self._release_hold(plan) for plan in plans]
+            if any(released) and wakeup is not None:
+                wakeup()
 
     @staticmethod
-    def _release_hold(plan: _EncodedPlan) -> None:
-        """Let the Sender take the plan's open batch again (once; under its queue's lock)."""
+    def _release_hold(plan: _EncodedPlan) -> bool:
+        """Let the Sender take the plan's open batch again (once; under its queue's lock);
+        return whether this call released it."""
         if plan.held:
             with plan.queue.lock:
                 if plan.held and plan.open_batch is not None:
                     plan.open_batch.held_by_appenders -= 1
                     plan.held = False
+                    return True
+        return False
 
     def _append_encoded_plans(
         self,

@@ -340,10 +340,12 @@ def test_append_encoded_releases_the_open_batch_when_encoding_fails() -> None:
         def encode(self, requests, fresh_room):  # type: ignore[no-untyped-def]
             raise RuntimeError("encoding failed")
 
+    woken: list[bool] = []
     with pytest.raises(RuntimeError, match="encoding failed"):
-        accumulator.append_encoded("t", Failing(), 100, 0.0)
+        accumulator.append_encoded("t", Failing(), 100, 0.0, None, lambda: woken.append(True))
     queue = accumulator._existing_queue(TopicPartition("t", 0))
     assert queue is not None and queue.batches[0].held_by_appenders == 0
+    assert woken == [True]  # the Sender skipped the held batch: it must look again
 
 
 @pytest.mark.parametrize("key_size", [1, 10, 11, 12])

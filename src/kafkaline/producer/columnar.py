@@ -13,17 +13,20 @@ by numpy over whole columns and by one pyarrow cast:
 - record bytes: each record is a few pieces of an Arrow ``binary_view`` array built with
   numpy: its head (the previous record's header count, length, attributes, timestamp delta,
   offset delta, key length) inline in the 16-byte view, the key inline or referenced in the
-  key buffer, the value length inline, the value referenced in place in the value buffer;
-  one cast to ``large_binary`` copies all pieces into one buffer, where each batch's records
-  section is one slice.
+  key buffer, the value length inline (after a key of one length, in the key's view), the
+  value referenced in place in the value buffer; one cast to ``large_binary`` copies all
+  pieces into one buffer, where each batch's records section is one slice (a produce request
+  then references that slice, copied into the batch once, and the socket takes it from
+  there).
 
 The record layout is ``kafkaline.record.record_encoder``'s (the unit tests check the bytes
 against it). Measured on the project's 2-core machine (10,000 rows of 10-byte keys and
 100-byte values in 6 partitions, CPU time, the machine loaded by other jobs): vectorised
 murmur2 ~60 ns/row (the per-key Python hash ~1-4 us, its memo ~100), the whole encoding
-~400 ns/row against ~1.4 us for the per-record encoder with its Python lists; a first
-version joining packed prefixes with the values (``binary_join_element_wise``) ~900
-ns/row: numpy here costs ~2 ns per element and pass, so the fewer passes the better.
+~400 ns/row against ~1.4 us for the per-record encoder with its Python lists (~200-300
+since the views are written in place, see ``_encode_rows``); a first version joining packed
+prefixes with the values (``binary_join_element_wise``) ~900 ns/row: numpy here costs ~2 ns
+per element and pass, so the fewer passes the better.
 
 numpy and pyarrow are needed (the ``spark`` extra); the producer imports this module only
 when it takes this path.

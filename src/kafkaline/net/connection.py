@@ -179,13 +179,15 @@ class _InFlight:
 
 
 class _OutgoingFrame:
-    """Bytes of one request still to be written; ``view`` shrinks as the socket takes them."""
+    """Bytes of one request still to be written (one of its buffers: ``last`` is its final
+    one); ``view`` shrinks as the socket takes them."""
 
-    __slots__ = ("in_flight", "view")
+    __slots__ = ("in_flight", "last", "view")
 
-    def __init__(self, view: memoryview, in_flight: _InFlight) -> None:
+    def __init__(self, view: memoryview, in_flight: _InFlight, last: bool = True) -> None:
         self.view = view
         self.in_flight = in_flight
+        self.last = last
 
 
 class BrokerConnection:
@@ -521,7 +523,7 @@ class BrokerConnection:
                 )
             version = chosen
         in_flight = self._enqueue(request, version, now, on_complete, None)
-        if len(self._outgoing) == 1:
+        if self._outgoing[0].in_flight is in_flight:
             # Nothing was queued before: write now rather than after the next select.
             self._write_or_close(now, completed)
         return in_flight.correlation_id
@@ -544,7 +546,7 @@ class BrokerConnection:
         setup_handler: Callable[[Response, float], None] | None,
     ) -> _InFlight:
         protocol = self._require_protocol()
-        frame = protocol.send(request, version)
+        buffers = protocol.send_buffers(request, version)
         in_flight = _InFlight(
             request,
             version,
@@ -558,8 +560,12 @@ class BrokerConnection:
             self._awaiting.append(in_flight)
         else:
             self._unwritten_without_response += 1
-        # memoryview: the frame's bytes are never copied again, only sliced as written.
-        self._outgoing.append(_OutgoingFrame(memoryview(frame), in_flight))
+        # Views: the frame's bytes (and the record batches it references) are never copied
+        # again, only sliced as written.
+        last = len(buffers) - 1
+        self._outgoing.extend(
+            _OutgoingFrame(view, in_flight, index == last) for index, view in enumerate(buffers)
+        )
         self._last_activity = now
         return in_flight
 
@@ -590,6 +596,8 @@ class BrokerConnection:
                 written -= size
                 outgoing.popleft()
                 frame.view.release()
+                if not frame.last:
+                    continue
                 in_flight = frame.in_flight
                 if not in_flight.expects_response:
                     self._unwritten_without_response -= 1
@@ -720,7 +728,9 @@ class BrokerConnection:
         if previous_state is not ConnectionState.READY:
             self._versions = {}
         in_flight = [
-            frame.in_flight for frame in self._outgoing if not frame.in_flight.expects_response
+            frame.in_flight
+            for frame in self._outgoing
+            if frame.last and not frame.in_flight.expects_response
         ]
         in_flight.extend(self._awaiting)
         in_flight.sort(key=lambda request: request.sent_at)

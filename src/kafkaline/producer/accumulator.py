@@ -225,6 +225,28 @@ class _PartitionQueue:
         self.lock = threading.Lock()
 
 
+class _EncodedPlan:
+    """append_encoded()'s view of one group before encoding: its queue, sticky partition,
+    and the open batch (held while ``held``) with the state its records are encoded for."""
+
+    __slots__ = ("group", "held", "open_batch", "queue", "state", "sticky")
+
+    def __init__(
+        self,
+        group: int,
+        queue: _PartitionQueue,
+        sticky: StickyPartition | None,
+        open_batch: ProducerBatch | None,
+        state: OpenBatch | None,
+    ) -> None:
+        self.group = group
+        self.queue = queue
+        self.sticky = sticky
+        self.open_batch = open_batch
+        self.state = state
+        self.held = open_batch is not None
+
+
 class _NodeLatency:
     """When a node last had data ready and when it was last drained (KIP-794)."""
 
@@ -697,9 +719,11 @@ class RecordAccumulator:
         in use (the caller wakes the Sender after the call).
 
         All groups are encoded in one call to the source (one vectorised pass), with the
-        state of each partition's open batch read under its lock; appending to that batch
-        checks under the lock that nothing changed meanwhile, else (another thread appended)
-        the group is encoded again for new batches only.
+        state of each partition's open batch read under its lock; that batch is held
+        meanwhile (``ready()`` and ``drain()`` skip it) and let go as soon as it is filled,
+        before any new batch waits for memory. Appending to it checks under the lock that
+        nothing changed meanwhile, else (another thread appended) the group is encoded again
+        for new batches only.
         """
         groups = source.groups
         sticky_partitioner: BuiltInPartitioner | None = None
@@ -712,66 +736,119 @@ class RecordAccumulator:
             max(self._batch_size, BATCH_HEADER_SIZE + 1),
             self._estimator.estimate(topic) if compressed else 1.0,
         )
-        # (group, queue, sticky, open batch, its state) as seen before encoding
-        plans: list[
-            tuple[
-                int, _PartitionQueue, StickyPartition | None, ProducerBatch | None, OpenBatch | None
-            ]
-        ] = []
-        for index, (partition, _, _) in enumerate(groups):
-            sticky: StickyPartition | None = None
-            if partition is None and sticky_partitioner is not None and cluster is not None:
-                sticky = sticky_partitioner.peek_current(cluster)
-                partition = sticky.partition
-            queue = self._queue(topic, partition)
-            open_batch: ProducerBatch | None = None
-            state: OpenBatch | None = None
-            with queue.lock:
-                if queue.batches:
-                    last = queue.batches[-1]
-                    found = last.builder.open_state()
-                    if found is not None and found[0] > 0:
-                        open_batch, state = last, OpenBatch(*found)
-            plans.append((index, queue, sticky, open_batch, state))
-        encoded = source.encode([(plan[0], plan[4]) for plan in plans], fresh_room)
+        plans: list[_EncodedPlan] = []  # each group as seen before encoding
+        try:
+            for index, (partition, _, _) in enumerate(groups):
+                sticky: StickyPartition | None = None
+                if partition is None and sticky_partitioner is not None and cluster is not None:
+                    sticky = sticky_partitioner.peek_current(cluster)
+                    partition = sticky.partition
+                queue = self._queue(topic, partition)
+                open_batch: ProducerBatch | None = None
+                state: OpenBatch | None = None
+                with queue.lock:
+                    if queue.batches:
+                        last = queue.batches[-1]
+                        found = last.builder.open_state()
+                        if found is not None and found[0] > 0:
+                            open_batch, state = last, OpenBatch(*found)
+                            # Held: the Sender leaves it queued while records are encoded
+                            # for it. Unheld, the Sender drained it (its linger ran out)
+                            # during most encodings, and the group was encoded again for
+                            # new batches: 138 encode() calls for 30 calls of 10,000 records
+                            # (bulk_paths.py's workload), 108 of them again, ~20% of the
+                            # caller's CPU (cProfile).
+                            last.held_by_appenders += 1
+                plans.append(_EncodedPlan(index, queue, sticky, open_batch, state))
+            return self._append_encoded_plans(
+                topic, source, plans, sticky_partitioner, cluster, fresh_room,
+                max_time_to_block_ms, now, wakeup,
+            )  # fmt: skip
+        finally:
+            # Normally released already; here after an error (the records are not queued),
+            # and then the Sender, which skipped these batches, is woken to look again.
+            released = [self._release_hold(plan) for plan in plans]
+            if any(released) and wakeup is not None:
+                wakeup()
+
+    @staticmethod
+    def _release_hold(plan: _EncodedPlan) -> bool:
+        """Let the Sender take the plan's open batch again (once; under its queue's lock);
+        return whether this call released it."""
+        if plan.held:
+            with plan.queue.lock:
+                if plan.held and plan.open_batch is not None:
+                    plan.open_batch.held_by_appenders -= 1
+                    plan.held = False
+                    return True
+        return False
+
+    def _append_encoded_plans(
+        self,
+        topic: str,
+        source: EncodedRecordSource,
+        plans: list[_EncodedPlan],
+        sticky_partitioner: BuiltInPartitioner | None,
+        cluster: ClusterPartitions | None,
+        fresh_room: int,
+        max_time_to_block_ms: float,
+        now: float,
+        wakeup: Callable[[], None] | None,
+    ) -> tuple[list[EncodedRun], bool]:
+        """:meth:`append_encoded` once the open batches are held: encode; fill the open
+        batches and let the Sender have them (before any wait for memory, which only the
+        Sender can free); then queue new batches, each partition's after its open one."""
+        groups = source.groups
+        encoded = source.encode([(plan.group, plan.state) for plan in plans], fresh_room)
         runs: list[EncodedRun] = []
-        wake = False
+        # A held batch the Sender skipped may be due now: the caller wakes the Sender.
+        wake = any(plan.held for plan in plans)
         queued = 0
         total = sum(stop - start for _, start, stop in groups)
-        for (index, queue, sticky, open_batch, state), chunks in zip(plans, encoded, strict=True):
-            if chunks and chunks[0].continues_open and open_batch is not None and state is not None:
-                first = chunks[0]
-                with queue.lock:
-                    unchanged = (
-                        queue.batches
-                        and queue.batches[-1] is open_batch
-                        and open_batch.builder.open_state() == tuple(state)
-                        and (sticky is None or not self._sticky_changed(sticky_partitioner, sticky))
-                    )
-                    if unchanged:
-                        open_batch.builder.append_encoded(
-                            first.records,
-                            first.record_count,
-                            first.first_timestamp,
-                            first.max_timestamp,
-                        )
-                        runs.append(
-                            (
-                                open_batch.result,
-                                state.first_offset_delta,
-                                first.start,
-                                first.record_count,
-                            )
-                        )
-                        self._sticky_appended(
-                            sticky_partitioner, sticky, queue, first.size, cluster
-                        )
-                        wake = wake or open_batch.is_full
+        again: list[int] = []  # plans whose open batch changed: encoded again for new batches
+        for number, (plan, chunks) in enumerate(zip(plans, encoded, strict=True)):
+            open_batch, state, queue, sticky = plan.open_batch, plan.state, plan.queue, plan.sticky
+            if not (
+                chunks and chunks[0].continues_open and open_batch is not None and state is not None
+            ):
+                self._release_hold(plan)
+                continue
+            first = chunks[0]
+            with queue.lock:
+                unchanged = (
+                    queue.batches
+                    and queue.batches[-1] is open_batch
+                    and open_batch.builder.open_state() == tuple(state)
+                    and (sticky is None or not self._sticky_changed(sticky_partitioner, sticky))
+                )
                 if unchanged:
-                    chunks = chunks[1:]
-                    queued += first.record_count
-                else:  # another thread appended meanwhile: encode the group for new batches
-                    chunks = source.encode([(index, None)], fresh_room)[0]
+                    open_batch.builder.append_encoded(
+                        first.records,
+                        first.record_count,
+                        first.first_timestamp,
+                        first.max_timestamp,
+                    )
+                    runs.append(
+                        (
+                            open_batch.result,
+                            state.first_offset_delta,
+                            first.start,
+                            first.record_count,
+                        )
+                    )
+                    self._sticky_appended(sticky_partitioner, sticky, queue, first.size, cluster)
+                    wake = wake or open_batch.is_full
+            self._release_hold(plan)
+            if unchanged:
+                encoded[number] = chunks[1:]
+                queued += first.record_count
+            else:  # another thread appended meanwhile
+                again.append(number)
+        if again:
+            fresh = source.encode([(plans[number].group, None) for number in again], fresh_room)
+            for number, chunks in zip(again, fresh, strict=True):
+                encoded[number] = chunks
+        for plan, chunks in zip(plans, encoded, strict=True):
             for chunk in chunks:
                 size = max(self._batch_size, BATCH_HEADER_SIZE + chunk.size)
                 waited = self._pool.allocate(size, max_time_to_block_ms)
@@ -780,8 +857,8 @@ class RecordAccumulator:
                 try:
                     batch, sendable = self._queue_encoded(
                         topic,
-                        queue,
-                        sticky_partitioner if groups[index][0] is None else None,
+                        plan.queue,
+                        sticky_partitioner if groups[plan.group][0] is None else None,
                         cluster,
                         chunk,
                         size,
@@ -958,6 +1035,7 @@ class RecordAccumulator:
                     queue_size = len(batches)
                     first = batches[0] if queue_size else None
                     full = queue_size > 1 or (first is not None and first.is_full)
+                    held = first is not None and first.held_by_appenders > 0
                 if queue_states is not None:
                     queue_states.append(
                         PartitionQueueState(
@@ -972,6 +1050,8 @@ class RecordAccumulator:
                 if leader is None:
                     unknown_leader_topics.add(topic)
                     continue
+                if held:
+                    continue  # a bulk append fills it now, and wakes the Sender when done
                 if leader in ready_nodes or queue.tp in muted:
                     continue
                 # A batch's times and attempts change only in reenqueue(), on the Sender's own
@@ -1057,7 +1137,7 @@ class RecordAccumulator:
                 if not batches:
                     continue
                 first = batches[0]
-                if first.is_backing_off(now):
+                if first.is_backing_off(now) or first.held_by_appenders:
                     continue
                 if transactions is not None and transactions.should_stop_drain(first):
                     continue

@@ -64,6 +64,7 @@ class ProducerBatch:
         "compression_level",
         "created_ms",
         "drained_ms",
+        "held_by_appenders",
         "is_split_batch",
         "is_transactional",
         "last_attempt_ms",
@@ -115,6 +116,10 @@ class ProducerBatch:
         self.pooled_bytes = pooled_bytes
         #: Made by :meth:`split` (outside the buffer pool, as in Java).
         self.is_split_batch = is_split_batch
+        #: Bulk appends (``send_arrow()``) encoding records for this open batch right now:
+        #: while above 0 the Sender leaves the batch queued (see
+        #: ``RecordAccumulator.append_encoded``). Changed under the partition's lock.
+        self.held_by_appenders = 0
 
     # ------------------------------------------------------------------ appending
 

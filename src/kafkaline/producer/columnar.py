@@ -13,17 +13,20 @@ by numpy over whole columns and by one pyarrow cast:
 - record bytes: each record is a few pieces of an Arrow ``binary_view`` array built with
   numpy: its head (the previous record's header count, length, attributes, timestamp delta,
   offset delta, key length) inline in the 16-byte view, the key inline or referenced in the
-  key buffer, the value length inline, the value referenced in place in the value buffer;
-  one cast to ``large_binary`` copies all pieces into one buffer, where each batch's records
-  section is one slice.
+  key buffer, the value length inline (after a key of one length, in the key's view), the
+  value referenced in place in the value buffer; one cast to ``large_binary`` copies all
+  pieces into one buffer, where each batch's records section is one slice (a produce request
+  then references that slice, copied into the batch once, and the socket takes it from
+  there).
 
 The record layout is ``kafkaline.record.record_encoder``'s (the unit tests check the bytes
 against it). Measured on the project's 2-core machine (10,000 rows of 10-byte keys and
 100-byte values in 6 partitions, CPU time, the machine loaded by other jobs): vectorised
 murmur2 ~60 ns/row (the per-key Python hash ~1-4 us, its memo ~100), the whole encoding
-~400 ns/row against ~1.4 us for the per-record encoder with its Python lists; a first
-version joining packed prefixes with the values (``binary_join_element_wise``) ~900
-ns/row: numpy here costs ~2 ns per element and pass, so the fewer passes the better.
+~400 ns/row against ~1.4 us for the per-record encoder with its Python lists (~200-300
+since the views are written in place, see ``_encode_rows``); a first version joining packed
+prefixes with the values (``binary_join_element_wise``) ~900 ns/row: numpy here costs ~2 ns
+per element and pass, so the fewer passes the better.
 
 numpy and pyarrow are needed (the ``spark`` extra); the producer imports this module only
 when it takes this path.
@@ -257,9 +260,13 @@ def _inline_view(size: Column, low: Any, high: Any) -> tuple[Any, Any]:
     return first, second
 
 
-def _place(low: Any, high: Any, encoded: Column, position: Column) -> tuple[Any, Any]:
+def _place(
+    low: Any, high: Any, encoded: Column, position: Column, spills: bool = True
+) -> tuple[Any, Any]:
     """``encoded``'s bytes put at byte ``position`` of a 16-byte (low, high) pair. numpy
-    defines shifts by 64 or more as 0, so the wrapping counts below drop what is not there."""
+    defines shifts by 64 or more as 0, so the wrapping counts below drop what is not there.
+    ``spills=False``: the caller knows the field ends within the low 8 bytes (half the work).
+    """
     if isinstance(encoded, int) and encoded == 0:
         return low, high
     value = np.asarray(encoded, np.uint64)
@@ -268,10 +275,11 @@ def _place(low: Any, high: Any, encoded: Column, position: Column) -> tuple[Any,
         if bits >= 64:
             return low, high | (value << np.uint64(bits - 64))
         low = low | (value << np.uint64(bits))
-        return low, (high | (value >> np.uint64(64 - bits))) if bits else high
+        return low, (high | (value >> np.uint64(64 - bits))) if bits and spills else high
     bits = position.astype(np.uint64) * np.uint64(8)
     low = low | (value << bits)
-    high = high | (value >> (np.uint64(64) - bits)) | (value << (bits - np.uint64(64)))
+    if spills:
+        high = high | (value >> (np.uint64(64) - bits)) | (value << (bits - np.uint64(64)))
     return low, high
 
 
@@ -283,9 +291,12 @@ def _buffer_piece(
     starts = column.starts[rows]
     lengths = _uniform(np.maximum(column.lengths[rows], 0))
     shortest = lengths if isinstance(lengths, int) else int(lengths.min(initial=0))
-    if shortest > _INLINE_MAX:  # all referenced (values, usually): only prefixes needed
-        prefix = _first_bytes(column.data, starts, 4).view("<u4")[:, 0].astype(np.uint64)
-        word0 = np.asarray(lengths, np.uint64) | (prefix << _U32)
+    if shortest > _INLINE_MAX:  # all referenced (values, usually)
+        # The view's 4-byte prefix is left 0: these views only feed the cast to
+        # large_binary, which copies ``length`` bytes from buffer ``index`` at the offset and
+        # never reads the prefix (Arrow's FromBinaryView). Gathering the prefixes was ~0.28
+        # ms of a 10,000-row encode() (~2.4 ms; line_profiler).
+        word0 = np.asarray(lengths, np.uint64)
         return word0, np.uint64(index) | ((starts - base).astype(np.uint64) << _U32), lengths
     first = _first_bytes(column.data, starts, _INLINE_MAX).view("<u4")
     low = first[:, 0].astype(np.uint64) | (first[:, 1].astype(np.uint64) << _U32)
@@ -513,11 +524,16 @@ class ColumnarRecords:
         Each record is a few pieces of an Arrow ``binary_view`` array: the head (previous
         record's header count, length, attributes, timestamp delta, offset delta, key length;
         inline), the key (inline up to 12 bytes, else a reference into the key buffer), the
-        value length, the value (a reference into the value buffer) and the header block; one
-        cast to ``large_binary`` copies them into one buffer. Measured (10,000 rows, 4 pieces
-        each, the project's loaded 2-core machine): the cast ~35 ns/row, against ~40 for
-        joining two binary columns plus ~70 for packing the prefixes with a mask and ~25
-        for taking the values in partition order."""
+        value length (inline; after the key in its piece when every key has the same length
+        and both fit 12 bytes), the value (a reference into the value buffer) and the header
+        block; one cast to ``large_binary`` copies them into one buffer. The views are
+        written in place (a byte and a uint32 view of one array). Measured (10,000 rows, 4
+        pieces each, the project's loaded 2-core machine): the cast ~35 ns/row, against ~40
+        for joining two binary columns plus ~70 for packing the prefixes with a mask and ~25
+        for taking the values in partition order; writing the key bytes in place, and the
+        value length into the key's piece, and no prefixes for referenced values, took a
+        10,000-row encode() from 2.4-3.8 to 1.3-2.2 ms of CPU (interleaved runs on the loaded
+        machine; valgrind: 16.2 -> 15.0 M instructions per slice, partitioning included)."""
         pa = _pyarrow()
         source_rows = rows if self._order is None else self._order[rows]
         kl = _uniform(self._key_lengths[rows])
@@ -546,49 +562,79 @@ class ColumnarRecords:
             + trailer
         )
         fields += [_varints(2 * body), (0, 1), timestamp, delta, key_length]
-        with_key_piece = self._keys is not None and _max(kl) > 0
-        if not with_key_piece:
+        keys = self._keys if self._keys is not None and _max(kl) > 0 else None
+        # Every key inline and of one length: the value length goes right after it.
+        length_after_key = (
+            keys is not None and isinstance(kl, int) and kl + _max(value_length[1]) <= _INLINE_MAX
+        )
+        if keys is None:
             fields.append(value_length)
         # Fields go into inline pieces of at most 12 bytes (for every row): one, usually.
-        pieces: list[tuple[Any, Any]] = []
-        group: list[tuple[Any, Any]] = []
+        head_groups: list[list[tuple[Any, Any]]] = [[]]
         widest = 0
-        for field in [*fields, (None, 0)]:
+        for field in fields:
             size = _max(field[1])
-            if field[0] is None or (group and widest + size > _INLINE_MAX):
-                low: Any = np.uint64(0)
-                high: Any = np.uint64(0)
-                position: Column = 0
-                for encoded, field_size in group:
-                    low, high = _place(low, high, encoded, position)
-                    position = position + field_size
-                pieces.append(_inline_view(position, low, high))
-                group, widest = [], 0
-            group.append(field)
+            if head_groups[-1] and widest + size > _INLINE_MAX:
+                head_groups.append([])
+                widest = 0
+            head_groups[-1].append(field)
             widest += size
+        piece_count = (
+            len(head_groups)
+            + (0 if keys is None else 1 if length_after_key else 2)
+            + 1
+            + (self._header_blocks is not None)
+        )
+        views = np.empty((count * piece_count + 1, 2), np.uint64)
+        by_record = views[:-1].reshape(count, piece_count, 2)
+        lengths32 = views[:-1].view(np.uint32).reshape(count, piece_count, 4)[:, :, 0]
+        bytes8 = views[:-1].view(np.uint8).reshape(count, piece_count, 16)
+        piece = 0
+        for group in head_groups:
+            low: Any = np.uint64(0)
+            high: Any = np.uint64(0)
+            position: Column = 0
+            for encoded, field_size in group:
+                spills = _max(position) + _max(field_size) > 8
+                low, high = _place(low, high, encoded, position, spills)
+                position = position + field_size
+            by_record[:, piece, 0], by_record[:, piece, 1] = _inline_view(position, low, high)
+            piece += 1
         buffers = [_buffer_of(self._keys), _buffer_of(self._values)]
-        if with_key_piece and self._keys is not None:
-            word0, word1, _ = _buffer_piece(self._keys, source_rows, 0, 0)
-            pieces.append((word0, word1))
-            pieces.append(_inline_view(value_length[1], value_length[0], 0))
+        if keys is not None:
+            if length_after_key and isinstance(kl, int):
+                # Bytes past a piece's length are never read (the cast copies ``length``
+                # bytes): the 12-byte gather may take a neighbour's bytes along.
+                lengths32[:, piece] = kl + value_length[1]
+                starts = keys.starts[source_rows]
+                bytes8[:, piece, 4:16] = _first_bytes(keys.data, starts, _INLINE_MAX)
+                # The varints as little-endian uint64s: one row (broadcast) or one per row.
+                room = min(8, _INLINE_MAX - kl)
+                length_bytes = np.asarray(value_length[0], "<u8").reshape(-1).view(np.uint8)
+                bytes8[:, piece, 4 + kl : 4 + kl + room] = length_bytes.reshape(-1, 8)[:, :room]
+                piece += 1
+            else:
+                word0, word1, _ = _buffer_piece(keys, source_rows, 0, 0)
+                by_record[:, piece, 0], by_record[:, piece, 1] = word0, word1
+                piece += 1
+                by_record[:, piece, 0], by_record[:, piece, 1] = _inline_view(
+                    value_length[1], value_length[0], 0
+                )
+                piece += 1
         word0, word1, _ = _buffer_piece(self._values, source_rows, 0, 1)
-        pieces.append((word0, word1))
+        by_record[:, piece, 0], by_record[:, piece, 1] = word0, word1
+        piece += 1
         if self._header_blocks is not None:
             buffers.append(_buffer_of(self._header_blocks))
             word0, word1, _ = _buffer_piece(self._header_blocks, source_rows, 0, 2)
-            pieces.append((word0, word1))
-        views = np.empty((count * len(pieces) + 1, 2), np.uint64)
-        by_record = views[:-1].reshape(count, len(pieces), 2)
-        for index, (word0, word1) in enumerate(pieces):
-            by_record[:, index, 0] = word0
-            by_record[:, index, 1] = word1
+            by_record[:, piece, 0], by_record[:, piece, 1] = word0, word1
         # A last piece: one 0 byte, the last record's header count when it has no headers
         # (each record carries the previous one's), empty otherwise.
         views[-1] = _inline_view(1 if self._header_lengths is None else 0, 0, 0)
         array = pa.Array.from_buffers(
             pa.binary_view(), len(views), [None, pa.py_buffer(views), *buffers]
         )
-        return len(pieces), array.cast(pa.large_binary())
+        return piece_count, array.cast(pa.large_binary())
 
 
 def _contiguous(cuts: Sequence[_Cut]) -> bool:

@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import struct
 from collections import deque
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
 
 from kafkaline.errors import (
     CorrelationIdMismatchError,
@@ -32,7 +32,12 @@ from kafkaline.errors import (
     ProtocolError,
 )
 from kafkaline.protocol.headers import ResponseHeader, response_header_version
-from kafkaline.protocol.primitives import Buffer, Reader, write_nullable_string
+from kafkaline.protocol.primitives import (
+    Buffer,
+    Reader,
+    ScatterFrame,
+    write_nullable_string,
+)
 from kafkaline.protocol.schema import (
     CompiledStruct,
     Request,
@@ -50,6 +55,7 @@ _SIZE = _INT32 = struct.Struct(">i")
 _SIZE_AND_HEADER = struct.Struct(">ihhi")
 _MAX_CORRELATION_ID = 0x7FFF_FFFF
 _MAX_UNANSWERED_REMEMBERED = 10_000
+_Frame = TypeVar("_Frame", bound=bytearray)
 
 
 class InFlightRequest(NamedTuple):
@@ -143,23 +149,59 @@ class ClientProtocol:
         Raises :class:`~kafkaline.errors.EncodeError` if the request cannot be encoded at
         ``version``; nothing is remembered then.
         """
+        frame = self._frame(request, version, bytearray())
+        _SIZE.pack_into(frame, 0, len(frame) - 4)
+        self._remember(request, version)
+        return frame
+
+    def send_buffers(self, request: Request, version: int) -> list[memoryview]:
+        """:meth:`send`, as buffers to write one after the other (``socket.sendmsg``): record
+        sets of at least :data:`~kafkaline.protocol.primitives.SCATTER_MIN_BYTES` are
+        referenced, not copied into the frame (the caller must not change them until they
+        are written). A request without such records is one buffer.
+
+        Measured (send_arrow, 300k records of 100 bytes, ~6 batches of 64 KiB per request):
+        copying the batches into each ~380 KiB frame was ~3% of the process's CPU in
+        memcpy and ~2% in page faults of the fresh frames (perf)."""
+        frame = self._frame(request, version, ScatterFrame())
+        deferred = frame.deferred
+        _SIZE.pack_into(frame, 0, len(frame) - 4 + sum(len(data) for _, data in deferred))
+        self._remember(request, version)
+        whole = memoryview(frame)
+        if not deferred:
+            return [whole]
+        buffers: list[memoryview] = []
+        start = 0
+        for position, data in deferred:
+            if position > start:
+                buffers.append(whole[start:position])
+            # A view of our own (never the caller's, which the writer releases when done),
+            # counted in bytes.
+            view = memoryview(data)
+            buffers.append(view if view.format == "B" and view.ndim == 1 else view.cast("B"))
+            start = position
+        if start < len(frame):  # no empty buffer: a writer would wait for it forever
+            buffers.append(whole[start:])
+        return buffers
+
+    def _frame(self, request: Request, version: int, frame: _Frame) -> _Frame:
+        """Encode the size (0: patched by the caller), header and body into ``frame``."""
         self._check_usable()
-        correlation_id = self._next_correlation_id
-        # The size is patched in at the end; the header is written by hand from the
-        # pre-encoded client id (RequestHeader declares the same layout; a test checks they
-        # agree), which halves the per-request framing cost.
-        frame = bytearray(
-            _SIZE_AND_HEADER.pack(0, request.API_KEY, version, correlation_id)
-            + self._encoded_client_id
-        )
+        # The header is written by hand from the pre-encoded client id (RequestHeader
+        # declares the same layout; a test checks they agree), which halves the per-request
+        # framing cost.
+        frame.extend(_SIZE_AND_HEADER.pack(0, request.API_KEY, version, self._next_correlation_id))
+        frame.extend(self._encoded_client_id)
         encoder = _ENCODERS.get((type(request), version))
         if encoder is None:
             encoder = _encoder_for(request, version)  # raises EncodeError for a bad version
         if encoder.flexible:
             frame.append(0)  # request header v2: no tagged fields
         encoder.body.write(frame, request)
-        _SIZE.pack_into(frame, 0, len(frame) - 4)
+        return frame
 
+    def _remember(self, request: Request, version: int) -> None:
+        correlation_id = self._next_correlation_id
         self._last_correlation_id = correlation_id
         self._next_correlation_id = (
             0 if correlation_id == _MAX_CORRELATION_ID else correlation_id + 1
@@ -175,7 +217,6 @@ class ClientProtocol:
         # them anyway (Tansu) does not break the stream; bound how many are kept.
         while len(in_flight) > _MAX_UNANSWERED_REMEMBERED and not in_flight[0].expects_response:
             in_flight.popleft()
-        return frame
 
     # ----------------------------------------------------------------------- receiving
 

@@ -590,6 +590,68 @@ def write_compact_nullable_bytes(out: bytearray, value: Buffer | None) -> None:
         write_compact_bytes(out, value)
 
 
+# ---------------------------------------------------------------- records, maybe by reference
+
+#: Record sets at least this large are referenced by a :class:`ScatterFrame`, not copied:
+#: below it, one more buffer per write costs more than the copy saves.
+SCATTER_MIN_BYTES = 4096
+
+
+class ScatterFrame(bytearray):
+    """A frame being encoded that takes large record sets by reference: their bytes are not
+    appended, only remembered in :attr:`deferred` as ``(position, buffer)``, to be written
+    after ``self[:position]`` (see ``ClientProtocol.send_buffers``). Written as one list of
+    buffers (``socket.sendmsg``), a produce request's batches then go from the records
+    builder to the kernel without being copied into the request first."""
+
+    __slots__ = ("deferred",)
+
+    def __init__(self, initial: bytes = b"") -> None:
+        super().__init__(initial)
+        self.deferred: list[tuple[int, Buffer]] = []
+
+
+def _append_records(out: bytearray, value: Buffer, size: int) -> None:
+    if size >= SCATTER_MIN_BYTES and type(out) is ScatterFrame:
+        out.deferred.append((len(out), value))
+    else:
+        out += value
+
+
+def write_records(out: bytearray, value: Buffer) -> None:
+    """:func:`write_bytes` for record sets (referenced, not copied, by a ScatterFrame)."""
+    size = _byte_length(value)
+    if size > _MAX_INT32:
+        raise EncodeError(f"{size} bytes are more than an int32 length allows")
+    out += _INT32.pack(size)
+    _append_records(out, value, size)
+
+
+def write_nullable_records(out: bytearray, value: Buffer | None) -> None:
+    """:func:`write_nullable_bytes` for record sets."""
+    if value is None:
+        out += b"\xff\xff\xff\xff"
+    else:
+        write_records(out, value)
+
+
+def write_compact_records(out: bytearray, value: Buffer) -> None:
+    """:func:`write_compact_bytes` for record sets."""
+    size = _byte_length(value)
+    if size >= _MAX_UINT32:
+        raise EncodeError(f"{size} bytes are more than a compact length allows")
+    write_unsigned_varint(out, size + 1)
+    _append_records(out, value, size)
+
+
+def write_compact_nullable_records(out: bytearray, value: Buffer | None) -> None:
+    """:func:`write_compact_nullable_bytes` for record sets."""
+    if value is None:
+        out.append(0)
+    else:
+        write_compact_records(out, value)
+
+
 def _items(value: Sequence[T]) -> Sequence[T]:
     if not isinstance(value, (list, tuple)):
         raise EncodeError(f"{type(value).__name__} is not a list")

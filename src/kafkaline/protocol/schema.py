@@ -200,7 +200,16 @@ STRING: Kind[str] = LengthPrefixedKind(
     },
 )
 BYTES: Kind[Buffer] = LengthPrefixedKind("bytes", b"", _bytes_codecs())
-RECORDS: Kind[Records] = LengthPrefixedKind("records", b"", _bytes_codecs())
+RECORDS: Kind[Records] = LengthPrefixedKind(
+    "records",
+    b"",
+    {
+        (False, False): Codec(Reader.bytes_, p.write_records),
+        (False, True): Codec(Reader.nullable_bytes, p.write_nullable_records),
+        (True, False): Codec(Reader.compact_bytes, p.write_compact_records),
+        (True, True): Codec(Reader.compact_nullable_bytes, p.write_compact_nullable_records),
+    },
+)
 
 
 class ArrayKind(Kind[list[T]]):

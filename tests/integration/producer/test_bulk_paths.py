@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import itertools
 import os
+import threading
 import time
 import uuid
 from collections.abc import Callable
@@ -468,3 +469,54 @@ def test_partition_counts_with_acks_0_have_unknown_offsets(
     with producer_for(broker, acks=0, enable_idempotence=False) as producer:
         result = producer.send_batch(topic, [b"a", b"b", b"c"], partition=1)
         assert result.partition_counts(timeout=30) == {1: (3, -1, -1)}
+
+
+def test_send_arrow_calls_in_a_row_and_send_from_another_thread_keep_every_record_in_order(
+    broker: LocalBroker, make_topic: TopicFactory
+) -> None:
+    # Each send_arrow() call fills the partitions' open batches, held from the Sender while
+    # it encodes; linger 1 ms makes the Sender want them meanwhile, and send() from another
+    # thread appends to the same batches. Every record must arrive once, bit-exact, and each
+    # stream's records in order within their partition.
+    pa = pytest.importorskip("pyarrow")
+    topic = make_topic(3)
+    calls, rows = 20, 1500
+    arrow_values = [
+        [b"a%d-%d" % (c, i) + os.urandom(40) for i in range(rows)] for c in range(calls)
+    ]
+    arrow_keys = [[b"k%d" % (i % 97) for i in range(rows)] for _ in range(calls)]
+    single = [(b"k%d" % (i % 97), b"s%d" % i + os.urandom(30)) for i in range(3000)]
+    single_meta: list[RecordMetadata] = []
+    with producer_for(broker, linger_ms=1) as producer:
+
+        def sender_thread() -> None:
+            futures = [producer.send(topic, value, key) for key, value in single]
+            single_meta.extend(future.get(timeout=30) for future in futures)
+
+        thread = threading.Thread(target=sender_thread)
+        thread.start()
+        results = [
+            producer.send_arrow(
+                topic,
+                pa.record_batch(
+                    [pa.array(arrow_keys[c], pa.binary()), pa.array(arrow_values[c], pa.binary())],
+                    names=["key", "value"],
+                ),
+            )
+            for c in range(calls)
+        ]
+        arrow_meta = [meta for result in results for meta in result.get(timeout=30)]
+        thread.join(timeout=60)
+    total = calls * rows + len(single)
+    stored = read_back(broker, topic, 3, total)
+    assert len(stored) == total
+    expected = [
+        (k, v) for c in range(calls) for k, v in zip(arrow_keys[c], arrow_values[c], strict=True)
+    ]
+    for stream, metas in ((expected, arrow_meta), (single, single_meta)):
+        last: dict[int, int] = {}
+        for (key, value), meta in zip(stream, metas, strict=True):
+            assert stored[(meta.partition, meta.offset)] == (key, value, ())
+            assert meta.partition == partition_for_key(key, 3)
+            assert meta.offset > last.get(meta.partition, -1)  # in order per partition
+            last[meta.partition] = meta.offset

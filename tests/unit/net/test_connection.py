@@ -682,3 +682,30 @@ def test_idle_close_can_be_disabled() -> None:
     harness.connect_ready(0.0)
     assert not harness.conn.is_idle(1e12)
     assert harness.conn.next_deadline() == float("inf")
+
+
+def test_large_record_sets_are_written_by_reference_across_partial_writes() -> None:
+    # Record sets of SCATTER_MIN_BYTES or more are separate buffers of one request (not
+    # copied into its frame): partial writes cut through them, the request completes once.
+    harness = Harness(settings=replace(SETTINGS, max_in_flight_requests_per_connection=5))
+    harness.connect_ready()
+    harness.transport.accept_per_send = 1000
+    payloads = [bytes([65 + index]) * (5000 + index) for index in range(3)]
+    for payload in payloads:
+        harness.send(produce_request(acks=0, records=payload))
+    while harness.conn.interest() & EVENT_WRITE:
+        harness.conn.handle_events(EVENT_WRITE, 0.0, harness.completed)
+    assert len(harness.completed) == 3  # acks=0: complete once written, each once
+    frames = harness.transport.take_requests()
+    assert len(frames) == 3  # whole and in order
+    assert all(payload in body for (_, body), payload in zip(frames, payloads, strict=True))
+
+
+def test_closing_mid_request_fails_a_request_of_several_buffers_once() -> None:
+    harness = Harness()
+    harness.connect_ready(0.0)
+    harness.transport.accept_per_send = 10  # the header only: the record set is still queued
+    harness.send(produce_request(acks=0, records=b"r" * 8000), now=0.0)
+    harness.conn.close(1.0, harness.completed)
+    [(response, _)] = harness.completed
+    assert isinstance(response.error, KafkaConnectionError)

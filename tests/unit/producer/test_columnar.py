@@ -292,3 +292,124 @@ def test_append_encoded_wakes_the_sender_only_once_memory_runs_short() -> None:
     assert available  # woken during the call, and only with less than half the memory left
     assert all(free < 32 * 1024 for free in available)
     assert len(available) < len(runs)
+
+
+def test_append_encoded_holds_the_open_batch_while_encoding() -> None:
+    from kafkaline.net.cluster import BrokerNode, ClusterMetadata, PartitionMetadata
+
+    cluster = ClusterMetadata([BrokerNode(1, "b1", 9092)], [PartitionMetadata("t", 0, leader=1)])
+    accumulator = RecordAccumulator(
+        batch_size=1024, linger_ms=5, buffer_pool=BufferPool(1 << 20, 1024)
+    )
+    accumulator.append("t", 0, 1000, None, b"first")  # the open batch, lingering since 0 ms
+    values = [b"v%d" % i for i in range(5)]
+    source = columnar.ColumnarRecords(None, column(values), None, np.full(5, 7, np.int64), 0)
+    seen: list[object] = []
+
+    class SenderDuringEncoding:
+        """The Sender's pass (linger long past) runs while the records are encoded."""
+
+        groups = source.groups
+
+        def encode(self, requests, fresh_room):  # type: ignore[no-untyped-def]
+            seen.append(accumulator.ready(cluster, 100.0).ready_nodes)
+            seen.append(accumulator.drain(cluster, {1}, 1 << 20, 100.0))
+            return source.encode(requests, fresh_room)
+
+    runs, wake = accumulator.append_encoded("t", SenderDuringEncoding(), 100, 0.0, cluster)
+    assert seen == [set(), {1: []}]  # held: not ready, not drained
+    assert wake  # the Sender skipped it: the caller must wake it
+    assert [(first_delta, count) for _, first_delta, _, count in runs] == [(1, 5)]
+    # Released after the call: sendable again, holding all six records.
+    assert accumulator.ready(cluster, 100.0).ready_nodes == {1}
+    (batch,) = accumulator.drain(cluster, {1}, 1 << 20, 100.0)[1]
+    (record_batch,) = read_record_batches(batch.builder.build())
+    assert [r.value for r in record_batch.records] == [b"first", *values]
+
+
+def test_append_encoded_releases_the_open_batch_when_encoding_fails() -> None:
+    accumulator = RecordAccumulator(
+        batch_size=1024, linger_ms=5, buffer_pool=BufferPool(1 << 20, 1024)
+    )
+    accumulator.append("t", 0, 1000, None, b"first")
+    source = columnar.ColumnarRecords(None, column([b"v"]), None, np.full(1, 7, np.int64), 0)
+
+    class Failing:
+        groups = source.groups
+
+        def encode(self, requests, fresh_room):  # type: ignore[no-untyped-def]
+            raise RuntimeError("encoding failed")
+
+    woken: list[bool] = []
+    with pytest.raises(RuntimeError, match="encoding failed"):
+        accumulator.append_encoded("t", Failing(), 100, 0.0, None, lambda: woken.append(True))
+    queue = accumulator._existing_queue(TopicPartition("t", 0))
+    assert queue is not None and queue.batches[0].held_by_appenders == 0
+    assert woken == [True]  # the Sender skipped the held batch: it must look again
+
+
+@pytest.mark.parametrize("key_size", [1, 10, 11, 12])
+@pytest.mark.parametrize("uniform_values", [True, False])
+def test_keys_of_one_length_carry_the_value_length_bit_exact(
+    key_size: int, uniform_values: bool
+) -> None:
+    # Keys of one length up to 12 bytes take the value's length into their inline piece
+    # when both fit (1- and 2-byte value lengths; nulls; values inline and referenced).
+    rng = random.Random(key_size)
+    count = 300
+    keys: list[bytes | None] = [rng.randbytes(key_size) for _ in range(count)]
+    values: list[bytes | None] = (
+        [rng.randbytes(100)] * count
+        if uniform_values
+        else [
+            None if i % 17 == 0 else rng.randbytes(rng.choice([0, 5, 12, 13, 63, 64, 200]))
+            for i in range(count)
+        ]
+    )
+    timestamps = np.arange(5000, 5000 + count, dtype=np.int64)
+    source = columnar.ColumnarRecords(column(keys), column(values), None, timestamps, 0)
+    open_state = OpenBatch(room=2500, first_offset_delta=3, base_timestamp=4990)
+    for open_batch in (None, open_state):
+        taken = 0
+        for section, first, n, _, _, continues in chunks_bytes(source, 0, open_batch, 9000):
+            assert first == taken
+            expected = encode_records(
+                keys[taken : taken + n],
+                values[taken : taken + n],
+                [int(t) for t in timestamps[taken : taken + n]],
+                base_timestamp=open_state.base_timestamp if continues else int(timestamps[taken]),
+                first_offset_delta=open_state.first_offset_delta if continues else 0,
+            )
+            assert section == expected
+            taken += n
+        assert taken == count
+
+
+def test_groups_encoded_together_in_any_order_cut_as_each_alone() -> None:
+    # Sizes and cuts are computed for all requested groups at once; a subset, or groups out
+    # of order, must cut exactly as each group encoded alone.
+    rng = random.Random(7)
+    count = 900
+    keys = [random_bytes(rng, 20, nulls=True) for _ in range(count)]
+    values = [random_bytes(rng, 200, nulls=True) for _ in range(count)]
+    timestamps = np.array([10_000 + rng.randint(-300, 300) for _ in range(count)], np.int64)
+    partitions = np.array([rng.choice([-1, 0, 1, 2, 3]) for _ in range(count)], np.int64)
+    source = columnar.ColumnarRecords(column(keys), column(values), None, timestamps, partitions)
+    open_state = OpenBatch(room=700, first_offset_delta=4, base_timestamp=9_000)
+    groups = range(len(source.groups))
+    alone = {
+        (group, open_batch is None): chunks_bytes(source, group, open_batch, 3000)
+        for group in groups
+        for open_batch in (None, open_state)
+    }
+    for order in (list(groups), list(groups)[::-1], [1, 3], [2]):
+        for with_open in (False, True):
+            requests = [(g, open_state if with_open and g % 2 else None) for g in order]
+            together = source.encode(requests, 3000)
+            for (group, open_batch), chunks in zip(requests, together, strict=True):
+                got = [
+                    (b"".join(c.records), c.start, c.record_count, c.first_timestamp,
+                     c.max_timestamp, c.continues_open)
+                    for c in chunks
+                ]  # fmt: skip
+                assert got == alone[(group, open_batch is None)]

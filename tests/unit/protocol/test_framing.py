@@ -235,3 +235,46 @@ def test_correlation_ids_wrap_to_zero() -> None:
 def test_null_client_id() -> None:
     frame = ClientProtocol(None).send(ApiVersionsRequest(), 0)
     assert bytes(frame[-2:]) == b"\xff\xff"
+
+
+@pytest.mark.parametrize("version", [3, 8, 9, 11])  # records last in the frame before v9
+def test_send_buffers_reference_large_record_sets_and_frame_the_same_bytes(version: int) -> None:
+    big = [bytearray(b"%d" % index) * 5000 for index in range(3)]  # >= SCATTER_MIN_BYTES
+    small = b"s" * 100  # copied into the frame
+    request = ProduceRequest(
+        acks=1,
+        timeout_ms=1000,
+        topic_data=[
+            TopicProduceData(
+                name="t",
+                partition_data=[
+                    PartitionProduceData(index=0, records=big[0]),
+                    PartitionProduceData(index=1, records=small),
+                    PartitionProduceData(index=2, records=memoryview(big[1])),
+                ],
+            ),
+            TopicProduceData(
+                name="u", partition_data=[PartitionProduceData(index=0, records=big[2])]
+            ),
+        ],
+    )
+    copied = ClientProtocol("c").send(request, version)
+    scattered = ClientProtocol("c")
+    buffers = scattered.send_buffers(request, version)
+    assert b"".join(buffers) == copied  # the size too: it counts the referenced bytes
+    assert all(len(buffer) > 0 and buffer.format == "B" for buffer in buffers)
+    referenced = [buffer.obj for buffer in buffers if len(buffer) >= len(big[0]) - 10]
+    assert [id(obj) for obj in referenced] == [id(b) for b in big]  # not copied
+    assert scattered.last_correlation_id == 0 and scattered.awaiting_responses == 1
+    small_only = ProduceRequest(
+        acks=1,
+        timeout_ms=1000,
+        topic_data=[
+            TopicProduceData(
+                name="t", partition_data=[PartitionProduceData(index=0, records=small)]
+            )
+        ],
+    )
+    (whole,) = scattered.send_buffers(small_only, version)  # one buffer, correlation id 1
+    assert bytes(whole[8:12]) == b"\x00\x00\x00\x01"
+    assert bytes(whole)[12:] == bytes(ClientProtocol("c").send(small_only, version))[12:]

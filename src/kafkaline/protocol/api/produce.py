@@ -29,8 +29,10 @@ A request with ``acks=0`` gets no response at all.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
+from kafkaline.protocol.primitives import Buffer, Reader
 from kafkaline.protocol.schema import (
     INT16,
     INT32,
@@ -43,6 +45,7 @@ from kafkaline.protocol.schema import (
     Struct,
     Versions,
     array_of,
+    decode_message,
     kafka_field,
     struct_of,
 )
@@ -117,6 +120,86 @@ class ProduceResponse(Response):
     node_endpoints: list[NodeEndpoint] = kafka_field(
         array_of(NodeEndpoint), "10+", tagged="10+", tag=0
     )
+
+    @classmethod
+    def decode(cls, data: Buffer, version: int) -> ProduceResponse:
+        """Decode a body at ``version`` (see :meth:`Message.decode
+        <kafkaline.protocol.schema.Message.decode>`).
+
+        Flexible versions (v9+) in their usual shape (no errors listed per record, no error
+        message, no tagged fields, every count and the topic name's length in one varint
+        byte) are read by hand; anything else by the generic decoder, which also names what
+        is wrong with a malformed body. Both give equal objects (a test checks).
+        """
+        # Records sent one at a time and each waited for (linger 0): the generic walk is ~57
+        # Python calls per response, this ~12; ~607k -> ~565k instructions per round trip in
+        # the client process (valgrind).
+        if version >= 9:
+            fast = _decode_usual_flexible(data)
+            if fast is not None:
+                return fast
+        return decode_message(cls, Reader(data), version)
+
+
+_PARTITION_FIXED = struct.Struct(">ihqqq")  # index .. log_start_offset (v5+)
+# After a partition's fixed fields: record_errors empty (1), error_message null (0), no
+# tagged fields (0).
+_PARTITION_USUAL_TAIL = b"\x01\x00\x00"
+_INT32 = struct.Struct(">i")
+
+
+def _decode_usual_flexible(data: Buffer) -> ProduceResponse | None:
+    """A v9+ ProduceResponse in its usual shape (see ProduceResponse.decode), or None when
+    the body has any other shape or is malformed (the generic decoder then decides)."""
+    view = data if isinstance(data, bytes) else memoryview(data).cast("B")
+    try:
+        end = len(view)
+        topic_count = view[0] - 1
+        if not 0 <= topic_count < 0x7F:
+            return None
+        pos = 1
+        topics: list[TopicProduceResponse] = []
+        for _ in range(topic_count):
+            name_size = view[pos] - 1
+            if not 0 <= name_size < 0x7F:
+                return None
+            pos += 1
+            name = str(view[pos : pos + name_size], "utf-8")
+            pos += name_size
+            partition_count = view[pos] - 1
+            if not 0 <= partition_count < 0x7F:
+                return None
+            pos += 1
+            partitions: list[PartitionProduceResponse] = []
+            for _ in range(partition_count):
+                index, error_code, base_offset, log_append_time, log_start_offset = (
+                    _PARTITION_FIXED.unpack_from(view, pos)
+                )
+                pos += _PARTITION_FIXED.size
+                if view[pos : pos + 3] != _PARTITION_USUAL_TAIL:
+                    return None
+                pos += 3
+                partitions.append(
+                    PartitionProduceResponse(
+                        index=index,
+                        error_code=error_code,
+                        base_offset=base_offset,
+                        log_append_time_ms=log_append_time,
+                        log_start_offset=log_start_offset,
+                        record_errors=[],
+                        error_message=None,
+                    )
+                )
+            if view[pos] != 0:  # the topic's tagged fields
+                return None
+            pos += 1
+            topics.append(TopicProduceResponse(name=name, partition_responses=partitions))
+        (throttle_time_ms,) = _INT32.unpack_from(view, pos)
+        if pos + 5 != end or view[pos + 4] != 0:  # no tagged fields, nothing after them
+            return None
+    except (IndexError, struct.error, UnicodeDecodeError, ValueError):
+        return None
+    return ProduceResponse(responses=topics, throttle_time_ms=throttle_time_ms)
 
 
 # --------------------------------------------------------------------------- request

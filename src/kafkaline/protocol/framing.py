@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import struct
 from collections import deque
-from typing import NamedTuple
+from typing import Any, NamedTuple, Protocol
 
 from kafkaline.errors import (
     CorrelationIdMismatchError,
@@ -286,9 +286,13 @@ class ClientProtocol:
 # threads at worst computes an entry twice.
 
 
+class _BodyWriter(Protocol):
+    def write(self, out: bytearray, obj: Any, /) -> None: ...
+
+
 class _Encoder(NamedTuple):
     flexible: bool
-    body: CompiledStruct
+    body: _BodyWriter
 
 
 class _Decoder(NamedTuple):
@@ -310,7 +314,15 @@ def _encoder_for(request: Request, version: int) -> _Encoder:
     if version not in request_type.VALID_VERSIONS:
         request.encode_into(bytearray(), version)  # raises the EncodeError naming the range
     flexible = request_type.is_flexible(version)
-    encoder = _Encoder(flexible, compile_struct(request_type, version, flexible))
+    # A request class may bring a hand-written body writer for its hot versions
+    # (ProduceRequest.body_writer); the compiled schema otherwise.
+    body_writer = getattr(request_type, "body_writer", None)
+    body: _BodyWriter = (
+        compile_struct(request_type, version, flexible)
+        if body_writer is None
+        else body_writer(version)
+    )
+    encoder = _Encoder(flexible, body)
     return _ENCODERS.setdefault((request_type, version), encoder)
 
 

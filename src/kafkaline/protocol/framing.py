@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import struct
 from collections import deque
-from typing import Any, NamedTuple, Protocol
+from typing import NamedTuple
 
 from kafkaline.errors import (
     CorrelationIdMismatchError,
@@ -34,6 +34,7 @@ from kafkaline.errors import (
 from kafkaline.protocol.headers import ResponseHeader, response_header_version
 from kafkaline.protocol.primitives import Buffer, Reader, write_nullable_string
 from kafkaline.protocol.schema import (
+    BodyWriter,
     CompiledStruct,
     Request,
     Response,
@@ -286,13 +287,9 @@ class ClientProtocol:
 # threads at worst computes an entry twice.
 
 
-class _BodyWriter(Protocol):
-    def write(self, out: bytearray, obj: Any, /) -> None: ...
-
-
 class _Encoder(NamedTuple):
     flexible: bool
-    body: _BodyWriter
+    body: BodyWriter
 
 
 class _Decoder(NamedTuple):
@@ -317,7 +314,7 @@ def _encoder_for(request: Request, version: int) -> _Encoder:
     # A request class may bring a hand-written body writer for its hot versions
     # (ProduceRequest.body_writer); the compiled schema otherwise.
     body_writer = getattr(request_type, "body_writer", None)
-    body: _BodyWriter = (
+    body: BodyWriter = (
         compile_struct(request_type, version, flexible)
         if body_writer is None
         else body_writer(version)

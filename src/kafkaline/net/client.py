@@ -371,11 +371,15 @@ class NetworkClient:
             self._wakeup_sender.send(_WAKEUP_BYTE)
 
     def _drain_wakeup(self) -> None:
-        with self._wakeup_lock:
-            # Read, then clear, under the lock: a wakeup() after this writes a new byte. The
-            # selector said a byte is there, and only this thread reads: recv cannot block.
-            self._wakeup_receiver.recv(64)
-            self._wakeup_pending = False
+        # Read, then clear the flag: a wakeup() after this writes a new byte, one in between
+        # finds the flag set and writes none, which is fine as this poll returns and the
+        # Sender's next pass sees what that wakeup() was for. The selector said a byte is
+        # there, and only this thread reads: recv cannot block. No lock: only this thread
+        # closes the sockets, and wakeup() holds the lock while it writes the byte, so taking
+        # it here made this thread, woken by that very byte, block until the writer's send
+        # returned: one more thread switch per record sent one at a time.
+        self._wakeup_receiver.recv(64)
+        self._wakeup_pending = False
 
     # ------------------------------------------------------------------ closing
 

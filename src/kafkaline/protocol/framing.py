@@ -39,6 +39,7 @@ from kafkaline.protocol.primitives import (
     write_nullable_string,
 )
 from kafkaline.protocol.schema import (
+    BodyWriter,
     CompiledStruct,
     Request,
     Response,
@@ -329,7 +330,7 @@ class ClientProtocol:
 
 class _Encoder(NamedTuple):
     flexible: bool
-    body: CompiledStruct
+    body: BodyWriter
 
 
 class _Decoder(NamedTuple):
@@ -351,7 +352,15 @@ def _encoder_for(request: Request, version: int) -> _Encoder:
     if version not in request_type.VALID_VERSIONS:
         request.encode_into(bytearray(), version)  # raises the EncodeError naming the range
     flexible = request_type.is_flexible(version)
-    encoder = _Encoder(flexible, compile_struct(request_type, version, flexible))
+    # A request class may bring a hand-written body writer for its hot versions
+    # (ProduceRequest.body_writer); the compiled schema otherwise.
+    body_writer = getattr(request_type, "body_writer", None)
+    body: BodyWriter = (
+        compile_struct(request_type, version, flexible)
+        if body_writer is None
+        else body_writer(version)
+    )
+    encoder = _Encoder(flexible, body)
     return _ENCODERS.setdefault((request_type, version), encoder)
 
 

@@ -24,7 +24,7 @@ import struct
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, TypeAlias, TypeVar, cast, overload
+from typing import Any, ClassVar, Generic, Protocol, TypeAlias, TypeVar, cast, overload
 
 from kafkaline.errors import DecodeError, EncodeError
 from kafkaline.protocol import primitives as p
@@ -40,6 +40,15 @@ Records: TypeAlias = bytes | bytearray | memoryview
 
 ReadFn: TypeAlias = Callable[[Reader], Any]
 WriteFn: TypeAlias = Callable[[bytearray, Any], None]
+
+
+class BodyWriter(Protocol):
+    """What writes a message's body into a frame: its :class:`CompiledStruct`, or a writer
+    of the message class's own (see ``ProduceRequest.body_writer``)."""
+
+    def write(self, out: bytearray, obj: Any, /) -> None:
+        """Append ``obj``'s encoding to ``out``."""
+        ...
 
 
 # --------------------------------------------------------------------------- versions

@@ -338,6 +338,41 @@ def test_wakeup_interrupts_a_long_poll(broker: LocalBroker) -> None:
         assert time.monotonic() - started >= 0.04
 
 
+def test_wakeups_racing_with_polls_are_never_lost_and_leave_nothing_behind(
+    broker: LocalBroker,
+) -> None:
+    # The poll reads the wakeup byte without the lock wakeup() writes it under: hammer both.
+    with network_client(settings_for(broker.bootstrap_servers)) as client:
+        load_metadata(client)
+        stop = threading.Event()
+
+        def hammer() -> None:
+            while not stop.is_set():
+                client.wakeup()
+
+        hammers = [threading.Thread(target=hammer) for _ in range(2)]
+        for thread in hammers:
+            thread.start()
+        try:
+            for _ in range(300):
+                client.poll(10_000)  # each returns: a wakeup is always on its way
+        finally:
+            stop.set()
+            for thread in hammers:
+                thread.join()
+        for _ in range(20):
+            waker = threading.Timer(0.01, client.wakeup)
+            waker.start()
+            started = time.monotonic()
+            client.poll(10_000)
+            waker.join()
+            assert time.monotonic() - started < 1.0  # a later wakeup() still interrupts
+        client.poll(0)
+        started = time.monotonic()
+        client.poll(50)  # nothing left pending: the poll waits
+        assert time.monotonic() - started >= 0.04
+
+
 def test_close_fails_requests_in_flight_and_leaves_no_file_descriptor(
     broker: LocalBroker, topic: str
 ) -> None:

@@ -294,8 +294,11 @@ def test_a_dying_sender_fails_pending_records_and_later_sends(
     producer = producer_for(broker, linger_ms=50, delivery_timeout_ms=30_000)
     try:
         warmed_up(producer, topic)
-        armed.set()
+        # Sent, then armed: linger_ms keeps them queued for 50 ms, so they are pending when
+        # the I/O thread dies at its next poll. (Armed first, the first send's wakeup could
+        # let it die before the others were taken: they would be refused, not failed.)
         futures = [producer.send(topic, b"v%d" % i, partition=0) for i in range(5)]
+        armed.set()
         for future in futures:
             error = future.exception(5)
             assert isinstance(error, SenderFailedError)

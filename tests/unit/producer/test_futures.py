@@ -106,6 +106,32 @@ def test_get_times_out_with_a_named_error() -> None:
     assert not future.done()
 
 
+def test_many_threads_waiting_all_wake_on_completion() -> None:
+    result = ProduceRequestResult("events", 0)
+    woke: list[bool] = []
+    waiters = [
+        threading.Thread(target=lambda: woke.append(result.wait(timeout=10))) for _ in range(5)
+    ]
+    for thread in waiters:
+        thread.start()
+    time.sleep(0.05)  # let them block
+    result.complete(SUCCEEDED, base_offset=1)
+    for thread in waiters:
+        thread.join(10)
+    assert woke == [True] * 5
+
+
+def test_a_wait_that_timed_out_leaves_no_waiter_behind_and_a_later_wait_succeeds() -> None:
+    result = ProduceRequestResult("events", 0)
+    assert not result.wait(timeout=0.02)
+    assert not result.wait(timeout=0)
+    assert not result.wait(timeout=-1)  # as Event.wait: a negative timeout does not wait
+    assert not result._waiters  # timed-out waiters removed themselves
+    complete_later(result, 0.02, base_offset=3)
+    assert result.wait(timeout=10)
+    assert result.wait(timeout=0)
+
+
 # --------------------------------------------------------------------------- errors
 
 

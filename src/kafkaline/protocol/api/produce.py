@@ -29,20 +29,26 @@ A request with ``acks=0`` gets no response at all.
 
 from __future__ import annotations
 
+import struct
 from dataclasses import dataclass
 
+from kafkaline.protocol.primitives import Buffer, Reader
 from kafkaline.protocol.schema import (
     INT16,
     INT32,
     INT64,
     RECORDS,
     STRING,
+    CompiledStruct,
     Records,
     Request,
     Response,
     Struct,
     Versions,
+    WriteFn,
     array_of,
+    compile_struct,
+    decode_message,
     kafka_field,
     struct_of,
 )
@@ -118,6 +124,86 @@ class ProduceResponse(Response):
         array_of(NodeEndpoint), "10+", tagged="10+", tag=0
     )
 
+    @classmethod
+    def decode(cls, data: Buffer, version: int) -> ProduceResponse:
+        """Decode a body at ``version`` (see :meth:`Message.decode
+        <kafkaline.protocol.schema.Message.decode>`).
+
+        Flexible versions (v9+) in their usual shape (no errors listed per record, no error
+        message, no tagged fields, every count and the topic name's length in one varint
+        byte) are read by hand; anything else by the generic decoder, which also names what
+        is wrong with a malformed body. Both give equal objects (a test checks).
+        """
+        # Records sent one at a time and each waited for (linger 0): the generic walk is ~57
+        # Python calls per response, this ~12; ~607k -> ~565k instructions per round trip in
+        # the client process (valgrind).
+        if version >= 9:
+            fast = _decode_usual_flexible(data)
+            if fast is not None:
+                return fast
+        return decode_message(cls, Reader(data), version)
+
+
+_PARTITION_FIXED = struct.Struct(">ihqqq")  # index .. log_start_offset (v5+)
+# After a partition's fixed fields: record_errors empty (1), error_message null (0), no
+# tagged fields (0).
+_PARTITION_USUAL_TAIL = b"\x01\x00\x00"
+_INT32 = struct.Struct(">i")
+
+
+def _decode_usual_flexible(data: Buffer) -> ProduceResponse | None:
+    """A v9+ ProduceResponse in its usual shape (see ProduceResponse.decode), or None when
+    the body has any other shape or is malformed (the generic decoder then decides)."""
+    view = data if isinstance(data, bytes) else memoryview(data).cast("B")
+    try:
+        end = len(view)
+        topic_count = view[0] - 1
+        if not 0 <= topic_count < 0x7F:
+            return None
+        pos = 1
+        topics: list[TopicProduceResponse] = []
+        for _ in range(topic_count):
+            name_size = view[pos] - 1
+            if not 0 <= name_size < 0x7F:
+                return None
+            pos += 1
+            name = str(view[pos : pos + name_size], "utf-8")
+            pos += name_size
+            partition_count = view[pos] - 1
+            if not 0 <= partition_count < 0x7F:
+                return None
+            pos += 1
+            partitions: list[PartitionProduceResponse] = []
+            for _ in range(partition_count):
+                index, error_code, base_offset, log_append_time, log_start_offset = (
+                    _PARTITION_FIXED.unpack_from(view, pos)
+                )
+                pos += _PARTITION_FIXED.size
+                if view[pos : pos + 3] != _PARTITION_USUAL_TAIL:
+                    return None
+                pos += 3
+                partitions.append(
+                    PartitionProduceResponse(
+                        index=index,
+                        error_code=error_code,
+                        base_offset=base_offset,
+                        log_append_time_ms=log_append_time,
+                        log_start_offset=log_start_offset,
+                        record_errors=[],
+                        error_message=None,
+                    )
+                )
+            if view[pos] != 0:  # the topic's tagged fields
+                return None
+            pos += 1
+            topics.append(TopicProduceResponse(name=name, partition_responses=partitions))
+        (throttle_time_ms,) = _INT32.unpack_from(view, pos)
+        if pos + 5 != end or view[pos + 4] != 0:  # no tagged fields, nothing after them
+            return None
+    except (IndexError, struct.error, UnicodeDecodeError, ValueError):
+        return None
+    return ProduceResponse(responses=topics, throttle_time_ms=throttle_time_ms)
+
 
 # --------------------------------------------------------------------------- request
 
@@ -161,3 +247,95 @@ class ProduceRequest(Request):
     def has_response(self) -> bool:
         """With ``acks=0`` the broker sends no response."""
         return self.acks != 0
+
+    @classmethod
+    def body_writer(cls, version: int) -> CompiledStruct | _UsualFlexibleRequestWriter:
+        """What writes this request's body at ``version`` (framing asks once per version):
+        flexible versions in their usual shape by hand (see _UsualFlexibleRequestWriter),
+        everything else by the generic encoder."""
+        flexible = version in cls.FLEXIBLE_VERSIONS
+        generic = compile_struct(cls, version, flexible)
+        if not flexible:
+            return generic
+        return _UsualFlexibleRequestWriter(generic, RECORDS.codec(version, True, True).write)
+
+
+_ACKS_AND_TIMEOUT = struct.Struct(">hi")
+
+
+class _UsualFlexibleRequestWriter:
+    """Writes a v9+ ProduceRequest body without a transactional id, whose counts and topic
+    names fit one varint byte (every request of a non-transactional producer with fewer
+    than 127 topics and partitions per topic), by hand; anything else, or a value it cannot
+    write, goes to the generic encoder, which names the problem. Both write the same bytes
+    (a test checks). Records sent one at a time and each waited for (linger 0): the generic
+    walk is ~30 Python calls per request; ~554k -> ~545k instructions per round trip in the
+    client process (valgrind)."""
+
+    __slots__ = ("_generic", "_write_records")
+
+    def __init__(self, generic: CompiledStruct, write_records: WriteFn) -> None:
+        self._generic = generic
+        # The generic encoder's own writer for the records field (length and bytes).
+        self._write_records = write_records
+
+    def write(self, out: bytearray, request: ProduceRequest) -> None:
+        """Append the body of ``request`` to ``out``."""
+        encoded = _encode_usual_except_records(request)
+        if encoded is None:
+            self._generic.write(out, request)  # raises the EncodeError naming the field
+            return
+        head, topics = encoded
+        out += head
+        write_records = self._write_records
+        for topic_head, partitions in topics:
+            out += topic_head
+            for index, records in partitions:
+                out += index
+                write_records(out, records)
+                out.append(0)  # the partition's tagged fields
+            out.append(0)  # the topic's tagged fields
+        out.append(0)  # the request's tagged fields
+
+
+_Encoded = tuple[bytes, list[tuple[bytes, list[tuple[bytes, Records]]]]]
+
+
+def _encode_usual_except_records(request: ProduceRequest) -> _Encoded | None:
+    """Everything of a usual v9+ request but its records, encoded (nothing is written to
+    the frame before it is known that the generic encoder is not needed), or None if the
+    request is not of the usual shape or has a value only the generic encoder can name."""
+    try:
+        topics = request.topic_data
+        if (
+            request.transactional_id is not None
+            or not isinstance(topics, (list, tuple))
+            or len(topics) >= 0x7F
+        ):
+            return None
+        # transactional_id null (0), acks, timeout_ms, the topic count + 1.
+        head = (
+            b"\x00"
+            + _ACKS_AND_TIMEOUT.pack(request.acks, request.timeout_ms)
+            + bytes((len(topics) + 1,))
+        )
+        encoded: list[tuple[bytes, list[tuple[bytes, Records]]]] = []
+        for topic in topics:
+            name = topic.name.encode("utf-8")
+            partitions = topic.partition_data
+            if (
+                len(name) >= 0x7F
+                or not isinstance(partitions, (list, tuple))
+                or len(partitions) >= 0x7F
+            ):
+                return None
+            parts: list[tuple[bytes, Records]] = []
+            for partition in partitions:
+                records = partition.records
+                if not isinstance(records, (bytes, bytearray, memoryview)):
+                    return None  # null records (or not bytes): the generic way
+                parts.append((_INT32.pack(partition.index), records))
+            encoded.append((bytes((len(name) + 1,)) + name + bytes((len(parts) + 1,)), parts))
+    except (AttributeError, TypeError, struct.error, UnicodeError):
+        return None
+    return head, encoded

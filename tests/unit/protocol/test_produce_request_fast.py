@@ -1,0 +1,117 @@
+"""ProduceRequest's hand-written body writer for flexible versions in their usual shape: it
+must write exactly the bytes of the generic schema encoder, and leave everything else
+(transactional ids, null records, long names, bad values) to it."""
+
+from __future__ import annotations
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from kafkaline.errors import EncodeError
+from kafkaline.protocol.api.produce import (
+    PartitionProduceData,
+    ProduceRequest,
+    TopicProduceData,
+)
+from kafkaline.protocol.framing import ClientProtocol
+from kafkaline.protocol.schema import compile_struct
+
+_RECORDS = st.one_of(
+    st.none(),
+    st.binary(max_size=300),
+    st.binary(max_size=50).map(bytearray),
+    st.binary(max_size=50).map(lambda data: memoryview(data)),
+)
+
+_REQUESTS = st.builds(
+    ProduceRequest,
+    transactional_id=st.one_of(st.none(), st.none(), st.text(max_size=5)),
+    acks=st.sampled_from([-1, 0, 1]),
+    timeout_ms=st.integers(0, 2**31 - 1),
+    topic_data=st.lists(
+        st.builds(
+            TopicProduceData,
+            # Up to 200 characters: names past the one-byte length go the generic way.
+            name=st.text(max_size=200),
+            partition_data=st.lists(
+                st.builds(
+                    PartitionProduceData,
+                    index=st.integers(-(2**31), 2**31 - 1),
+                    records=_RECORDS,
+                ),
+                max_size=3,
+            ),
+        ),
+        max_size=3,
+    ),
+)
+
+
+def generic_body(request: ProduceRequest, version: int) -> bytes:
+    out = bytearray()
+    compile_struct(ProduceRequest, version, version >= 9).write(out, request)
+    return bytes(out)
+
+
+def body(request: ProduceRequest, version: int) -> bytes:
+    out = bytearray()
+    ProduceRequest.body_writer(version).write(out, request)
+    return bytes(out)
+
+
+@settings(max_examples=300, deadline=None)
+@given(request=_REQUESTS, version=st.sampled_from([3, 8, 9, 10, 11]))
+def test_the_body_writer_writes_what_the_generic_encoder_writes(
+    request: ProduceRequest, version: int
+) -> None:
+    assert body(request, version) == generic_body(request, version)
+
+
+def test_framing_uses_it_and_the_frame_matches_the_generic_encoding() -> None:
+    request = ProduceRequest(
+        acks=1,
+        timeout_ms=30_000,
+        topic_data=[
+            TopicProduceData(
+                name="events", partition_data=[PartitionProduceData(index=2, records=b"batch")]
+            )
+        ],
+    )
+    frame = ClientProtocol("client").send(request, 11)
+    assert bytes(frame).endswith(request.encode(11))
+    assert type(ProduceRequest.body_writer(11)).__name__ == "_UsualFlexibleRequestWriter"
+
+
+@pytest.mark.parametrize(
+    ("request_", "named"),
+    [
+        (ProduceRequest(acks=1 << 20, timeout_ms=1, topic_data=[]), "acks"),
+        (
+            ProduceRequest(
+                acks=1,
+                timeout_ms=1,
+                topic_data=[
+                    TopicProduceData(
+                        name="t", partition_data=[PartitionProduceData(index=1 << 40, records=b"")]
+                    )
+                ],
+            ),
+            "index",
+        ),
+        (
+            ProduceRequest(
+                acks=1,
+                timeout_ms=1,
+                topic_data=[TopicProduceData(name=7, partition_data=[])],  # type: ignore[arg-type]
+            ),
+            "name",
+        ),
+    ],
+)
+def test_a_bad_value_gets_the_generic_encoders_named_error(
+    request_: ProduceRequest, named: str
+) -> None:
+    out = bytearray(b"head")
+    with pytest.raises(EncodeError, match=named):
+        ProduceRequest.body_writer(11).write(out, request_)

@@ -41,8 +41,9 @@ import sys
 import threading
 import time
 import weakref
+from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence, Sized
-from itertools import compress, repeat
+from itertools import accumulate, compress, repeat
 from types import TracebackType
 from typing import Any
 
@@ -970,18 +971,38 @@ class Producer:
             validate_partition(topic, partition, count, "send_batch()")
         elif keys is not None and self._key_partition is not None:
             chosen = self._bulk_key_partitions(keys, count)
-        source = ListRecords(values, keys, headers, now, chosen, count, key_size, value_size)
         runs: list[BulkRun] = []
         wake = False
-        now_ms = _monotonic() * 1000.0
+        deadline_ms = _monotonic() * 1000.0 + max_block_ms
         try:
-            encoded_runs, wake = self._accumulator.append_encoded(
-                topic, source, max_block_ms, now_ms, self._cluster, self._wakeup
-            )
-            for result, first_delta, start, run_count in encoded_runs:
-                positions = source.positions(start, run_count)
-                runs.append((result, first_delta, run_count, positions, start))
-            source.drop_records()
+            # In slices of bounded size: a slice is encoded whole before its batches take
+            # buffer memory, so a call larger than buffer_memory must not be encoded at once.
+            for first, stop in _list_slices(values, value_size):
+                part_keys = None if keys is None else keys[first:stop]
+                source = ListRecords(
+                    values[first:stop] if first or stop < len(values) else values,
+                    part_keys if first or stop < len(values) else keys,
+                    None if headers is None else headers[first:stop],
+                    now,
+                    chosen[first:stop] if isinstance(chosen, list) else chosen,
+                    count,
+                    key_size,
+                    value_size,
+                )
+                now_ms = _monotonic() * 1000.0
+                encoded_runs, woken = self._accumulator.append_encoded(
+                    topic,
+                    source,
+                    max(0.0, deadline_ms - now_ms),
+                    now_ms,
+                    self._cluster,
+                    self._wakeup,
+                )
+                wake = wake or woken
+                for result, first_delta, start, run_count in encoded_runs:
+                    positions = source.positions(start, run_count, first)
+                    runs.append((result, first_delta, run_count, positions, first + start))
+                source.drop_records()
         except Exception as error:
             replacement = self._send_failed(error, topic, partition, None)
             if replacement is not None:
@@ -1485,6 +1506,38 @@ def _concatenate(np: Any, arrays: list[Any]) -> Any:
     if not arrays:  # a call without records
         return np.zeros(0, np.int64)
     return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+
+
+#: send_batch() over lists encodes and queues a call in slices of at most this many records
+#: and (by their values) bytes: the working memory of a call stays bounded.
+_LIST_SLICE_RECORDS = 65536
+_LIST_SLICE_BYTES = 16 << 20
+
+
+def _list_slices(values: Sequence[bytes | None], value_size: int | None) -> list[tuple[int, int]]:
+    """``(start, stop)`` of each slice of a send_batch() call over lists (one for most);
+    ``value_size``: the one size of every value, if they have one."""
+    count = len(values)
+    if not count:
+        return []
+    if value_size is not None:  # by arithmetic
+        step = max(1, min(_LIST_SLICE_RECORDS, _LIST_SLICE_BYTES // max(1, value_size)))
+        return [(start, min(start + step, count)) for start in range(0, count, step)]
+    try:
+        ends = list(accumulate(map(len, values)))  # type: ignore[arg-type]  # None raises
+    except TypeError:
+        ends = list(accumulate(0 if value is None else len(value) for value in values))
+    if ends[-1] <= _LIST_SLICE_BYTES and count <= _LIST_SLICE_RECORDS:
+        return [(0, count)]
+    slices = []
+    start = 0
+    while start < count:
+        before = ends[start - 1] if start else 0
+        stop = bisect_right(ends, before + _LIST_SLICE_BYTES, start, count)
+        stop = min(max(stop, start + 1), start + _LIST_SLICE_RECORDS)
+        slices.append((start, stop))
+        start = stop
+    return slices
 
 
 def _longest_and_uniform(items: Sequence[bytes | None]) -> tuple[int, int | None]:

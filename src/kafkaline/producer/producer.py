@@ -566,8 +566,8 @@ class Producer:
                     for value, key, header in zip(values, key_list, header_list, strict=True)
                 ],
             )
-        checked_values, checked_keys, checked_headers, key_size, value_size = self._prepare_bulk(
-            topic, values, keys, headers
+        checked_values, checked_keys, checked_headers, key_size, value_size, longest = (
+            self._prepare_bulk(topic, values, keys, headers)
         )
         if self._partitioner is None and len(values) >= _COLUMNAR_MIN_RECORDS:
             if partition is not None and (type(partition) is not int or partition < 0):
@@ -587,6 +587,7 @@ class Producer:
                 partition,
                 key_size,
                 value_size,
+                longest,
             )
         return self._send_bulk(topic, checked_values, checked_keys, checked_headers, partition)
 
@@ -861,10 +862,11 @@ class Producer:
         list[tuple[tuple[str, bytes | None], ...] | None] | None,
         int | None,
         int | None,
+        int,
     ]:
         """send_batch()'s checks and serializers over whole sequences (C-level where the
-        records are already bytes): values, keys, headers, and the one size of every key
-        and of every value (``None``: they differ)."""
+        records are already bytes): values, keys, headers, the one size of every key and of
+        every value (``None``: they differ), and the largest value's size."""
         if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
             raise TypeError(f"values must be a sequence, not {type(values).__name__}")
         count = len(values)
@@ -897,8 +899,8 @@ class Producer:
             ]
         value_list = as_bytes_column(values, "values")
         key_list = None if keys is None else as_bytes_column(keys, "keys")
-        key_size, value_size = self._check_bulk_sizes(topic, key_list, value_list, checked_headers)
-        return value_list, key_list, checked_headers, key_size, value_size
+        sizes = self._check_bulk_sizes(topic, key_list, value_list, checked_headers)
+        return value_list, key_list, checked_headers, *sizes
 
     def _check_bulk_sizes(
         self,
@@ -906,19 +908,20 @@ class Producer:
         keys: Sequence[bytes | None] | None,
         values: Sequence[bytes | None],
         headers: Sequence[Headers | None] | None,
-    ) -> tuple[int | None, int | None]:
+    ) -> tuple[int | None, int | None, int]:
         """Raise RecordTooLargeError naming the first record over the limits; return the one
         size every key has and the one every value has (``None``: sizes differ, or nulls),
-        for the list path's encoder of records of one shape."""
+        for the list path's encoder of records of one shape, and the largest value's."""
         # The largest key plus the largest value bounds every record: one C-level pass each,
         # and a per-record look only when that bound is over the limit or there are headers.
-        longest, value_size = _longest_and_uniform(values)
+        longest_value, value_size = _longest_and_uniform(values)
+        longest = longest_value
         key_size = None
         if keys is not None:
             longest_key, key_size = _longest_and_uniform(keys)
             longest += longest_key
         if headers is None and longest <= self._payload_limit:
-            return key_size, value_size
+            return key_size, value_size, longest_value
         for index, value in enumerate(values):
             key = None if keys is None else keys[index]
             size = (0 if key is None else len(key)) + (0 if value is None else len(value))
@@ -928,7 +931,7 @@ class Producer:
                     self._check_size(topic, size, header)
                 except RecordTooLargeError as error:
                     raise type(error)(f"record {index}: {error}") from None
-        return key_size, value_size
+        return key_size, value_size, longest_value
 
     def _send_lists(
         self,
@@ -939,6 +942,7 @@ class Producer:
         partition: int | None,
         key_size: int | None,
         value_size: int | None,
+        longest_value: int,
     ) -> BatchSendResult:
         """send_batch() over checked lists without a custom partitioner: records grouped per
         partition and encoded a batch at a time (``producer.list_records``), appended through
@@ -977,7 +981,7 @@ class Producer:
         try:
             # In slices of bounded size: a slice is encoded whole before its batches take
             # buffer memory, so a call larger than buffer_memory must not be encoded at once.
-            for first, stop in _list_slices(values, value_size):
+            for first, stop in _list_slices(values, longest_value):
                 part_keys = None if keys is None else keys[first:stop]
                 source = ListRecords(
                     values[first:stop] if first or stop < len(values) else values,
@@ -1514,14 +1518,12 @@ _LIST_SLICE_RECORDS = 65536
 _LIST_SLICE_BYTES = 16 << 20
 
 
-def _list_slices(values: Sequence[bytes | None], value_size: int | None) -> list[tuple[int, int]]:
+def _list_slices(values: Sequence[bytes | None], longest: int) -> list[tuple[int, int]]:
     """``(start, stop)`` of each slice of a send_batch() call over lists (one for most);
-    ``value_size``: the one size of every value, if they have one."""
+    ``longest``: the largest value's size."""
     count = len(values)
-    if not count:
-        return []
-    if value_size is not None:  # by arithmetic
-        step = max(1, min(_LIST_SLICE_RECORDS, _LIST_SLICE_BYTES // max(1, value_size)))
+    if count * longest <= _LIST_SLICE_BYTES:  # the usual case, without a pass over values
+        step = _LIST_SLICE_RECORDS
         return [(start, min(start + step, count)) for start in range(0, count, step)]
     try:
         ends = list(accumulate(map(len, values)))  # type: ignore[arg-type]  # None raises

@@ -154,14 +154,14 @@ class ListRecords:
         """``(partition or None for sticky, start, stop)`` per partition group."""
         return self._groups
 
-    def positions(self, start: int, count: int) -> Sequence[int] | None:
-        """The input positions of records ``start..start+count-1`` of the source's order
-        (``None``: the same, the order is the input's). Worked out when first read: a
-        caller that only counts never pays for them (a loop over the records, ~0.1 us each,
-        a seventh of the call's cost)."""
+    def positions(self, start: int, count: int, offset: int = 0) -> Sequence[int] | None:
+        """The input positions (plus ``offset``) of records ``start..start+count-1`` of the
+        source's order (``None``: the same, the order is the input's). Worked out when first
+        read: a caller that only counts never pays for them (a loop over the records, ~0.1
+        us each, a seventh of the call's cost)."""
         if self._chosen is None:
             return None
-        return _Positions(self, start, count)
+        return _Positions(self, start, count, offset)
 
     def drop_records(self) -> None:
         """Let go of the grouped records (once they are encoded and queued): what a result's
@@ -392,12 +392,13 @@ class _Positions(Sequence[int]):
     """Input positions of a run of a :class:`ListRecords`' records, worked out when first
     read (``tolist()``, as numpy's arrays, is how ``BatchSendResult`` reads them)."""
 
-    __slots__ = ("_count", "_found", "_source", "_start")
+    __slots__ = ("_count", "_found", "_offset", "_source", "_start")
 
-    def __init__(self, source: ListRecords, start: int, count: int) -> None:
+    def __init__(self, source: ListRecords, start: int, count: int, offset: int) -> None:
         self._source: ListRecords | None = source
         self._start = start
         self._count = count
+        self._offset = offset
         self._found: list[int] | None = None
 
     def tolist(self) -> list[int]:
@@ -405,7 +406,9 @@ class _Positions(Sequence[int]):
         if self._found is None:
             if self._source is None:  # pragma: no cover - set together with _found
                 raise AssertionError("positions were dropped")
-            self._found = self._source._input_positions(self._start, self._count)
+            found = self._source._input_positions(self._start, self._count)
+            offset = self._offset
+            self._found = [position + offset for position in found] if offset else found
             self._source = None  # the grouped lists need not live as long as the result
         return self._found
 

@@ -41,8 +41,9 @@ import sys
 import threading
 import time
 import weakref
+from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence, Sized
-from itertools import compress, repeat
+from itertools import accumulate, compress, repeat
 from types import TracebackType
 from typing import Any
 
@@ -624,8 +625,8 @@ class Producer:
                     for value, key, header in zip(values, key_list, header_list, strict=True)
                 ],
             )
-        checked_values, checked_keys, checked_headers, key_size, value_size = self._prepare_bulk(
-            topic, values, keys, headers
+        checked_values, checked_keys, checked_headers, key_size, value_size, longest = (
+            self._prepare_bulk(topic, values, keys, headers)
         )
         if self._partitioner is None and len(values) >= _COLUMNAR_MIN_RECORDS:
             if partition is not None and (type(partition) is not int or partition < 0):
@@ -645,6 +646,7 @@ class Producer:
                 partition,
                 key_size,
                 value_size,
+                longest,
             )
         return self._send_bulk(topic, checked_values, checked_keys, checked_headers, partition)
 
@@ -919,10 +921,11 @@ class Producer:
         list[tuple[tuple[str, bytes | None], ...] | None] | None,
         int | None,
         int | None,
+        int,
     ]:
         """send_batch()'s checks and serializers over whole sequences (C-level where the
-        records are already bytes): values, keys, headers, and the one size of every key
-        and of every value (``None``: they differ)."""
+        records are already bytes): values, keys, headers, the one size of every key and of
+        every value (``None``: they differ), and the largest value's size."""
         if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
             raise TypeError(f"values must be a sequence, not {type(values).__name__}")
         count = len(values)
@@ -955,8 +958,8 @@ class Producer:
             ]
         value_list = as_bytes_column(values, "values")
         key_list = None if keys is None else as_bytes_column(keys, "keys")
-        key_size, value_size = self._check_bulk_sizes(topic, key_list, value_list, checked_headers)
-        return value_list, key_list, checked_headers, key_size, value_size
+        sizes = self._check_bulk_sizes(topic, key_list, value_list, checked_headers)
+        return value_list, key_list, checked_headers, *sizes
 
     def _check_bulk_sizes(
         self,
@@ -964,19 +967,20 @@ class Producer:
         keys: Sequence[bytes | None] | None,
         values: Sequence[bytes | None],
         headers: Sequence[Headers | None] | None,
-    ) -> tuple[int | None, int | None]:
+    ) -> tuple[int | None, int | None, int]:
         """Raise RecordTooLargeError naming the first record over the limits; return the one
         size every key has and the one every value has (``None``: sizes differ, or nulls),
-        for the list path's encoder of records of one shape."""
+        for the list path's encoder of records of one shape, and the largest value's."""
         # The largest key plus the largest value bounds every record: one C-level pass each,
         # and a per-record look only when that bound is over the limit or there are headers.
-        longest, value_size = _longest_and_uniform(values)
+        longest_value, value_size = _longest_and_uniform(values)
+        longest = longest_value
         key_size = None
         if keys is not None:
             longest_key, key_size = _longest_and_uniform(keys)
             longest += longest_key
         if headers is None and longest <= self._payload_limit:
-            return key_size, value_size
+            return key_size, value_size, longest_value
         for index, value in enumerate(values):
             key = None if keys is None else keys[index]
             size = (0 if key is None else len(key)) + (0 if value is None else len(value))
@@ -986,7 +990,7 @@ class Producer:
                     self._check_size(topic, size, header)
                 except RecordTooLargeError as error:
                     raise type(error)(f"record {index}: {error}") from None
-        return key_size, value_size
+        return key_size, value_size, longest_value
 
     def _send_lists(
         self,
@@ -997,6 +1001,7 @@ class Producer:
         partition: int | None,
         key_size: int | None,
         value_size: int | None,
+        longest_value: int,
     ) -> BatchSendResult:
         """send_batch() over checked lists without a custom partitioner: records grouped per
         partition and encoded a batch at a time (``producer.list_records``), appended through
@@ -1029,18 +1034,38 @@ class Producer:
             validate_partition(topic, partition, count, "send_batch()")
         elif keys is not None and self._key_partition is not None:
             chosen = self._bulk_key_partitions(keys, count)
-        source = ListRecords(values, keys, headers, now, chosen, count, key_size, value_size)
         runs: list[BulkRun] = []
         wake = False
-        now_ms = _monotonic() * 1000.0
+        deadline_ms = _monotonic() * 1000.0 + max_block_ms
         try:
-            encoded_runs, wake = self._accumulator.append_encoded(
-                topic, source, max_block_ms, now_ms, self._cluster, self._wakeup
-            )
-            for result, first_delta, start, run_count in encoded_runs:
-                positions = source.positions(start, run_count)
-                runs.append((result, first_delta, run_count, positions, start))
-            source.drop_records()
+            # In slices of bounded size: a slice is encoded whole before its batches take
+            # buffer memory, so a call larger than buffer_memory must not be encoded at once.
+            for first, stop in _list_slices(values, longest_value):
+                part_keys = None if keys is None else keys[first:stop]
+                source = ListRecords(
+                    values[first:stop] if first or stop < len(values) else values,
+                    part_keys if first or stop < len(values) else keys,
+                    None if headers is None else headers[first:stop],
+                    now,
+                    chosen[first:stop] if isinstance(chosen, list) else chosen,
+                    count,
+                    key_size,
+                    value_size,
+                )
+                now_ms = _monotonic() * 1000.0
+                encoded_runs, woken = self._accumulator.append_encoded(
+                    topic,
+                    source,
+                    max(0.0, deadline_ms - now_ms),
+                    now_ms,
+                    self._cluster,
+                    self._wakeup,
+                )
+                wake = wake or woken
+                for result, first_delta, start, run_count in encoded_runs:
+                    positions = source.positions(start, run_count, first)
+                    runs.append((result, first_delta, run_count, positions, first + start))
+                source.drop_records()
         except Exception as error:
             replacement = self._send_failed(error, topic, partition, None)
             if replacement is not None:
@@ -1544,6 +1569,36 @@ def _concatenate(np: Any, arrays: list[Any]) -> Any:
     if not arrays:  # a call without records
         return np.zeros(0, np.int64)
     return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
+
+
+#: send_batch() over lists encodes and queues a call in slices of at most this many records
+#: and (by their values) bytes: the working memory of a call stays bounded.
+_LIST_SLICE_RECORDS = 65536
+_LIST_SLICE_BYTES = 16 << 20
+
+
+def _list_slices(values: Sequence[bytes | None], longest: int) -> list[tuple[int, int]]:
+    """``(start, stop)`` of each slice of a send_batch() call over lists (one for most);
+    ``longest``: the largest value's size."""
+    count = len(values)
+    if count * longest <= _LIST_SLICE_BYTES:  # the usual case, without a pass over values
+        step = _LIST_SLICE_RECORDS
+        return [(start, min(start + step, count)) for start in range(0, count, step)]
+    try:
+        ends = list(accumulate(map(len, values)))  # type: ignore[arg-type]  # None raises
+    except TypeError:
+        ends = list(accumulate(0 if value is None else len(value) for value in values))
+    if ends[-1] <= _LIST_SLICE_BYTES and count <= _LIST_SLICE_RECORDS:
+        return [(0, count)]
+    slices = []
+    start = 0
+    while start < count:
+        before = ends[start - 1] if start else 0
+        stop = bisect_right(ends, before + _LIST_SLICE_BYTES, start, count)
+        stop = min(max(stop, start + 1), start + _LIST_SLICE_RECORDS)
+        slices.append((start, stop))
+        start = stop
+    return slices
 
 
 def _longest_and_uniform(items: Sequence[bytes | None]) -> tuple[int, int | None]:

@@ -203,6 +203,32 @@ def test_send_batch_records_larger_than_a_batch_and_mixed_null_keys(
         assert stored[(meta.partition, meta.offset)] == (key, values[index], ())
 
 
+def test_send_batch_larger_than_a_slice_keeps_positions_and_order(
+    broker: LocalBroker, make_topic: TopicFactory, send_batch_path: str
+) -> None:
+    """A call over lists is encoded and queued in slices (of records, and of value bytes):
+    metadata still follows input positions, in order within each partition."""
+    topic = make_topic(3)
+    shaped_keys = [b"k%05d" % (i % 1000) for i in range(70_000)]  # 65,536 records a slice
+    shaped_values = [b"%07d" % i for i in range(70_000)]
+    big_values = [os.urandom(290_000 + 20_000 * (i % 2)) for i in range(60)]  # ~18 MB
+    big_keys = [b"big-%d" % (i % 7) for i in range(60)]
+    with producer_for(broker, buffer_memory=64 << 20) as producer:
+        shaped = producer.send_batch(topic, shaped_values, keys=shaped_keys).get(timeout=60)
+        big = producer.send_batch(topic, big_values, keys=big_keys).get(timeout=60)
+    stored = read_back(broker, topic, 3, 70_060)
+    for keys, values, metadata in (
+        (shaped_keys, shaped_values, shaped),
+        (big_keys, big_values, big),
+    ):
+        last: dict[int, int] = {}
+        for index, meta in enumerate(metadata):
+            assert meta.partition == partition_for_key(keys[index], 3)
+            assert stored[(meta.partition, meta.offset)] == (keys[index], values[index], ())
+            assert meta.offset > last.get(meta.partition, -1)
+            last[meta.partition] = meta.offset
+
+
 def test_send_arrow_table_reads_back_with_nulls_and_headers(
     broker: LocalBroker, make_topic: TopicFactory
 ) -> None:

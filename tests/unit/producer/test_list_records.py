@@ -6,6 +6,7 @@ RecordAccumulator.append_encoded read back record by record."""
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
@@ -238,3 +239,24 @@ def test_groups_and_positions_follow_the_partitions_in_input_order(with_headers:
     assert same.groups == [(1, 0, 5)] and same.positions(0, 5) is None
     sticky = ListRecords(values, None, headers, BASE, [-1] * 5, 2)
     assert sticky.groups == [(None, 0, 5)] and sticky.positions(2, 3) is None
+
+
+def test_list_slices_bound_a_call_by_records_and_bytes() -> None:
+    from kafkaline.producer import producer as producer_module
+
+    assert producer_module._list_slices([], 0) == []
+    small: list[bytes | None] = [b"x" * 100] * 1000
+    assert producer_module._list_slices(small, 100) == [(0, 1000)]
+    big: list[bytes | None] = [b"x" * 1_000_000] * 40
+    big += [None, b""]
+    slices = producer_module._list_slices(big, 1_000_000)
+    assert slices[0] == (0, 16) and slices[-1][1] == 42
+    assert all(a < b for a, b in slices) and all(
+        b == c for (_, b), (c, _) in itertools.pairwise(slices)
+    )
+    many = producer_module._list_slices([b"v"] * 200_000, 1)
+    assert many[0] == (0, 65536) and many[-1] == (196608, 200000)
+    mixed: list[bytes | None] = [b"v" * 100] * 100_000
+    mixed.append(b"x" * 5_000_000)
+    slices = producer_module._list_slices(mixed, 5_000_000)
+    assert slices[0] == (0, 65536) and slices[-1] == (65536, 100_001)

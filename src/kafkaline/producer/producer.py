@@ -63,7 +63,7 @@ from kafkaline.errors import (
 )
 from kafkaline.net.client import NetworkClient
 from kafkaline.net.cluster import ClusterMetadata, PartitionMetadata
-from kafkaline.producer.accumulator import RecordAccumulator
+from kafkaline.producer.accumulator import EncodedRecordSource, EncodedRun, RecordAccumulator
 from kafkaline.producer.batch import ProducerBatch
 from kafkaline.producer.bulk import (
     TO_MILLISECONDS,
@@ -785,15 +785,7 @@ class Producer:
         deadline_ms = _monotonic() * 1000.0 + max_block_ms
         try:
             for source, first_row in prepared:
-                now_ms = _monotonic() * 1000.0
-                encoded_runs, new_or_full = self._accumulator.append_encoded(
-                    topic,
-                    source,
-                    max(0.0, deadline_ms - now_ms),
-                    now_ms,
-                    self._cluster,
-                    self._wakeup,
-                )
+                encoded_runs, new_or_full = self._append_encoded(topic, source, deadline_ms)
                 wake = wake or new_or_full
                 for result, first_delta, start, run_count in encoded_runs:
                     positions = source.positions(start, run_count)
@@ -1042,15 +1034,7 @@ class Producer:
                     key_size,
                     value_size,
                 )
-                now_ms = _monotonic() * 1000.0
-                encoded_runs, woken = self._accumulator.append_encoded(
-                    topic,
-                    source,
-                    max(0.0, deadline_ms - now_ms),
-                    now_ms,
-                    self._cluster,
-                    self._wakeup,
-                )
+                encoded_runs, woken = self._append_encoded(topic, source, deadline_ms)
                 wake = wake or woken
                 for result, first_delta, start, run_count in encoded_runs:
                     positions = source.positions(start, run_count, first)
@@ -1066,6 +1050,16 @@ class Producer:
                 self._wakeup()
         return BatchSendResult(
             topic, len(values), runs, [None] * len(values) if keys is None else keys, values, now
+        )
+
+    def _append_encoded(
+        self, topic: str, source: EncodedRecordSource, deadline_ms: float
+    ) -> tuple[list[EncodedRun], bool]:
+        """``RecordAccumulator.append_encoded`` for a bulk call waiting for buffer memory
+        until ``deadline_ms`` (monotonic milliseconds) at the latest."""
+        now_ms = _monotonic() * 1000.0
+        return self._accumulator.append_encoded(
+            topic, source, max(0.0, deadline_ms - now_ms), now_ms, self._cluster, self._wakeup
         )
 
     def _begin_bulk(self, topic: str, partition: int | None) -> tuple[int, float]:

@@ -664,8 +664,10 @@ class Sender:
                 "and create a new one)"
             )
             fatal.__cause__ = error
-            self._fail_batch(batch, fatal, record_errors)
+            # Fatal first, then the batch: a thread woken by this batch's future must find
+            # the producer fenced already, not in the abortable state failing it would set.
             transactions.transition_to_fatal(fatal)
+            self._fail_batch(batch, fatal, record_errors)
             self._abort_on_fatal(fatal)
         elif isinstance(error, MessageTooLargeError) and batch.record_count > 1:
             # Halves, not batch_size: a batch no larger than batch_size would come back

@@ -507,3 +507,17 @@ def test_fenced_producers_fail_every_pending_record_and_say_so(
     assert [type(e) for e in rig.fatal] == [error]
     rig.run()
     assert rig.client.pending(ProduceRequest) == []
+
+
+def test_the_producer_is_fenced_before_the_fenced_batch_completes(rig: Rig) -> None:
+    """A thread woken by the fenced batch's future (get() returning in another thread, or a
+    callback) must already find the producer fatal; CI once saw a waiter reach
+    commit_transaction() between the two and get the abortable state instead."""
+    rig.start()
+    (future,) = rig.append()
+    seen: list[object] = []
+    future.add_errback(lambda error: seen.append((rig.transactions.fatal_error, list(rig.fatal))))
+    rig.client.answer_produce(rig.produce(), {0: ProducerFencedError.code})
+    ((fatal_error, fatal),) = seen
+    assert isinstance(fatal_error, ProducerFencedError)
+    assert [type(e) for e in fatal] == [ProducerFencedError]

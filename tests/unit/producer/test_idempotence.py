@@ -515,7 +515,7 @@ def test_the_producer_is_fenced_before_the_fenced_batch_completes(rig: Rig) -> N
     commit_transaction() between the two and get the abortable state instead."""
     rig.start()
     (future,) = rig.append()
-    seen: list[object] = []
+    seen: list[tuple[KafkaError | None, list[KafkaError]]] = []
     future.add_errback(lambda error: seen.append((rig.transactions.fatal_error, list(rig.fatal))))
     rig.client.answer_produce(rig.produce(), {0: ProducerFencedError.code})
     ((fatal_error, fatal),) = seen

@@ -75,13 +75,14 @@ def as_header(item: object) -> Header:
 
 @pytest.fixture(params=["columnar", "python lists"])
 def send_batch_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """send_batch() through the columnar encoder (numpy and pyarrow loaded, any size) or
-    through the per-record encoder over Python lists."""
+    """send_batch() through the columnar encoder (numpy and pyarrow loaded, any size and
+    shape) or through the encoders over Python lists."""
     path: str = request.param
     if path == "columnar":
         pytest.importorskip("numpy")
         pytest.importorskip("pyarrow")
         monkeypatch.setattr(producer_module, "_COLUMNAR_MIN_RECORDS", 0)
+        monkeypatch.setattr(producer_module, "_LISTS_FOR_ONE_SHAPE", False)
     else:
         monkeypatch.setattr(producer_module, "_COLUMNAR_MIN_RECORDS", 1 << 62)
     return path

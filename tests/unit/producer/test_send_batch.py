@@ -387,3 +387,38 @@ def test_binary_array_of_bytes_and_nulls() -> None:
         array.validate(full=True)
         assert array.type == pa.large_binary()
         assert array.to_pylist() == items
+
+
+@pytest.mark.parametrize(
+    ("values", "keys", "headers", "path"),
+    [
+        ([VALUE] * 300, [b"k%03d" % i for i in range(300)], None, "lists"),  # one shape
+        ([VALUE] * 300, None, None, "lists"),  # one shape, no keys
+        ([b"v" * (i % 7) for i in range(300)], None, None, "columns"),  # sizes differ
+        ([VALUE] * 300, [b"k%d" % i for i in range(300)], None, "columns"),  # keys differ
+        ([VALUE] * 300, None, [[("h", b"x")]] * 300, "columns"),  # headers
+        ([VALUE] * 10, None, None, "lists"),  # too few for the columnar path's cost
+    ],
+)
+def test_send_batch_with_pyarrow_loaded_keeps_records_of_one_shape_on_the_list_path(
+    producer: Producer,
+    monkeypatch: pytest.MonkeyPatch,
+    values: list[bytes],
+    keys: list[bytes] | None,
+    headers: list[list[tuple[str, bytes]]] | None,
+    path: str,
+) -> None:
+    pytest.importorskip("numpy")
+    pytest.importorskip("pyarrow")
+    taken: list[str] = []
+
+    def spy(name: str) -> object:
+        def record(*args: object, **kwargs: object) -> None:
+            taken.append(name)
+
+        return record
+
+    monkeypatch.setattr(producer, "_send_lists", spy("lists"))
+    monkeypatch.setattr(producer, "_send_columns", spy("columns"))
+    producer.send_batch("t", values, keys=keys, headers=headers)
+    assert taken == [path]

@@ -62,6 +62,7 @@ from kafkaline.record.compression import (
 from kafkaline.record.crc import crc32c
 from kafkaline.record.record_encoder import (
     RECORD_OVERHEAD_BOUND,
+    RECORD_OVERHEAD_MIN,
     as_bytes,
     as_timestamp,
     encode_headers,
@@ -77,6 +78,8 @@ DEFAULT_BATCH_SIZE_LIMIT = 16384
 _KEEP_PIECES_RECORD_SIZE = 1024
 #: Overhead of a record with small fields (lengths, deltas under 8 KiB): for sizing windows.
 _TYPICAL_RECORD_OVERHEAD = 10
+#: How much a record's size by the bound can exceed its encoded size, at most.
+_OVERHEAD_SLACK = RECORD_OVERHEAD_BOUND - RECORD_OVERHEAD_MIN
 
 _INT16 = range(-(1 << 15), 1 << 15)
 _INT32 = range(-(1 << 31), 1 << 31)
@@ -297,6 +300,11 @@ class RecordBatchBuilder:
         elif self._estimate + size > self._limit:
             self._encode_pending()  # the estimate becomes exact for what is encoded
             if self._estimate + size > self._limit:
+                if self._estimate + size - _OVERHEAD_SLACK > self._limit:
+                    # Not even with the least overhead a record has: no need to encode it
+                    # to know. Measured (send() loop, 20,000 records of 10 KB in 64 KiB
+                    # batches): a sixth of the records was encoded here only to be refused.
+                    return None
                 return self._append_if_exactly_fits(index, timestamp, key, value, header_block)
         self._values.append(value)
         self._keys.append(key)

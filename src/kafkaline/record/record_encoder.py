@@ -49,6 +49,9 @@ from kafkaline.record.varint import (
 #: estimate one addition per record; ``RecordBatchBuilder`` corrects it to the exact size when
 #: a batch gets close to its limit.
 RECORD_OVERHEAD_BOUND = 36
+#: The least a record can take beyond its key, value and header bytes: one byte each for its
+#: length, attributes, timestamp delta, offset delta, key length and value length.
+RECORD_OVERHEAD_MIN = 6
 
 _NULL_LENGTH = b"\x01"  # varint(-1)
 _ONE_BYTE_LIMIT = 64  # varints of 0..63 take one byte

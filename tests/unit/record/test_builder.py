@@ -486,3 +486,28 @@ def test_large_records_kept_as_pieces_encode_the_same_bytes() -> None:
     assert [(r.key, r.value) for r in batch.records] == list(zip(keys, values, strict=True))
     expected = encode_records(keys, values, [1_000 + i for i in range(12)])
     assert builder.build().endswith(expected)
+
+
+def test_a_record_that_cannot_fit_is_refused_without_encoding_it(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from kafkaline.record import builder as builder_module
+    from kafkaline.record.record_encoder import encode_record_chunk as real
+
+    encoded: list[int] = []
+
+    def counting(*args: object, **kwargs: object) -> bytes:
+        encoded.append(1)
+        return real(*args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(builder_module, "encode_record_chunk", counting)
+    builder = RecordBatchBuilder(batch_size_limit=65536)
+    count = fill(builder, value_size=10_000)
+    assert count == 6  # a seventh 10 KB record is far over 64 KiB
+    assert encoded == []
+    # Near the limit, a record whose bound is over but whose exact size fits still goes in.
+    tight = RecordBatchBuilder(batch_size_limit=BATCH_HEADER_SIZE + 2 * 120)
+    assert tight.append(BASE_TS, None, bytes(110)) == 0
+    assert tight.append(BASE_TS, None, bytes(110)) == 1  # 2 x ~117 fits 240, the bound does not
+    assert encoded == [1]
+    assert len(tight.build()) <= BATCH_HEADER_SIZE + 240

@@ -38,7 +38,19 @@ def zigzag_decode(value: int) -> int:
     return (value >> 1) ^ -(value & 1)
 
 
+#: One-byte varints, made once: the most common encoding is a lookup.
+_ONE_BYTE = tuple(bytes((n,)) for n in range(0x80))
+
+
 def _encode_unsigned(value: int) -> bytes:
+    # Up to three bytes (lengths below 1 MiB: the general encoder's usual fields) without the
+    # loop. Measured: send() of 10 KB records encodes five varints a record this way.
+    if value < 0x80:
+        return _ONE_BYTE[value]
+    if value < 0x4000:
+        return bytes(((value & 0x7F) | 0x80, value >> 7))
+    if value < 0x200000:
+        return bytes(((value & 0x7F) | 0x80, ((value >> 7) & 0x7F) | 0x80, value >> 14))
     out = bytearray()
     while value > 0x7F:
         out.append((value & 0x7F) | 0x80)

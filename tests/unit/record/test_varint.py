@@ -132,3 +132,30 @@ def test_small_table_matches_the_general_encoder() -> None:
         assert sizes[n] == len(encodings[n])
         assert zero_prefixed[n] == b"\x00" + encodings[n]
     assert small_varint_table() is small_varint_table()  # built once
+
+
+def _reference_unsigned(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        out.append((value & 0x7F) | (0x80 if value > 0x7F else 0))
+        if value <= 0x7F:
+            return bytes(out)
+        value >>= 7
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        *(0, 63, 64, -64, -65, 8191, 8192, -8192, -8193),
+        *(1 << 20, (1 << 20) - 1, -(1 << 20), -(1 << 20) - 1, INT32_MAX, INT32_MIN),
+    ],
+)
+def test_varints_at_each_length_boundary_match_the_byte_by_byte_encoding(value: int) -> None:
+    # The encoder writes up to three bytes without its loop: the edges of each length.
+    assert encode_varint(value) == _reference_unsigned(zigzag_encode(value))
+    assert encode_varlong(value) == _reference_unsigned(zigzag_encode(value))
+
+
+@given(st.integers(INT64_MIN, INT64_MAX))
+def test_varlongs_match_the_byte_by_byte_encoding(value: int) -> None:
+    assert encode_varlong(value) == _reference_unsigned(zigzag_encode(value))

@@ -206,18 +206,20 @@ def encode_record_pieces(
     if isinstance(timestamps, int):
         timestamps = [timestamps] * count
     blocks = header_blocks or {}
-    records = [
-        _encode_record_general(
-            first_offset_delta + i,
-            timestamps[i],
-            base_timestamp,
-            keys[i],
-            values[i],
-            blocks.get(i, _EMPTY),
+    pieces: list[bytes] = []
+    push = pieces.extend
+    for i in range(count):
+        push(
+            _record_pieces_general(
+                first_offset_delta + i,
+                timestamps[i],
+                base_timestamp,
+                keys[i],
+                values[i],
+                blocks.get(i, _EMPTY),
+            )
         )
-        for i in range(count)
-    ]
-    return RecordPieces(records, 1, b"")
+    return RecordPieces(pieces, 4, b"")
 
 
 def _encode_fast(
@@ -447,14 +449,18 @@ def _prefix_table(body_size: int, head: bytes, suffix: bytes, size: int) -> tupl
     )
 
 
-def _encode_record_general(
+def _record_pieces_general(
     offset_delta: int,
     timestamp: int,
     base_timestamp: int,
     key: bytes | None,
     value: bytes | None,
     header_block: bytes,
-) -> bytes:
+) -> tuple[bytes, bytes, bytes, bytes]:
+    """One record as four pieces: its length and the fields up to the key (included), the
+    value's length, the value (by reference, not copied), the header block. Measured (send()
+    of 10 KB records): joining each record here copied every value twice before the batch's
+    own join."""
     timestamp = as_timestamp(timestamp)
     if not INT64_MIN <= timestamp <= INT64_MAX:
         raise ValueError(f"timestamp {timestamp} is outside the int64 range")
@@ -463,14 +469,22 @@ def _encode_record_general(
         raise ValueError(
             f"timestamp {timestamp} is too far from the batch's base timestamp {base_timestamp}"
         )
-    pieces = [_EMPTY, encode_varlong(delta), encode_varint(offset_delta)]
-    for field, what in ((key, "key"), (value, "value")):
-        if field is None:
-            pieces.append(_NULL_LENGTH)
-        else:
-            data = as_bytes(field, what)
-            pieces.append(encode_varint(len(data)))
-            pieces.append(data)
-    pieces.append(header_block)
-    body = b"".join(pieces)
-    return encode_varint(len(body)) + body
+    head = b"".join(
+        (
+            _EMPTY,  # attributes
+            encode_varlong(delta),
+            encode_varint(offset_delta),
+            _NULL_LENGTH if key is None else _length_and(as_bytes(key, "key")),
+        )
+    )
+    if value is None:
+        value_length, value = _NULL_LENGTH, b""
+    else:
+        value = as_bytes(value, "value")
+        value_length = encode_varint(len(value))
+    size = len(head) + len(value_length) + len(value) + len(header_block)
+    return encode_varint(size) + head, value_length, value, header_block
+
+
+def _length_and(data: bytes) -> bytes:
+    return encode_varint(len(data)) + data

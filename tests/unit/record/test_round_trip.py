@@ -12,7 +12,7 @@ from kafkaline.record import (
     read_record_batches,
 )
 from kafkaline.record.batch_format import Header
-from kafkaline.record.record_encoder import _encode_record_general
+from kafkaline.record.record_encoder import _record_pieces_general
 from kafkaline.record.varint import INT64_MAX, INT64_MIN
 
 BASE_TS = 1_700_000_000_000
@@ -88,7 +88,7 @@ def test_fast_loops_equal_the_general_encoder(
     keys: list[bytes | None] = [None if keyless else v[:10] for v in values]
     timestamps = [BASE_TS + (i * spread) % 9000 for i in range(len(values))]
     expected = b"".join(
-        _encode_record_general(first + i, t, BASE_TS, k, v, b"\x00")
+        b"".join(_record_pieces_general(first + i, t, BASE_TS, k, v, b"\x00"))
         for i, (t, k, v) in enumerate(zip(timestamps, keys, values, strict=True))
     )
     encoded = encode_records(

@@ -126,29 +126,42 @@ _TAIL_MASKS = np.array([0, 0xFF, 0xFFFF, 0xFFFFFF], np.uint32)
 def murmur2_partitions(keys: BinaryColumn, partition_count: int) -> Int64s:
     """Java's keyed partition of every key, ``toPositive(murmur2(key)) % partition_count``
     (-1 for a null key), as ``kafkaline.producer.murmur2`` computes it one key at a time."""
-    lengths = np.maximum(keys.lengths, 0)
-    longest = int(lengths.max(initial=0))
+    nulls = bool(keys.array.null_count)
+    lengths: Column = np.maximum(keys.lengths, 0) if nulls else _uniform(keys.lengths)
+    longest = _max(lengths)
     if longest > _MURMUR2_MATRIX_MAX:
         return _murmur2_one_by_one(keys, partition_count)
     width = (longest + 3) // 4 * 4 + 4  # whole words, and the tail's word
     words = _first_bytes(keys.data, keys.starts, width).view("<u4")
-    whole = lengths >> 2
-    h = _SEED ^ lengths.astype(np.uint32)
-    uniform = int(whole.min(initial=0)) == int(whole.max(initial=0))
-    for index in range(int(whole.max(initial=0))):
+    # Keys of one length (the usual case) mix the same words in every row: no masks, and
+    # the arithmetic in place (numpy costs ~1-2 ns per element and pass here).
+    whole: Column = lengths >> 2
+    h = np.empty(len(keys.lengths), np.uint32)
+    h[:] = _SEED ^ np.asarray(lengths, np.uint32)
+    for index in range(_max(whole)):
         k = words[:, index] * _M
         k ^= k >> np.uint32(24)
         k *= _M
-        mixed = (h * _M) ^ k
-        h = mixed if uniform else np.where(whole > index, mixed, h)
-    tail = lengths & 3
-    tail_word = words[np.arange(len(words)), whole] & _TAIL_MASKS[tail]
-    h = np.where(tail > 0, (h ^ tail_word) * _M, h)
+        if isinstance(whole, int):
+            h *= _M
+            h ^= k
+        else:
+            h = np.where(whole > index, (h * _M) ^ k, h)
+    tail: Column = lengths & 3
+    if isinstance(tail, int):
+        if tail:
+            h ^= words[:, whole] & _TAIL_MASKS[tail]
+            h *= _M
+    else:
+        tail_word = words[np.arange(len(words)), whole] & _TAIL_MASKS[tail]
+        h = np.where(tail > 0, (h ^ tail_word) * _M, h)
     h ^= h >> np.uint32(13)
     h *= _M
     h ^= h >> np.uint32(15)
-    chosen = (h & np.uint32(0x7FFFFFFF)).astype(np.int64) % partition_count
-    return np.where(keys.lengths >= 0, chosen, -1)
+    h &= np.uint32(0x7FFFFFFF)
+    h %= np.uint32(partition_count)
+    chosen = h.astype(np.int64)
+    return np.where(keys.lengths >= 0, chosen, -1) if nulls else chosen
 
 
 def _murmur2_one_by_one(keys: BinaryColumn, partition_count: int) -> Int64s:
@@ -284,12 +297,20 @@ def _place(
 
 
 def _buffer_piece(
-    column: BinaryColumn, rows: Int64s | slice, base: int, index: int
+    column: BinaryColumn,
+    rows: Int64s | slice,
+    base: int,
+    index: int,
+    known_lengths: Column | None = None,
 ) -> tuple[Any, Any, Column]:
     """Binary views of rows of a column: the bytes inline when 12 or fewer, else by buffer
-    ``index`` and offset (from ``base``) with their first 4 bytes as the prefix."""
+    ``index`` and offset (from ``base``) with their first 4 bytes as the prefix.
+    ``known_lengths``: the rows' lengths (-1: null) when the caller has them."""
     starts = column.starts[rows]
-    lengths = _uniform(np.maximum(column.lengths[rows], 0))
+    if known_lengths is None:
+        known_lengths = column.lengths[rows]
+    lengths = _nonnegative(known_lengths)
+    lengths = lengths if isinstance(lengths, int) else _uniform(lengths)
     shortest = lengths if isinstance(lengths, int) else int(lengths.min(initial=0))
     if shortest > _INLINE_MAX:  # all referenced (values, usually)
         # The view's 4-byte prefix is left 0: these views only feed the cast to
@@ -297,7 +318,8 @@ def _buffer_piece(
         # never reads the prefix (Arrow's FromBinaryView). Gathering the prefixes was ~0.28
         # ms of a 10,000-row encode() (~2.4 ms; line_profiler).
         word0 = np.asarray(lengths, np.uint64)
-        return word0, np.uint64(index) | ((starts - base).astype(np.uint64) << _U32), lengths
+        offsets = (starts if base == 0 else starts - base).view(np.uint64)  # >= 0
+        return word0, np.uint64(index) | (offsets << _U32), lengths
     first = _first_bytes(column.data, starts, _INLINE_MAX).view("<u4")
     low = first[:, 0].astype(np.uint64) | (first[:, 1].astype(np.uint64) << _U32)
     high = first[:, 2].astype(np.uint64)
@@ -321,13 +343,27 @@ class _Cut(NamedTuple):
     continues_open: bool
 
 
+def _nonnegative(lengths: Column) -> Column:
+    return max(lengths, 0) if isinstance(lengths, int) else np.maximum(lengths, 0)
+
+
+def _take(column: Column, rows: Int64s | slice) -> Column:
+    return column if isinstance(column, int) else column[rows]
+
+
 class ColumnarRecords:
     """One call's records, grouped per partition, that encode themselves into batches'
     worth of records (an :class:`~kafkaline.producer.accumulator.EncodedRecordSource`).
 
     ``chosen`` is each row's partition (-1: the sticky partitioner's), or one partition (an
-    int) or ``None`` (all sticky) for every row. Rows keep their input order within a
-    partition; :meth:`positions` maps the source's order back to input rows.
+    int) or ``None`` (all sticky) for every row. ``timestamps`` is each row's timestamp, or
+    one for every row. Rows keep their input order within a partition; :meth:`positions`
+    maps the source's order back to input rows.
+
+    A column with one value for every row (the call's timestamp; keys, values of one
+    length) is kept as that int: ordering, cutting and encoding then do nothing per row for
+    it (measured with valgrind, send_arrow() of 10,000 rows of 10-byte keys and 100-byte
+    values: see ``encode``).
     """
 
     def __init__(
@@ -335,7 +371,7 @@ class ColumnarRecords:
         keys: BinaryColumn | None,
         values: BinaryColumn,
         header_blocks: BinaryColumn | None,
-        timestamps: Int64s,
+        timestamps: Int64s | int,
         chosen: Int64s | int | None,
     ) -> None:
         count = len(values.lengths)
@@ -363,26 +399,27 @@ class ColumnarRecords:
             self._groups = [(partition, 0, count)] if count else []
         self._order = order
         self._input_timestamps = timestamps
-        self._timestamps = timestamps if order is None else timestamps[order]
-        self._key_lengths = (
-            np.full(count, -1, np.int64)
-            if keys is None
-            else (keys.lengths if order is None else keys.lengths[order])
-        )
-        self._value_lengths = values.lengths if order is None else values.lengths[order]
-        self._header_lengths = None
+
+        def in_order(column: Column) -> Column:
+            column = column if isinstance(column, int) else _uniform(column)
+            return column if order is None or isinstance(column, int) else column[order]
+
+        self._timestamps = in_order(timestamps)
+        self._key_lengths = -1 if keys is None else in_order(keys.lengths)
+        self._value_lengths = in_order(values.lengths)
+        self._header_lengths: Int64s | None = None
         if header_blocks is not None:
             lengths = header_blocks.lengths
             self._header_lengths = lengths if order is None else lengths[order]
         # Each record's size without its length field, timestamp delta and offset delta:
         # attributes, key length + key, value length + value, headers (or their count, 0).
         kl, vl = self._key_lengths, self._value_lengths
-        self._fixed_size = (
+        self._fixed_size: Column = (
             1
             + _varints(_zigzag_length(kl))[1]
-            + np.maximum(kl, 0)
+            + _nonnegative(kl)
             + _varints(_zigzag_length(vl))[1]
-            + np.maximum(vl, 0)
+            + _nonnegative(vl)
             + (1 if self._header_lengths is None else self._header_lengths)
         )
 
@@ -399,8 +436,8 @@ class ColumnarRecords:
         return self._values.lengths
 
     @property
-    def timestamps(self) -> Int64s:
-        """Each input row's timestamp, in input order."""
+    def timestamps(self) -> Int64s | int:
+        """Each input row's timestamp, in input order (or one for all rows)."""
         return self._input_timestamps
 
     @property
@@ -415,39 +452,74 @@ class ColumnarRecords:
 
     # ------------------------------------------------------------------ cutting
 
-    def _cuts(self, group: int, open_batch: OpenBatch | None, fresh_room: int) -> list[_Cut]:
-        """Where the group's records split into batches. Sizes are bounded from above (offset
-        deltas as if the group were one batch, timestamp deltas by the group's span), so a
-        batch cut by them fits; the exact sizes are computed when encoding."""
-        _, start, stop = self._groups[group]
-        timestamps = self._timestamps[start:stop]
-        low, high = int(timestamps.min()), int(timestamps.max())
-        first_delta = 0
-        if open_batch is not None:
-            first_delta = open_batch.first_offset_delta
-            low = min(low, open_batch.base_timestamp)
-            high = max(high, open_batch.base_timestamp)
-        span_size = _varint_scalar(2 * (high - low))[1]
-        offsets = np.arange(first_delta, first_delta + stop - start, dtype=np.int64)
-        body = self._fixed_size[start:stop] + span_size + _varints(offsets * 2)[1]
-        sizes = body + _varints(body * 2)[1]
-        ends = np.concatenate(([0], np.cumsum(sizes)))  # ends[i]: bytes of the first i records
-        cuts: list[_Cut] = []
-        position = 0
-        total = stop - start
-        if open_batch is not None:
-            taken = int(np.searchsorted(ends, open_batch.room, side="right")) - 1
-            if taken > 0:
-                cuts.append(
-                    _Cut(start, start + taken, first_delta, open_batch.base_timestamp, True)
-                )
-                position = taken
-        while position < total:
-            end = int(np.searchsorted(ends, ends[position] + fresh_room, side="right")) - 1
-            end = max(end, position + 1)  # a new batch takes its first record whatever its size
-            cuts.append(_Cut(start + position, start + end, 0, int(timestamps[position]), False))
-            position = end
-        return cuts
+    def _cuts(
+        self, requests: Sequence[tuple[int, OpenBatch | None]], fresh_room: int
+    ) -> tuple[list[list[_Cut]], Int64s | slice, int, Column]:
+        """Where the requested groups' records split into batches; with the rows of all
+        groups (the source's order; a slice when the groups follow each other, as usual),
+        their count and their timestamps. Sizes are bounded from above (offset deltas as if
+        each group were one batch, timestamp deltas by the group's span), so a batch cut by
+        them fits; the exact sizes are computed when encoding. All groups' sizes are
+        computed in one pass of each numpy operation, not one per group."""
+        bounds = [self._groups[group][1:] for group, _ in requests]
+        counts = [stop - start for start, stop in bounds]
+        firsts = [0, *itertools.accumulate(counts)]  # each group's first row in ``rows``
+        total = firsts[-1]
+        rows: Int64s | slice
+        if all(a[1] == b[0] for a, b in itertools.pairwise(bounds)):
+            rows = slice(bounds[0][0], bounds[-1][1])
+        else:
+            rows = np.concatenate([np.arange(a, b, dtype=np.int64) for a, b in bounds])
+        timestamps = _take(self._timestamps, rows)
+        if isinstance(timestamps, int):
+            lows = highs = [timestamps] * len(requests)
+        else:
+            lows = np.minimum.reduceat(timestamps, firsts[:-1]).tolist()
+            highs = np.maximum.reduceat(timestamps, firsts[:-1]).tolist()
+        first_deltas = [0 if state is None else state.first_offset_delta for _, state in requests]
+        span_sizes = []
+        for (_, state), low, high in zip(requests, lows, highs, strict=True):
+            if state is not None:
+                low, high = min(low, state.base_timestamp), max(high, state.base_timestamp)
+            span_sizes.append(_varint_scalar(2 * (high - low))[1])
+        if len(requests) == 1:
+            offsets = np.arange(first_deltas[0], first_deltas[0] + total, dtype=np.int64)
+        else:
+            offsets = np.arange(total, dtype=np.int64) - np.repeat(
+                np.array(firsts[:-1], np.int64) - np.array(first_deltas, np.int64), counts
+            )
+        span: Column = (
+            span_sizes[0]
+            if min(span_sizes) == max(span_sizes)
+            else np.repeat(np.array(span_sizes, np.int64), counts)
+        )
+        body = _take(self._fixed_size, rows) + span + _varints(offsets * 2)[1]
+        ends = np.zeros(total + 1, np.int64)  # ends[i]: bytes of the first i records
+        np.cumsum(body + _varints(body * 2)[1], out=ends[1:])
+        per_request: list[list[_Cut]] = []
+        for (_, state), (start, _), first, count in zip(
+            requests, bounds, firsts[:-1], counts, strict=True
+        ):
+            cuts: list[_Cut] = []
+            position, stop = first, first + count
+            if state is not None:
+                taken = int(np.searchsorted(ends, int(ends[first]) + state.room, "right")) - 1
+                taken = min(taken, stop)
+                if taken > first:
+                    cuts.append(
+                        _Cut(start, start + taken - first, state.first_offset_delta,
+                             state.base_timestamp, True)
+                    )  # fmt: skip
+                    position = taken
+            while position < stop:
+                end = int(np.searchsorted(ends, int(ends[position]) + fresh_room, "right")) - 1
+                # A new batch takes its first record whatever its size.
+                end = min(max(end, position + 1), stop)
+                base = timestamps if isinstance(timestamps, int) else int(timestamps[position])
+                cuts.append(_Cut(start + position - first, start + end - first, 0, base, False))
+                position = end
+            per_request.append(cuts)
+        return per_request, rows, total, timestamps
 
     # ------------------------------------------------------------------ encoding
 
@@ -456,41 +528,42 @@ class ColumnarRecords:
     ) -> list[list[EncodedChunk]]:
         """The requested groups' records as chunks (see
         :class:`~kafkaline.producer.accumulator.EncodedRecordSource`), encoded together."""
-        per_request = [self._cuts(group, open_batch, fresh_room) for group, open_batch in requests]
+        if not requests:
+            return []
+        per_request, rows, row_count, timestamps = self._cuts(requests, fresh_room)
         cuts = [cut for group_cuts in per_request for cut in group_cuts]
-        if not cuts:
-            return [[] for _ in requests]
-        counts = np.array([cut.stop - cut.start for cut in cuts], np.int64)
-        rows: Int64s | slice
-        if _contiguous(cuts):  # the usual case: slices are views, fancy indexes copies
-            rows = slice(cuts[0].start, cuts[-1].stop)
-            row_count = cuts[-1].stop - cuts[0].start
+        counts = [cut.stop - cut.start for cut in cuts]
+        chunk_first = [0, *itertools.accumulate(counts)]  # each chunk's first row in ``rows``
+        first_deltas = [cut.first_offset_delta for cut in cuts]
+        if len(cuts) == 1:
+            deltas = np.arange(first_deltas[0], first_deltas[0] + row_count, dtype=np.int64)
         else:
-            rows = np.concatenate([np.arange(c.start, c.stop, dtype=np.int64) for c in cuts])
-            row_count = len(rows)
-        chunk_first = np.zeros(len(cuts), np.int64)  # each chunk's first row in ``rows``
-        np.cumsum(counts[:-1], out=chunk_first[1:])
-        deltas = np.arange(row_count, dtype=np.int64) - np.repeat(
-            chunk_first - np.array([cut.first_offset_delta for cut in cuts], np.int64), counts
-        )
-        timestamps = self._timestamps[rows]
-        bases = np.array([cut.base_timestamp for cut in cuts], np.int64)
-        if int(bases.min()) == int(bases.max()):
-            timestamp_deltas = _uniform(timestamps - int(bases[0]))
+            deltas = np.arange(row_count, dtype=np.int64) - np.repeat(
+                np.array(chunk_first[:-1], np.int64) - np.array(first_deltas, np.int64), counts
+            )
+        bases = [cut.base_timestamp for cut in cuts]
+        timestamp_deltas: Column
+        if min(bases) == max(bases):
+            timestamp_deltas = (
+                timestamps - bases[0]
+                if isinstance(timestamps, int)
+                else _uniform(timestamps - bases[0])
+            )
         else:
-            timestamp_deltas = timestamps - np.repeat(bases, counts)
+            timestamp_deltas = timestamps - np.repeat(np.array(bases, np.int64), counts)
         piece_count, records = self._encode_rows(rows, row_count, deltas, timestamp_deltas)
         offsets = np.frombuffer(records.buffers()[1], np.int64)
         data = memoryview(records.buffers()[2])
-        bounds = offsets[np.append(chunk_first, row_count) * piece_count].tolist()
-        maxima = np.maximum.reduceat(timestamps, chunk_first).tolist()
-        firsts = timestamps[chunk_first].tolist()
+        bounds = offsets[np.array(chunk_first, np.int64) * piece_count].tolist()
+        if isinstance(timestamps, int):
+            firsts = maxima = [timestamps] * len(cuts)
+        else:
+            maxima = np.maximum.reduceat(timestamps, chunk_first[:-1]).tolist()
+            firsts = timestamps[chunk_first[:-1]].tolist()
         headers = self._header_blocks is not None
         chunks: list[EncodedChunk] = []
         for index, cut in enumerate(cuts):
             begin, end = bounds[index], bounds[index + 1]
-            # Without headers each record starts with the previous record's header count
-            # (0): drop the first one's, and close the last record with its own.
             # One slice of the records buffer, not a copy (measured: a copy here cost ~40
             # ns/record; memcpy runs at ~0.6 GB/s on this machine). Without headers each record
             # starts with the previous one's header count (0): the section starts one byte
@@ -501,7 +574,7 @@ class ColumnarRecords:
                     section,
                     end - begin,
                     cut.start,
-                    cut.stop - cut.start,
+                    counts[index],
                     firsts[index],
                     maxima[index],
                     cut.continues_open,
@@ -536,8 +609,10 @@ class ColumnarRecords:
         machine; valgrind: 16.2 -> 15.0 M instructions per slice, partitioning included)."""
         pa = _pyarrow()
         source_rows = rows if self._order is None else self._order[rows]
-        kl = _uniform(self._key_lengths[rows])
-        vl = _uniform(self._value_lengths[rows])
+        kl = _take(self._key_lengths, rows)
+        vl = _take(self._value_lengths, rows)
+        kl = kl if isinstance(kl, int) else _uniform(kl)
+        vl = vl if isinstance(vl, int) else _uniform(vl)
         timestamp_zz = (
             (timestamp_deltas << 1) ^ (timestamp_deltas >> 63)
             if isinstance(timestamp_deltas, int)
@@ -556,9 +631,9 @@ class ColumnarRecords:
             + timestamp[1]
             + delta[1]
             + key_length[1]
-            + np.maximum(kl, 0)
+            + _nonnegative(kl)
             + value_length[1]
-            + np.maximum(vl, 0)
+            + _nonnegative(vl)
             + trailer
         )
         fields += [_varints(2 * body), (0, 1), timestamp, delta, key_length]
@@ -621,7 +696,7 @@ class ColumnarRecords:
                     value_length[1], value_length[0], 0
                 )
                 piece += 1
-        word0, word1, _ = _buffer_piece(self._values, source_rows, 0, 1)
+        word0, word1, _ = _buffer_piece(self._values, source_rows, 0, 1, vl)
         by_record[:, piece, 0], by_record[:, piece, 1] = word0, word1
         piece += 1
         if self._header_blocks is not None:
@@ -635,10 +710,6 @@ class ColumnarRecords:
             pa.binary_view(), len(views), [None, pa.py_buffer(views), *buffers]
         )
         return piece_count, array.cast(pa.large_binary())
-
-
-def _contiguous(cuts: Sequence[_Cut]) -> bool:
-    return all(a.stop == b.start for a, b in itertools.pairwise(cuts))
 
 
 def _buffer_of(column: BinaryColumn | None) -> Any:

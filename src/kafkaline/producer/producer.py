@@ -792,7 +792,9 @@ class Producer:
                     if positions is None:
                         runs.append((result, first_delta, run_count, None, first_row + start))
                     else:
-                        runs.append((result, first_delta, run_count, positions + first_row, 0))
+                        if first_row:
+                            positions = positions + first_row
+                        runs.append((result, first_delta, run_count, positions, 0))
         except Exception as error:
             replacement = self._send_failed(error, topic, None, None)
             if replacement is not None:
@@ -829,9 +831,16 @@ class Producer:
         values = columnar.binary_column(part.values)
         keys = None if part.keys is None else columnar.binary_column(part.keys)
         rows = len(values.lengths)
-        sizes = np.maximum(values.lengths, 0)
+        # Each row's key + value size, computed per row only when the largest key and the
+        # largest value together exceed the limit (two reductions instead of four passes).
+        largest = max(0, int(values.lengths.max(initial=0)))
         if keys is not None:
-            sizes = sizes + np.maximum(keys.lengths, 0)
+            largest += max(0, int(keys.lengths.max(initial=0)))
+        sizes: Any = 0
+        if largest > self._payload_limit or part.headers is not None:
+            sizes = np.maximum(values.lengths, 0)
+            if keys is not None:
+                sizes = sizes + np.maximum(keys.lengths, 0)
         header_blocks = None
         header_lists: list[Headers | None] = []
         if part.headers is not None:
@@ -853,16 +862,15 @@ class Producer:
             sizes = sizes + np.array(
                 [0 if h is None else headers_size_bound(h) for h in header_lists], np.int64
             )
-        over = np.flatnonzero(sizes > self._payload_limit)
-        if len(over) or part.headers is not None:
-            for index in over.tolist():
+        if largest > self._payload_limit or part.headers is not None:
+            for index in np.flatnonzero(sizes > self._payload_limit).tolist():
                 header = header_lists[index] if header_lists else None
                 kv = int(sizes[index]) - (0 if header is None else headers_size_bound(header))
                 try:
                     self._check_size(topic, kv, header)
                 except RecordTooLargeError as error:
                     raise type(error)(f"record {first_row + index}: {error}") from None
-        timestamps = np.full(rows, now, np.int64)
+        timestamps: Any = now  # one for every row
         if part.timestamps is not None:
             multiplier, divisor = TO_MILLISECONDS[part.timestamp_unit]
             given = part.timestamps

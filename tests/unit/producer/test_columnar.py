@@ -413,3 +413,17 @@ def test_groups_encoded_together_in_any_order_cut_as_each_alone() -> None:
                     for c in chunks
                 ]  # fmt: skip
                 assert got == alone[(group, open_batch is None)]
+
+
+@pytest.mark.parametrize("length", range(10))
+def test_murmur2_partitions_of_keys_of_one_length(length: int) -> None:
+    # Keys of one length take the path without per-row masks: every tail size, no nulls,
+    # and an array that starts mid-buffer (its first key's bytes are not at offset 0).
+    rng = random.Random(length)
+    keys = [rng.randbytes(length) for _ in range(300)]
+    for count in (1, 6, 1000):
+        expected = [partition_for_key(key, count) for key in keys]
+        assert columnar.murmur2_partitions(column(keys), count).tolist() == expected
+    sliced = pa.array(keys, pa.binary()).slice(3, 200)
+    expected = [partition_for_key(key, 6) for key in keys[3:203]]
+    assert columnar.murmur2_partitions(columnar.binary_column(sliced), 6).tolist() == expected

@@ -207,15 +207,22 @@ def _varint_scalar(zigzagged: int) -> tuple[int, int]:
             return encoded, size
 
 
-def _varints(zigzagged: Any) -> tuple[Any, Any]:
+def _varints(zigzagged: Any, sizes_only: bool = False) -> tuple[Any, Any]:
     """Each (zigzagged, non-negative) value's varint as little-endian bytes in a uint64, and
-    its size in bytes; one int each for one int."""
+    its size in bytes; one int each for one int. The sizes are one int when all are the
+    same (the caller's arithmetic on them is then per call, not per row); ``sizes_only``:
+    the bytes are not computed (``None``)."""
     if isinstance(zigzagged, int):
         return _varint_scalar(zigzagged)
     largest = int(zigzagged.max(initial=0))
-    if largest < _SMALL:  # the common case: two table lookups
+    if largest < _SMALL:  # the common case: table lookups
         encoded, sizes = _small_varints()
-        return encoded[zigzagged], sizes[zigzagged]
+        size = int(sizes[largest])
+        one_size = size == 1 or size == int(sizes[int(zigzagged.min(initial=0))])
+        return (
+            None if sizes_only else encoded[zigzagged],
+            size if one_size else sizes[zigzagged],
+        )
     if largest >> (7 * _MAX_VARINT_BYTES):
         raise ValueError(f"a varint of {largest} does not fit {_MAX_VARINT_BYTES} bytes")
     unsigned = zigzagged.astype(np.uint64)
@@ -493,9 +500,13 @@ class ColumnarRecords:
             if min(span_sizes) == max(span_sizes)
             else np.repeat(np.array(span_sizes, np.int64), counts)
         )
-        body = _take(self._fixed_size, rows) + span + _varints(offsets * 2)[1]
-        ends = np.zeros(total + 1, np.int64)  # ends[i]: bytes of the first i records
-        np.cumsum(body + _varints(body * 2)[1], out=ends[1:])
+        body = _take(self._fixed_size, rows) + span + _varints(offsets * 2, True)[1]
+        sizes = body + _varints(body * 2, True)[1]
+        if isinstance(sizes, int):  # ends[i]: bytes of the first i records
+            ends = np.arange(0, sizes * (total + 1), sizes, dtype=np.int64)
+        else:
+            ends = np.zeros(total + 1, np.int64)
+            np.cumsum(sizes, out=ends[1:])
         per_request: list[list[_Cut]] = []
         for (_, state), (start, _), first, count in zip(
             requests, bounds, firsts[:-1], counts, strict=True
@@ -621,8 +632,27 @@ class ColumnarRecords:
         fields: list[tuple[Any, Any]] = []  # (encoded, size) per head field
         if self._header_lengths is None:
             fields.append((0, 1))  # the previous record's header count
+        # When every head field but the offset delta is one int for all rows (one timestamp,
+        # keys and values of one length, no headers: the usual send_arrow() call), a head
+        # depends on the delta only: the heads of deltas 0..largest are made (a few hundred,
+        # a batch's records) and taken per row, in one gather instead of ~20 numpy passes
+        # over all rows. Measured with valgrind (send_arrow() of 10,000 rows of 10-byte keys,
+        # 100-byte values): the caller's instructions per record TBD.
+        head_deltas = deltas
+        by_delta = (
+            isinstance(timestamp_zz, int)
+            and isinstance(kl, int)
+            and isinstance(vl, int)
+            and self._header_lengths is None
+            and len(deltas) > 0
+        )
+        if by_delta:
+            largest_delta = int(deltas.max())
+            by_delta = largest_delta < len(deltas)  # else no fewer heads to make
+            if by_delta:
+                head_deltas = np.arange(largest_delta + 1, dtype=np.int64)
         timestamp = _varints(timestamp_zz)
-        delta = _varints(deltas * 2)
+        delta = _varints(head_deltas * 2)
         key_length = _varints(_zigzag_length(kl))
         value_length = _varints(_zigzag_length(vl))
         trailer: Column = 1 if self._header_lengths is None else self._header_lengths[rows]
@@ -673,7 +703,10 @@ class ColumnarRecords:
                 spills = _max(position) + _max(field_size) > 8
                 low, high = _place(low, high, encoded, position, spills)
                 position = position + field_size
-            by_record[:, piece, 0], by_record[:, piece, 1] = _inline_view(position, low, high)
+            word0, word1 = _inline_view(position, low, high)
+            if by_delta:
+                word0, word1 = word0[deltas], word1[deltas]
+            by_record[:, piece, 0], by_record[:, piece, 1] = word0, word1
             piece += 1
         buffers = [_buffer_of(self._keys), _buffer_of(self._values)]
         if keys is not None:

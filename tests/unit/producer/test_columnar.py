@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
@@ -104,12 +105,69 @@ def test_chunks_are_bit_exact_against_the_record_encoder(seed: int) -> None:
     )
     if seed == 2:
         keys = [None] * count
-    open_state = OpenBatch(room=900, first_offset_delta=7, base_timestamp=base - 3)
+    check_every_group(
+        source,
+        keys,
+        values,
+        timestamps,
+        headers if with_headers else None,
+        OpenBatch(room=900, first_offset_delta=7, base_timestamp=base - 3),
+    )
+
+
+@pytest.mark.parametrize(
+    ("key_length", "value_length", "delta", "timestamp", "partitions"),
+    [
+        (10, 100, 7, None, 3),
+        (10, 100, 70, 1_700_000_000_000, 3),
+        (0, 5, 0, None, 3),
+        (20, 0, 500, None, 2),
+        (10, 100, 8150, None, 1),
+    ],
+)
+def test_chunks_of_one_shape_are_bit_exact(
+    key_length: int, value_length: int, delta: int, timestamp: int | None, partitions: int
+) -> None:
+    # Keys and values of one length and one timestamp for all rows (the usual send_arrow()
+    # call): heads are made per offset delta and taken per row. Deltas past 63 and 8191
+    # take 2 and 3 bytes; an open batch's base timestamp differs from the rows'.
+    rng = random.Random(key_length + value_length + delta)
+    count = 9000
+    keys: list[bytes | None] = [rng.randbytes(key_length) for _ in range(count)]
+    values: list[bytes | None] = [rng.randbytes(value_length) for _ in range(count)]
+    now = 1_700_000_000_123
+    source = columnar.ColumnarRecords(
+        column(keys),
+        column(values),
+        None,
+        now,
+        np.array([rng.randrange(partitions) for _ in range(count)], np.int64),
+    )
+    timestamps = np.full(count, now, np.int64)
+    open_state = OpenBatch(
+        room=20_000,
+        first_offset_delta=delta,
+        base_timestamp=now if timestamp is None else timestamp,
+    )
+    check_every_group(source, keys, values, timestamps, None, open_state, (200_000, 64_000))
+
+
+def check_every_group(
+    source: columnar.ColumnarRecords,
+    keys: Sequence[bytes | None],
+    values: Sequence[bytes | None],
+    timestamps: Any,
+    headers: Sequence[Headers | None] | None,
+    open_state: OpenBatch,
+    rooms: tuple[int, int] = (2000, 3000),
+) -> None:
+    """Every group of ``source``, alone, new and after ``open_state``, encoded as chunks
+    bit-exact against the per-record encoder, each within its room."""
     for group, (partition, start, stop) in enumerate(source.groups):
         assert partition in (None, 0, 1, 2)
         positions = source.positions(start, stop - start)
         rows = list(range(start, stop)) if positions is None else positions.tolist()
-        for open_batch, room in ((None, 2000), (open_state, 3000), (None, 1)):
+        for open_batch, room in ((None, rooms[0]), (open_state, rooms[1]), (None, 1)):
             chunks = chunks_bytes(source, group, open_batch, room)
             assert sum(c[2] for c in chunks) == len(rows)
             assert chunks[0][1] == start
@@ -128,7 +186,7 @@ def test_chunks_are_bit_exact_against_the_record_encoder(seed: int) -> None:
                     [keys[r] for r in picked],
                     [values[r] for r in picked],
                     [int(timestamps[r]) for r in picked],
-                    [headers[r] for r in picked] if with_headers else None,
+                    [headers[r] for r in picked] if headers is not None else None,
                     base_timestamp=ts_base,
                     first_offset_delta=delta,
                 )

@@ -485,3 +485,24 @@ def test_murmur2_partitions_of_keys_of_one_length(length: int) -> None:
     sliced = pa.array(keys, pa.binary()).slice(3, 200)
     expected = [partition_for_key(key, 6) for key in keys[3:203]]
     assert columnar.murmur2_partitions(columnar.binary_column(sliced), 6).tolist() == expected
+
+
+def test_arrow_slices_bound_rows_and_bytes() -> None:
+    from kafkaline.producer.bulk import arrow_slices
+
+    values = [bytes([i % 256]) * 100 for i in range(1000)]
+    batch = pa.record_batch({"value": pa.array(values, pa.binary())})
+
+    def rows(slices: list[Any]) -> list[bytes]:
+        return [v for s in slices for v in s.values.to_pylist()]
+
+    whole = arrow_slices(batch, None, "value", None, None, None)
+    assert len(whole) == 1 and rows(whole) == values
+    by_rows = arrow_slices(batch, None, "value", None, None, None, max_rows=300)
+    assert [len(s.values) for s in by_rows] == [300, 300, 300, 100] and rows(by_rows) == values
+    by_bytes = arrow_slices(batch, None, "value", None, None, None, max_bytes=26_000)
+    assert 4 <= len(by_bytes) <= 6 and rows(by_bytes) == values
+    # A small slice of a large batch: its own bytes count, not the whole buffers'.
+    part = batch.slice(100, 200)
+    sliced = arrow_slices(part, None, "value", None, None, None, max_bytes=26_000)
+    assert len(sliced) == 1 and rows(sliced) == values[100:300]

@@ -887,10 +887,11 @@ class Producer:
                 )
             timestamps = np.where(valid, millis, now).astype(np.int64)
         chosen: Any = fixed_partition
+        prefixes = None
         if fixed_partition is not None:
             pass
         elif keys is not None and self._key_partition is not None:
-            chosen = columnar.murmur2_partitions(keys, count)
+            chosen, prefixes = columnar.murmur2_partitions_and_prefixes(keys, count)
         if part.partitions is not None:
             given = part.partitions
             valid = given.is_valid().to_numpy(zero_copy_only=False)
@@ -907,7 +908,10 @@ class Producer:
                 )
             fallback = np.full(rows, -1, np.int64) if chosen is None else chosen
             chosen = np.where(valid, numbers, fallback)
-        return columnar.ColumnarRecords(keys, values, header_blocks, timestamps, chosen), first_row
+        records = columnar.ColumnarRecords(
+            keys, values, header_blocks, timestamps, chosen, prefixes
+        )
+        return records, first_row
 
     def _prepare_bulk(
         self,

@@ -125,8 +125,14 @@ def test_chunks_are_bit_exact_against_the_record_encoder(seed: int) -> None:
         (10, 100, 8150, None, 1),
     ],
 )
+@pytest.mark.parametrize("prefixes", [False, True])
 def test_chunks_of_one_shape_are_bit_exact(
-    key_length: int, value_length: int, delta: int, timestamp: int | None, partitions: int
+    key_length: int,
+    value_length: int,
+    delta: int,
+    timestamp: int | None,
+    partitions: int,
+    prefixes: bool,
 ) -> None:
     # Keys and values of one length and one timestamp for all rows (the usual send_arrow()
     # call): heads are made per offset delta and taken per row. Deltas past 63 and 8191
@@ -136,12 +142,15 @@ def test_chunks_of_one_shape_are_bit_exact(
     keys: list[bytes | None] = [rng.randbytes(key_length) for _ in range(count)]
     values: list[bytes | None] = [rng.randbytes(value_length) for _ in range(count)]
     now = 1_700_000_000_123
+    key_column = column(keys)
     source = columnar.ColumnarRecords(
-        column(keys),
+        key_column,
         column(values),
         None,
         now,
         np.array([rng.randrange(partitions) for _ in range(count)], np.int64),
+        # The keys' bytes as murmur2 read them, else read again from the key column.
+        columnar.murmur2_partitions_and_prefixes(key_column, 3)[1] if prefixes else None,
     )
     timestamps = np.full(count, now, np.int64)
     open_state = OpenBatch(

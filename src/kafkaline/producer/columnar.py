@@ -82,6 +82,15 @@ class BinaryColumn(NamedTuple):
     starts: Int64s
     #: Each row's length, -1 for a null.
     lengths: Int64s
+    #: The smallest and the largest of ``lengths`` (0 without rows), found once: the steps
+    #: after need them several times, and a reduction is a pass over every row.
+    shortest: int
+    longest: int
+
+    @property
+    def one_length(self) -> Column:
+        """The length of every row when all have the same, else ``lengths``."""
+        return self.shortest if self.shortest == self.longest else self.lengths
 
 
 def binary_column(array: Any) -> BinaryColumn:
@@ -99,7 +108,9 @@ def binary_column(array: Any) -> BinaryColumn:
         # A null may have bytes in the buffer (Arrow allows it): the validity decides.
         valid = array.is_valid().to_numpy(zero_copy_only=False)
         lengths = np.where(valid, lengths, -1)
-    return BinaryColumn(array, data, offsets[:-1], lengths)
+    shortest = int(lengths.min(initial=0)) if count else 0
+    longest = int(lengths.max(initial=-1)) if count else 0
+    return BinaryColumn(array, data, offsets[:-1], lengths, shortest, longest)
 
 
 def _first_bytes(data: Bytes, starts: Int64s, width: int) -> Bytes:
@@ -141,9 +152,9 @@ def murmur2_partitions_and_prefixes(
     """:func:`murmur2_partitions`, and the bytes it read: a ``rows x width`` matrix of each
     key's first bytes (at least the longest key's; past a key's end, any bytes), for
     :class:`ColumnarRecords` to write the keys from (``None`` for very long keys)."""
-    nulls = bool(keys.array.null_count)
-    lengths: Column = np.maximum(keys.lengths, 0) if nulls else _uniform(keys.lengths)
-    longest = _max(lengths)
+    nulls = keys.shortest < 0
+    lengths: Column = np.maximum(keys.lengths, 0) if nulls else keys.one_length
+    longest = max(keys.longest, 0)
     if longest > _MURMUR2_MATRIX_MAX:
         return _murmur2_one_by_one(keys, partition_count), None
     width = (longest + 3) // 4 * 4 + 4  # whole words, and the tail's word
@@ -407,34 +418,38 @@ class ColumnarRecords:
         self._header_blocks = header_blocks
         order: Int64s | None = None
         if isinstance(chosen, np.ndarray):
-            if count and bool((chosen == chosen[0]).all()):
-                chosen = int(chosen[0])
+            # Each partition's count (-1, sticky, first) gives the groups, or that all rows
+            # go to one partition: one pass (where a comparison with the first row and
+            # taking the sorted partitions were four).
+            counts = np.bincount(chosen + 1).tolist() if count else []
+            used = [shifted for shifted, size in enumerate(counts) if size]
+            if len(used) <= 1:
+                chosen = used[0] - 1 if used else None
             else:
                 # Partitions fit 16 bits (and -1): numpy's stable sort of 16-bit ints is a
-                # radix sort, linear in the rows. The groups follow from each partition's
-                # count (one pass, where taking the sorted partitions was a gather).
-                narrow = chosen.astype(np.int16)
-                order = np.argsort(narrow, kind="stable")
-                counts = np.bincount(narrow + np.int16(1)).tolist()  # -1 (sticky) first
+                # radix sort, linear in the rows.
+                order = np.argsort(chosen.astype(np.int16), kind="stable")
                 start = 0
-                for shifted, size in enumerate(counts):
-                    if size:
-                        partition = None if shifted == 0 else shifted - 1
-                        self._groups.append((partition, start, start + size))
-                        start += size
+                for shifted in used:
+                    size = counts[shifted]
+                    partition = None if shifted == 0 else shifted - 1
+                    self._groups.append((partition, start, start + size))
+                    start += size
         if order is None:
             partition = None if chosen is None or chosen < 0 else int(chosen)
             self._groups = [(partition, 0, count)] if count else []
         self._order = order
         self._input_timestamps = timestamps
 
-        def in_order(column: Column) -> Column:
-            column = column if isinstance(column, int) else _uniform(column)
+        def in_order(column: Column, checked: bool = False) -> Column:
+            # ``checked``: an array is known not to hold one value for all rows.
+            if not (checked or isinstance(column, int)):
+                column = _uniform(column)
             return column if order is None or isinstance(column, int) else column[order]
 
         self._timestamps = in_order(timestamps)
-        self._key_lengths = -1 if keys is None else in_order(keys.lengths)
-        self._value_lengths = in_order(values.lengths)
+        self._key_lengths = -1 if keys is None else in_order(keys.one_length, True)
+        self._value_lengths = in_order(values.one_length, True)
         self._header_lengths: Int64s | None = None
         if header_blocks is not None:
             lengths = header_blocks.lengths

@@ -832,10 +832,10 @@ class Producer:
         keys = None if part.keys is None else columnar.binary_column(part.keys)
         rows = len(values.lengths)
         # Each row's key + value size, computed per row only when the largest key and the
-        # largest value together exceed the limit (two reductions instead of four passes).
-        largest = max(0, int(values.lengths.max(initial=0)))
+        # largest value together exceed the limit (known per column: no pass over the rows).
+        largest = max(0, values.longest)
         if keys is not None:
-            largest += max(0, int(keys.lengths.max(initial=0)))
+            largest += max(0, keys.longest)
         sizes: Any = 0
         if largest > self._payload_limit or part.headers is not None:
             sizes = np.maximum(values.lengths, 0)

@@ -108,8 +108,8 @@ def binary_column(array: Any) -> BinaryColumn:
         # A null may have bytes in the buffer (Arrow allows it): the validity decides.
         valid = array.is_valid().to_numpy(zero_copy_only=False)
         lengths = np.where(valid, lengths, -1)
-    shortest = int(lengths.min(initial=0)) if count else 0
-    longest = int(lengths.max(initial=-1)) if count else 0
+    shortest = int(lengths.min()) if count else 0
+    longest = int(lengths.max()) if count else 0
     return BinaryColumn(array, data, offsets[:-1], lengths, shortest, longest)
 
 

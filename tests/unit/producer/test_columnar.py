@@ -482,6 +482,16 @@ def test_groups_encoded_together_in_any_order_cut_as_each_alone() -> None:
                 assert got == alone[(group, open_batch is None)]
 
 
+def test_binary_column_knows_its_shortest_and_longest_rows() -> None:
+    same = column([b"abc", b"def", b"ghi"])
+    assert (same.shortest, same.longest, same.one_length) == (3, 3, 3)
+    mixed = column([b"ab", None, b"defg"])
+    assert (mixed.shortest, mixed.longest) == (-1, 4)
+    assert mixed.one_length is mixed.lengths and mixed.lengths.tolist() == [2, -1, 4]
+    empty = column([])
+    assert (empty.shortest, empty.longest, empty.one_length) == (0, 0, 0)
+
+
 @pytest.mark.parametrize("length", range(10))
 def test_murmur2_partitions_of_keys_of_one_length(length: int) -> None:
     # Keys of one length take the path without per-row masks: every tail size, no nulls,

@@ -397,8 +397,9 @@ class ColumnarRecords:
 
     A column with one value for every row (the call's timestamp; keys, values of one
     length) is kept as that int: ordering, cutting and encoding then do nothing per row for
-    it (measured with valgrind, send_arrow() of 10,000 rows of 10-byte keys and 100-byte
-    values: see ``encode``).
+    it. With the batch cuts of all groups computed together, this took send_arrow()'s
+    caller from ~1830 to ~1370 instructions per record (valgrind, 10,000 rows of 10-byte
+    keys and 100-byte values in 6 partitions).
     """
 
     def __init__(
@@ -672,8 +673,10 @@ class ColumnarRecords:
         # keys and values of one length, no headers: the usual send_arrow() call), a head
         # depends on the delta only: the heads of deltas 0..largest are made (a few hundred,
         # a batch's records) and taken per row, in one gather instead of ~20 numpy passes
-        # over all rows. Measured with valgrind (send_arrow() of 10,000 rows of 10-byte keys,
-        # 100-byte values): the caller's instructions per record TBD.
+        # over all rows. Measured (10,000 rows of 10-byte keys and 100-byte values, with the
+        # varint sizes as one int): encode() 1.8-2.2 -> 1.1-1.5 ms of CPU (best of 300, the
+        # loaded 2-core machine); valgrind counts little of it (-29 of the caller's ~1370
+        # instructions per record): a numpy pass is a few instructions per row, but memory.
         head_deltas = deltas
         by_delta = (
             isinstance(timestamp_zz, int)

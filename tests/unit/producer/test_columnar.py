@@ -207,6 +207,33 @@ def check_every_group(
                 taken += n
 
 
+@pytest.mark.parametrize("one_timestamp", [False, True])
+def test_groups_encoded_together_as_each_alone(one_timestamp: bool) -> None:
+    # encode() cuts and encodes all requested groups in one pass; groups that are not
+    # adjacent (a retry of some groups) and open batches must come out as each group alone
+    # (which the tests above check against the per-record encoder).
+    rng = random.Random(1)
+    count = 3000
+    keys = [rng.randbytes(rng.choice([3, 10, 20])) for _ in range(count)]
+    values = [rng.randbytes(rng.randint(0, 200)) for _ in range(count)]
+    base = 1_700_000_000_000
+    timestamps: Any = (
+        base if one_timestamp else np.array([base + rng.randint(0, 50) for _ in range(count)])
+    )
+    partitions = np.array([rng.randrange(4) for _ in range(count)], np.int64)
+    source = columnar.ColumnarRecords(column(keys), column(values), None, timestamps, partitions)
+    open_batch = OpenBatch(room=5000, first_offset_delta=9, base_timestamp=base + 10)
+    requests = [(0, open_batch), (2, None), (3, open_batch)]
+
+    def flat(chunks: Sequence[Any]) -> list[tuple[object, ...]]:
+        return [(b"".join(c.records), *c[1:]) for c in chunks]
+
+    together = source.encode(requests, 20_000)
+    alone = [source.encode([request], 20_000)[0] for request in requests]
+    assert [flat(c) for c in together] == [flat(c) for c in alone]
+    assert all(len(chunks) > 1 for chunks in together)
+
+
 def test_one_partition_and_sticky_keep_input_order() -> None:
     values = column([b"a", b"b", b"c"])
     timestamps = np.array([1, 2, 3], np.int64)

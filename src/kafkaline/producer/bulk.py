@@ -488,7 +488,13 @@ def arrow_slices(
         rows = batch.num_rows
         if rows == 0:
             continue
-        step = max(1, min(max_rows, rows * max_bytes // max(1, batch.nbytes)))
+        # The buffers' total size is quick (~1 us) but counts a sliced batch's whole
+        # buffers; nbytes is exact but ~35 us (a quarter of this function's time for a
+        # 10,000-row batch): asked only when the total calls for slicing.
+        size = batch.get_total_buffer_size()
+        if size > max_bytes:
+            size = batch.nbytes
+        step = max(1, min(max_rows, rows * max_bytes // max(1, size)))
         for start in range(0, rows, step):
             part = batch.slice(start, step) if step < rows else batch
             values = part.column(value)

@@ -801,7 +801,9 @@ class Producer:
                     if positions is None:
                         runs.append((result, first_delta, run_count, None, first_row + start))
                     else:
-                        runs.append((result, first_delta, run_count, positions + first_row, 0))
+                        if first_row:
+                            positions = positions + first_row
+                        runs.append((result, first_delta, run_count, positions, 0))
         except Exception as error:
             replacement = self._send_failed(error, topic, None, None)
             if replacement is not None:
@@ -838,9 +840,16 @@ class Producer:
         values = columnar.binary_column(part.values)
         keys = None if part.keys is None else columnar.binary_column(part.keys)
         rows = len(values.lengths)
-        sizes = np.maximum(values.lengths, 0)
+        # Each row's key + value size, computed per row only when the largest key and the
+        # largest value together exceed the limit (known per column: no pass over the rows).
+        largest = max(0, values.longest)
         if keys is not None:
-            sizes = sizes + np.maximum(keys.lengths, 0)
+            largest += max(0, keys.longest)
+        sizes: Any = 0
+        if largest > self._payload_limit or part.headers is not None:
+            sizes = np.maximum(values.lengths, 0)
+            if keys is not None:
+                sizes = sizes + np.maximum(keys.lengths, 0)
         header_blocks = None
         header_lists: list[Headers | None] = []
         if part.headers is not None:
@@ -862,16 +871,15 @@ class Producer:
             sizes = sizes + np.array(
                 [0 if h is None else headers_size_bound(h) for h in header_lists], np.int64
             )
-        over = np.flatnonzero(sizes > self._payload_limit)
-        if len(over) or part.headers is not None:
-            for index in over.tolist():
+        if largest > self._payload_limit or part.headers is not None:
+            for index in np.flatnonzero(sizes > self._payload_limit).tolist():
                 header = header_lists[index] if header_lists else None
                 kv = int(sizes[index]) - (0 if header is None else headers_size_bound(header))
                 try:
                     self._check_size(topic, kv, header)
                 except RecordTooLargeError as error:
                     raise type(error)(f"record {first_row + index}: {error}") from None
-        timestamps = np.full(rows, now, np.int64)
+        timestamps: Any = now  # one for every row
         if part.timestamps is not None:
             multiplier, divisor = TO_MILLISECONDS[part.timestamp_unit]
             given = part.timestamps
@@ -888,10 +896,11 @@ class Producer:
                 )
             timestamps = np.where(valid, millis, now).astype(np.int64)
         chosen: Any = fixed_partition
+        prefixes = None
         if fixed_partition is not None:
             pass
         elif keys is not None and self._key_partition is not None:
-            chosen = columnar.murmur2_partitions(keys, count)
+            chosen, prefixes = columnar.murmur2_partitions_and_prefixes(keys, count)
         if part.partitions is not None:
             given = part.partitions
             valid = given.is_valid().to_numpy(zero_copy_only=False)
@@ -908,7 +917,10 @@ class Producer:
                 )
             fallback = np.full(rows, -1, np.int64) if chosen is None else chosen
             chosen = np.where(valid, numbers, fallback)
-        return columnar.ColumnarRecords(keys, values, header_blocks, timestamps, chosen), first_row
+        records = columnar.ColumnarRecords(
+            keys, values, header_blocks, timestamps, chosen, prefixes
+        )
+        return records, first_row
 
     def _prepare_bulk(
         self,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import random
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
@@ -104,12 +105,78 @@ def test_chunks_are_bit_exact_against_the_record_encoder(seed: int) -> None:
     )
     if seed == 2:
         keys = [None] * count
-    open_state = OpenBatch(room=900, first_offset_delta=7, base_timestamp=base - 3)
+    check_every_group(
+        source,
+        keys,
+        values,
+        timestamps,
+        headers if with_headers else None,
+        OpenBatch(room=900, first_offset_delta=7, base_timestamp=base - 3),
+    )
+
+
+@pytest.mark.parametrize(
+    ("key_length", "value_length", "delta", "timestamp", "partitions"),
+    [
+        (10, 100, 7, None, 3),
+        (10, 100, 70, 1_700_000_000_000, 3),
+        (0, 5, 0, None, 3),
+        (20, 0, 500, None, 2),
+        (10, 100, 8150, None, 1),
+    ],
+)
+@pytest.mark.parametrize("prefixes", [False, True])
+def test_chunks_of_one_shape_are_bit_exact(
+    key_length: int,
+    value_length: int,
+    delta: int,
+    timestamp: int | None,
+    partitions: int,
+    prefixes: bool,
+) -> None:
+    # Keys and values of one length and one timestamp for all rows (the usual send_arrow()
+    # call): heads are made per offset delta and taken per row. Deltas past 63 and 8191
+    # take 2 and 3 bytes; an open batch's base timestamp differs from the rows'.
+    rng = random.Random(key_length + value_length + delta)
+    count = 9000
+    keys: list[bytes | None] = [rng.randbytes(key_length) for _ in range(count)]
+    values: list[bytes | None] = [rng.randbytes(value_length) for _ in range(count)]
+    now = 1_700_000_000_123
+    key_column = column(keys)
+    source = columnar.ColumnarRecords(
+        key_column,
+        column(values),
+        None,
+        now,
+        np.array([rng.randrange(partitions) for _ in range(count)], np.int64),
+        # The keys' bytes as murmur2 read them, else read again from the key column.
+        columnar.murmur2_partitions_and_prefixes(key_column, 3)[1] if prefixes else None,
+    )
+    timestamps = np.full(count, now, np.int64)
+    open_state = OpenBatch(
+        room=20_000,
+        first_offset_delta=delta,
+        base_timestamp=now if timestamp is None else timestamp,
+    )
+    check_every_group(source, keys, values, timestamps, None, open_state, (200_000, 64_000))
+
+
+def check_every_group(
+    source: columnar.ColumnarRecords,
+    keys: Sequence[bytes | None],
+    values: Sequence[bytes | None],
+    timestamps: Any,
+    headers: Sequence[Headers | None] | None,
+    open_state: OpenBatch,
+    rooms: tuple[int, int] = (2000, 3000),
+) -> None:
+    """Every group of ``source``, alone, new and after ``open_state``, encoded as chunks
+    bit-exact against the per-record encoder, each within its room."""
     for group, (partition, start, stop) in enumerate(source.groups):
         assert partition in (None, 0, 1, 2)
         positions = source.positions(start, stop - start)
         rows = list(range(start, stop)) if positions is None else positions.tolist()
-        for open_batch, room in ((None, 2000), (open_state, 3000), (None, 1)):
+        for open_batch, room in ((None, rooms[0]), (open_state, rooms[1]), (None, 1)):
             chunks = chunks_bytes(source, group, open_batch, room)
             assert sum(c[2] for c in chunks) == len(rows)
             assert chunks[0][1] == start
@@ -128,7 +195,7 @@ def test_chunks_are_bit_exact_against_the_record_encoder(seed: int) -> None:
                     [keys[r] for r in picked],
                     [values[r] for r in picked],
                     [int(timestamps[r]) for r in picked],
-                    [headers[r] for r in picked] if with_headers else None,
+                    [headers[r] for r in picked] if headers is not None else None,
                     base_timestamp=ts_base,
                     first_offset_delta=delta,
                 )
@@ -138,6 +205,33 @@ def test_chunks_are_bit_exact_against_the_record_encoder(seed: int) -> None:
                 limit = open_batch.room if continues and open_batch else room
                 assert len(section) <= limit or n == 1  # a new batch takes one record anyway
                 taken += n
+
+
+@pytest.mark.parametrize("one_timestamp", [False, True])
+def test_groups_encoded_together_as_each_alone(one_timestamp: bool) -> None:
+    # encode() cuts and encodes all requested groups in one pass; groups that are not
+    # adjacent (a retry of some groups) and open batches must come out as each group alone
+    # (which the tests above check against the per-record encoder).
+    rng = random.Random(1)
+    count = 3000
+    keys = [rng.randbytes(rng.choice([3, 10, 20])) for _ in range(count)]
+    values = [rng.randbytes(rng.randint(0, 200)) for _ in range(count)]
+    base = 1_700_000_000_000
+    timestamps: Any = (
+        base if one_timestamp else np.array([base + rng.randint(0, 50) for _ in range(count)])
+    )
+    partitions = np.array([rng.randrange(4) for _ in range(count)], np.int64)
+    source = columnar.ColumnarRecords(column(keys), column(values), None, timestamps, partitions)
+    open_batch = OpenBatch(room=5000, first_offset_delta=9, base_timestamp=base + 10)
+    requests = [(0, open_batch), (2, None), (3, open_batch)]
+
+    def flat(chunks: Sequence[Any]) -> list[tuple[object, ...]]:
+        return [(b"".join(c.records), *c[1:]) for c in chunks]
+
+    together = source.encode(requests, 20_000)
+    alone = [source.encode([request], 20_000)[0] for request in requests]
+    assert [flat(c) for c in together] == [flat(c) for c in alone]
+    assert all(len(chunks) > 1 for chunks in together)
 
 
 def test_one_partition_and_sticky_keep_input_order() -> None:
@@ -413,3 +507,48 @@ def test_groups_encoded_together_in_any_order_cut_as_each_alone() -> None:
                     for c in chunks
                 ]  # fmt: skip
                 assert got == alone[(group, open_batch is None)]
+
+
+def test_binary_column_knows_its_shortest_and_longest_rows() -> None:
+    same = column([b"abc", b"def", b"ghi"])
+    assert (same.shortest, same.longest, same.one_length) == (3, 3, 3)
+    mixed = column([b"ab", None, b"defg"])
+    assert (mixed.shortest, mixed.longest) == (-1, 4)
+    assert mixed.one_length is mixed.lengths and mixed.lengths.tolist() == [2, -1, 4]
+    empty = column([])
+    assert (empty.shortest, empty.longest, empty.one_length) == (0, 0, 0)
+
+
+@pytest.mark.parametrize("length", range(10))
+def test_murmur2_partitions_of_keys_of_one_length(length: int) -> None:
+    # Keys of one length take the path without per-row masks: every tail size, no nulls,
+    # and an array that starts mid-buffer (its first key's bytes are not at offset 0).
+    rng = random.Random(length)
+    keys = [rng.randbytes(length) for _ in range(300)]
+    for count in (1, 6, 1000):
+        expected = [partition_for_key(key, count) for key in keys]
+        assert columnar.murmur2_partitions(column(keys), count).tolist() == expected
+    sliced = pa.array(keys, pa.binary()).slice(3, 200)
+    expected = [partition_for_key(key, 6) for key in keys[3:203]]
+    assert columnar.murmur2_partitions(columnar.binary_column(sliced), 6).tolist() == expected
+
+
+def test_arrow_slices_bound_rows_and_bytes() -> None:
+    from kafkaline.producer.bulk import arrow_slices
+
+    values = [bytes([i % 256]) * 100 for i in range(1000)]
+    batch = pa.record_batch({"value": pa.array(values, pa.binary())})
+
+    def rows(slices: list[Any]) -> list[bytes]:
+        return [v for s in slices for v in s.values.to_pylist()]
+
+    whole = arrow_slices(batch, None, "value", None, None, None)
+    assert len(whole) == 1 and rows(whole) == values
+    by_rows = arrow_slices(batch, None, "value", None, None, None, max_rows=300)
+    assert [len(s.values) for s in by_rows] == [300, 300, 300, 100] and rows(by_rows) == values
+    by_bytes = arrow_slices(batch, None, "value", None, None, None, max_bytes=26_000)
+    assert 4 <= len(by_bytes) <= 6 and rows(by_bytes) == values
+    # A small slice of a large batch: its own bytes count, not the whole buffers'.
+    part = batch.slice(100, 200)
+    sliced = arrow_slices(part, None, "value", None, None, None, max_bytes=26_000)
+    assert len(sliced) == 1 and rows(sliced) == values[100:300]

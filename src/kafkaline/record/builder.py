@@ -610,8 +610,12 @@ class RecordBatchBuilder:
             return
         if not self._values:
             raise IllegalStateError("cannot seal a record batch without records")
-        self.close_for_appends()
-        self._encode_pending()
+        # close_for_appends() and the range checks are written out here: seal() runs once per
+        # batch on the I/O thread, whose cost is mostly Python calls per batch (see Sender).
+        self._closed = True
+        self._limit = _CLOSED
+        if self._encoded_count != len(self._values):
+            self._encode_pending()
         chunks = self._chunks
         wire: bytearray | None = None
         records: bytes | bytearray | memoryview
@@ -626,15 +630,18 @@ class RecordBatchBuilder:
             # this machine (memcpy ~0.6 GB/s).
             wire = bytearray().join((_HEADER_ROOM, *chunks))
             records = memoryview(wire)[BATCH_HEADER_SIZE:]
-        self._base_timestamp = self._timestamps[0]
+        base_timestamp = self._base_timestamp = self._timestamps[0]
         # Every record is encoded now (_encode_pending above): the tracked maximum is exact.
-        self._max_timestamp = (
+        max_timestamp = self._max_timestamp = (
             self._log_append_time
             if self._log_append_time is not None
             else self._max_encoded_timestamp
         )
-        for name, value in (("base", self._base_timestamp), ("max", self._max_timestamp)):
-            _check_range(f"{name} timestamp", value, _INT64)
+        if not (
+            INT64_MIN <= base_timestamp <= INT64_MAX and INT64_MIN <= max_timestamp <= INT64_MAX
+        ):
+            _check_range("base timestamp", base_timestamp, _INT64)  # raises, naming which
+            _check_range("max timestamp", max_timestamp, _INT64)
         payload = (
             compress(self._compression, records, self._compression_level)
             if self._compression
@@ -675,7 +682,8 @@ class RecordBatchBuilder:
         it into the request). Cached until the producer state changes; a buffer once returned
         is never changed (a rebuild writes a copy)."""
         if self._built is None:
-            self.seal()
+            if self._payload is None:
+                self.seal()
             payload = self._payload
             if payload is None:  # pragma: no cover - seal() either sets it or raises
                 raise IllegalStateError("record batch has no payload after sealing")

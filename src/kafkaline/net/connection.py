@@ -36,7 +36,6 @@ import logging
 import math
 from collections import deque
 from collections.abc import Callable, Mapping
-from itertools import islice
 from typing import Protocol
 
 from kafkaline.config import UniformRandom
@@ -179,15 +178,25 @@ class _InFlight:
 
 
 class _OutgoingFrame:
-    """Bytes of one request still to be written (one of its buffers: ``last`` is its final
-    one); ``view`` shrinks as the socket takes them."""
+    """The bytes of one request still to be written: ``views[first:]``, in order (the frame
+    and the record batches it references); the first of them shrinks as the socket takes
+    its bytes, and those written are released.
 
-    __slots__ = ("in_flight", "last", "view")
+    One object per request, not per buffer: a produce request of the bulk paths has ~13
+    buffers (6 batches by reference), and an object per buffer was ~27 Python calls per
+    request on the I/O thread, whose cost there is mostly Python calls (see the Sender)."""
 
-    def __init__(self, view: memoryview, in_flight: _InFlight, last: bool = True) -> None:
-        self.view = view
+    __slots__ = ("first", "in_flight", "views")
+
+    def __init__(self, views: list[memoryview], in_flight: _InFlight) -> None:
+        self.views = views
+        self.first = 0
         self.in_flight = in_flight
-        self.last = last
+
+    def unwritten(self) -> list[memoryview]:
+        """The views still to be written."""
+        first = self.first
+        return self.views[first:] if first else self.views
 
 
 class BrokerConnection:
@@ -562,10 +571,7 @@ class BrokerConnection:
             self._unwritten_without_response += 1
         # Views: the frame's bytes (and the record batches it references) are never copied
         # again, only sliced as written.
-        last = len(buffers) - 1
-        self._outgoing.extend(
-            _OutgoingFrame(view, in_flight, index == last) for index, view in enumerate(buffers)
-        )
+        self._outgoing.append(_OutgoingFrame(buffers, in_flight))
         self._last_activity = now
         return in_flight
 
@@ -580,24 +586,37 @@ class BrokerConnection:
         outgoing = self._outgoing
         while outgoing:
             if len(outgoing) == 1:
-                buffers = [outgoing[0].view]
+                buffers = outgoing[0].unwritten()
             else:
-                buffers = [frame.view for frame in islice(outgoing, _MAX_BUFFERS_PER_WRITE)]
+                buffers = []
+                for frame in outgoing:
+                    buffers += frame.unwritten()
+                    if len(buffers) >= _MAX_BUFFERS_PER_WRITE:
+                        del buffers[_MAX_BUFFERS_PER_WRITE:]
+                        break
             written = transport.send(buffers)
             if written == 0:
                 return
             self._last_activity = now
             while written:
                 frame = outgoing[0]
-                size = len(frame.view)
-                if written < size:
-                    frame.view = frame.view[written:]
-                    return  # the socket took less than offered: its buffer is full
-                written -= size
+                views = frame.views
+                index = frame.first
+                count = len(views)
+                while index < count and written:
+                    view = views[index]
+                    size = len(view)
+                    if written < size:
+                        views[index] = view[written:]
+                        frame.first = index
+                        return  # the socket took less than offered: its buffer is full
+                    written -= size
+                    view.release()
+                    index += 1
+                frame.first = index
+                if index < count:
+                    break  # all that was offered was taken: offer the rest
                 outgoing.popleft()
-                frame.view.release()
-                if not frame.last:
-                    continue
                 in_flight = frame.in_flight
                 if not in_flight.expects_response:
                     self._unwritten_without_response -= 1
@@ -728,14 +747,13 @@ class BrokerConnection:
         if previous_state is not ConnectionState.READY:
             self._versions = {}
         in_flight = [
-            frame.in_flight
-            for frame in self._outgoing
-            if frame.last and not frame.in_flight.expects_response
+            frame.in_flight for frame in self._outgoing if not frame.in_flight.expects_response
         ]
         in_flight.extend(self._awaiting)
         in_flight.sort(key=lambda request: request.sent_at)
         for frame in self._outgoing:
-            frame.view.release()
+            for view in frame.unwritten():
+                view.release()
         self._outgoing.clear()
         self._awaiting.clear()
         self._unwritten_without_response = 0

@@ -289,8 +289,14 @@ class ProducerBatch:
         :class:`IllegalStateError` if it had already succeeded or been split.
         """
         if exception is None:
-            return self._complete(SUCCEEDED, base_offset, log_append_time, None, None)
-        return self._complete(FAILED, UNKNOWN_OFFSET, NO_TIMESTAMP, exception, record_errors)
+            state = SUCCEEDED
+            previous = self.result.complete(state, base_offset, log_append_time)
+        else:
+            state = FAILED
+            previous = self.result.complete(
+                state, UNKNOWN_OFFSET, NO_TIMESTAMP, exception, record_errors
+            )
+        return previous is None or self._completed_before(previous, state)
 
     def abort(self, exception: Exception) -> bool:
         """Fail the records with ``exception`` without an answer from the broker (forced
@@ -304,19 +310,9 @@ class ProducerBatch:
             )
         return previous is None
 
-    def _complete(
-        self,
-        state: BatchState,
-        base_offset: int,
-        log_append_time: int,
-        exception: Exception | None,
-        record_errors: Mapping[int, Exception] | None,
-    ) -> bool:
-        previous = self.result.complete(
-            state, base_offset, log_append_time, exception, record_errors
-        )
-        if previous is None:
-            return True
+    def _completed_before(self, previous: BatchState, state: BatchState) -> bool:
+        """An attempt to complete as ``state`` a batch that was ``previous`` already: raise
+        if that is a bug, else log it and return False."""
         if previous is SUCCEEDED or previous is SPLIT:
             raise IllegalStateError(
                 f"a {previous.value} batch for {self.topic}-{self.partition} must not be "

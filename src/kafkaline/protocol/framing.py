@@ -166,7 +166,8 @@ class ClientProtocol:
         memcpy and ~2% in page faults of the fresh frames (perf)."""
         frame = self._frame(request, version, ScatterFrame())
         deferred = frame.deferred
-        _SIZE.pack_into(frame, 0, len(frame) - 4 + sum(len(data) for _, data in deferred))
+        # A list, not a generator: one Python call per request rather than one per batch.
+        _SIZE.pack_into(frame, 0, len(frame) - 4 + sum([len(data) for _, data in deferred]))
         self._remember(request, version)
         whole = memoryview(frame)
         if not deferred:

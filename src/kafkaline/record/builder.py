@@ -85,6 +85,8 @@ _INT16 = range(-(1 << 15), 1 << 15)
 _INT32 = range(-(1 << 31), 1 << 31)
 _INT64 = range(INT64_MIN, INT64_MAX + 1)
 _CLOSED = -1  # a limit every estimate exceeds: appends take the slow path, which refuses
+#: Below every int64 timestamp: the running maximum before any record is encoded.
+_NO_TIMESTAMP_YET = INT64_MIN - 1
 
 
 def _check_range(name: str, value: int, allowed: range) -> int:
@@ -124,6 +126,7 @@ class RecordBatchBuilder:
         "_keys",
         "_limit",
         "_log_append_time",
+        "_max_encoded_timestamp",
         "_max_timestamp",
         "_partition_leader_epoch",
         "_payload",
@@ -201,6 +204,11 @@ class RecordBatchBuilder:
         self._chunks: list[bytes | memoryview] = []
         self._encoded_count = 0
         self._encoded_size = 0
+        # The largest timestamp of the records encoded so far (those before _encoded_count),
+        # kept as they are encoded: seal() then needs no pass over a timestamp per record.
+        # The bulk paths keep placeholders there: max() over them was ~185 of the I/O
+        # thread's ~670 instructions per record (send_arrow, 100-byte records, valgrind).
+        self._max_encoded_timestamp = _NO_TIMESTAMP_YET
         self._closed = False
         self._record_count = 0
         self._base_timestamp = 0
@@ -340,6 +348,8 @@ class RecordBatchBuilder:
         if header_block is not None:
             self._header_blocks[index] = header_block
         self._chunks.append(encoded)
+        if timestamp > self._max_encoded_timestamp:
+            self._max_encoded_timestamp = timestamp
         self._encoded_count = index + 1
         self._encoded_size += len(encoded)
         self._estimate = BATCH_HEADER_SIZE + self._encoded_size
@@ -456,6 +466,13 @@ class RecordBatchBuilder:
                 f"(at most {MAX_BATCH_SIZE} bytes)"
             )
         self._extend(first, taken, keys, values, timestamps, header_blocks)
+        top = (
+            timestamps
+            if isinstance(timestamps, int)
+            else max(timestamps if taken == count else timestamps[:taken])
+        )
+        if top > self._max_encoded_timestamp:
+            self._max_encoded_timestamp = top
         self._chunks.append(chunk)
         self._encoded_count = first + taken
         self._encoded_size += len(chunk)
@@ -487,14 +504,18 @@ class RecordBatchBuilder:
         if start == end:
             return
         blocks = {i - start: b for i, b in self._header_blocks.items() if i >= start}
+        timestamps = self._timestamps[start:] if start else self._timestamps
         encoded = encode_record_pieces(
-            self._timestamps[start:] if start else self._timestamps,
+            timestamps,
             self._keys[start:] if start else self._keys,
             self._values[start:] if start else self._values,
             blocks,
             self._timestamps[0],
             start,
         )
+        top = max(timestamps)
+        if top > self._max_encoded_timestamp:
+            self._max_encoded_timestamp = top
         pieces = encoded.pieces
         pieces.append(encoded.trailer)
         pending_bytes = self._estimate - BATCH_HEADER_SIZE - self._encoded_size
@@ -573,6 +594,8 @@ class RecordBatchBuilder:
         else:
             self._timestamps.extend(repeat(max_timestamp, count))
         self._chunks.extend(records)
+        if max_timestamp > self._max_encoded_timestamp:
+            self._max_encoded_timestamp = max_timestamp
         self._encoded_count = first + count
         self._encoded_size += size
         self._estimate = BATCH_HEADER_SIZE + self._encoded_size
@@ -595,8 +618,12 @@ class RecordBatchBuilder:
             return
         if not self._values:
             raise IllegalStateError("cannot seal a record batch without records")
-        self.close_for_appends()
-        self._encode_pending()
+        # close_for_appends() and the range checks are written out here: seal() runs once per
+        # batch on the I/O thread, whose cost is mostly Python calls per batch (see Sender).
+        self._closed = True
+        self._limit = _CLOSED
+        if self._encoded_count != len(self._values):
+            self._encode_pending()
         chunks = self._chunks
         wire: bytearray | None = None
         records: bytes | bytearray | memoryview
@@ -611,12 +638,18 @@ class RecordBatchBuilder:
             # this machine (memcpy ~0.6 GB/s).
             wire = bytearray().join((_HEADER_ROOM, *chunks))
             records = memoryview(wire)[BATCH_HEADER_SIZE:]
-        self._base_timestamp = self._timestamps[0]
-        self._max_timestamp = (
-            self._log_append_time if self._log_append_time is not None else max(self._timestamps)
+        base_timestamp = self._base_timestamp = self._timestamps[0]
+        # Every record is encoded now (_encode_pending above): the tracked maximum is exact.
+        max_timestamp = self._max_timestamp = (
+            self._log_append_time
+            if self._log_append_time is not None
+            else self._max_encoded_timestamp
         )
-        for name, value in (("base", self._base_timestamp), ("max", self._max_timestamp)):
-            _check_range(f"{name} timestamp", value, _INT64)
+        if not (
+            INT64_MIN <= base_timestamp <= INT64_MAX and INT64_MIN <= max_timestamp <= INT64_MAX
+        ):
+            _check_range("base timestamp", base_timestamp, _INT64)  # raises, naming which
+            _check_range("max timestamp", max_timestamp, _INT64)
         payload = (
             compress(self._compression, records, self._compression_level)
             if self._compression
@@ -657,7 +690,8 @@ class RecordBatchBuilder:
         it into the request). Cached until the producer state changes; a buffer once returned
         is never changed (a rebuild writes a copy)."""
         if self._built is None:
-            self.seal()
+            if self._payload is None:
+                self.seal()
             payload = self._payload
             if payload is None:  # pragma: no cover - seal() either sets it or raises
                 raise IllegalStateError("record batch has no payload after sealing")

@@ -701,6 +701,44 @@ def test_large_record_sets_are_written_by_reference_across_partial_writes() -> N
     assert all(payload in body for (_, body), payload in zip(frames, payloads, strict=True))
 
 
+@pytest.mark.parametrize("accept", [1, 999, 4096, 5003, 12_345, 1 << 20])
+def test_requests_of_several_batches_are_written_whole_and_in_order_whatever_the_writes_take(
+    accept: int,
+) -> None:
+    # Each request is several buffers (its frame pieces and 3 batches by reference); writes
+    # that end inside a buffer, on a boundary between two, or take everything queued.
+    harness = Harness(settings=replace(SETTINGS, max_in_flight_requests_per_connection=5))
+    harness.connect_ready()
+    harness.transport.accept_per_send = accept
+    requests = []
+    for number in range(4):
+        batches = [bytes([65 + number * 3 + index]) * (4096 + 907 * index) for index in range(3)]
+        requests.append(batches)
+        harness.send(
+            ProduceRequest(
+                acks=0,
+                timeout_ms=1000,
+                topic_data=[
+                    TopicProduceData(
+                        name="t",
+                        partition_data=[
+                            PartitionProduceData(index=index, records=batch)
+                            for index, batch in enumerate(batches)
+                        ],
+                    )
+                ],
+            )
+        )
+    while harness.conn.interest() & EVENT_WRITE:
+        harness.conn.handle_events(EVENT_WRITE, 0.0, harness.completed)
+    assert len(harness.completed) == 4  # acks=0: each completes once, when written whole
+    frames = harness.transport.take_requests()
+    assert [header.correlation_id for header, _ in frames] == [1, 2, 3, 4]
+    for (_, body), batches in zip(frames, requests, strict=True):
+        assert all(batch in body for batch in batches)
+    assert harness.transport.sent == bytearray()  # nothing left over or duplicated
+
+
 def test_closing_mid_request_fails_a_request_of_several_buffers_once() -> None:
     harness = Harness()
     harness.connect_ready(0.0)

@@ -414,6 +414,47 @@ def test_missing_partition_in_the_response_fails_its_batch(rig: Rig) -> None:
     rig.client.respond(0, skip=(TOPIC, 1))
     assert futures[0].get(0).offset == 100
     assert isinstance(futures[1].exception(0), ProtocolError)
+    assert f"did not answer for {TOPIC}-1" in str(futures[1].exception(0))
+
+
+def test_an_answer_for_a_partition_not_in_the_request_is_ignored_and_logged(
+    rig: Rig, caplog: pytest.LogCaptureFixture
+) -> None:
+    futures = rig.append(0) + rig.append(1)
+    rig.run()
+    sent = rig.client.sent[0]
+    sent.done = True
+    answers = [
+        PartitionProduceResponse(index=index, base_offset=base, log_append_time_ms=-1)
+        for index, base in ((0, 10), (5, 50), (1, 20))
+    ]
+    response = ProduceResponse(
+        responses=[
+            TopicProduceResponse(name=TOPIC, partition_responses=answers),
+            TopicProduceResponse(
+                name="other",
+                partition_responses=[PartitionProduceResponse(index=0, base_offset=7)],
+            ),
+        ]
+    )
+    with caplog.at_level("WARNING", logger="kafkaline.producer.sender"):
+        sent.on_complete(
+            ClientResponse(
+                node_id=sent.node,
+                request=sent.request,
+                api_version=9,
+                correlation_id=0,
+                response=response,
+                error=None,
+                sent_at_ms=sent.sent_at,
+                completed_at_ms=rig.now,
+            )
+        )
+    assert [future.get(0).offset for future in futures] == [10, 20]
+    warnings = [record.getMessage() for record in caplog.records]
+    assert any(f"answered for {TOPIC}-5, which was not in the request" in w for w in warnings)
+    assert any("answered for other-0, which was not in the request" in w for w in warnings)
+    assert not rig.accumulator.has_incomplete()
 
 
 # ---------------------------------------------------------------------- MESSAGE_TOO_LARGE

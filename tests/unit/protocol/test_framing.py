@@ -30,7 +30,7 @@ from kafkaline.protocol.api.produce import (
     TopicProduceData,
 )
 from kafkaline.protocol.headers import RequestHeader, ResponseHeader
-from kafkaline.protocol.primitives import Reader
+from kafkaline.protocol.primitives import SCATTER_MIN_BYTES, Reader
 from kafkaline.protocol.schema import Response, read_message
 
 
@@ -278,3 +278,32 @@ def test_send_buffers_reference_large_record_sets_and_frame_the_same_bytes(versi
     (whole,) = scattered.send_buffers(small_only, version)  # one buffer, correlation id 1
     assert bytes(whole[8:12]) == b"\x00\x00\x00\x01"
     assert bytes(whole)[12:] == bytes(ClientProtocol("c").send(small_only, version))[12:]
+
+
+@pytest.mark.parametrize("version", [9, 11])
+@pytest.mark.parametrize("kind", [bytes, bytearray])
+def test_the_usual_produce_writer_references_batches_from_the_scatter_threshold_on(
+    version: int, kind: type[bytes] | type[bytearray]
+) -> None:
+    # The flexible writer's own fast path for referenced batches: sizes on both sides of
+    # the threshold, and a length whose compact varint takes 3 bytes.
+    sizes = [SCATTER_MIN_BYTES - 1, SCATTER_MIN_BYTES, 70_000, 1]
+    records = [kind(bytes([65 + index])) * size for index, size in enumerate(sizes)]
+    request = ProduceRequest(
+        acks=-1,
+        timeout_ms=30_000,
+        topic_data=[
+            TopicProduceData(
+                name="topic",
+                partition_data=[
+                    PartitionProduceData(index=index, records=batch)
+                    for index, batch in enumerate(records)
+                ],
+            )
+        ],
+    )
+    copied = ClientProtocol("c").send(request, version)
+    buffers = ClientProtocol("c").send_buffers(request, version)
+    assert b"".join(buffers) == copied
+    referenced = {id(buffer.obj) for buffer in buffers}
+    assert [id(batch) in referenced for batch in records] == [False, True, True, False]

@@ -32,7 +32,13 @@ from __future__ import annotations
 import struct
 from dataclasses import dataclass
 
-from kafkaline.protocol.primitives import Buffer, Reader
+from kafkaline.protocol.primitives import (
+    SCATTER_MIN_BYTES,
+    Buffer,
+    Reader,
+    ScatterFrame,
+    write_unsigned_varint,
+)
 from kafkaline.protocol.schema import (
     INT16,
     INT32,
@@ -261,6 +267,8 @@ class ProduceRequest(Request):
 
 
 _ACKS_AND_TIMEOUT = struct.Struct(">hi")
+#: Record sets this large or larger have no compact length (uvarint32 of size + 1).
+_MAX_COMPACT_RECORDS = (1 << 32) - 1
 
 
 class _UsualFlexibleRequestWriter:
@@ -288,11 +296,24 @@ class _UsualFlexibleRequestWriter:
         head, topics = encoded
         out += head
         write_records = self._write_records
+        # A batch the frame references rather than copies (see ScatterFrame) is written here:
+        # its compact length, then its place. The generic writer takes 5 Python calls per
+        # batch for the same bytes (a test checks they agree); the I/O thread's cost on the
+        # bulk paths is mostly Python calls per batch (see the producer's Sender).
+        deferred = out.deferred if type(out) is ScatterFrame else None
         for topic_head, partitions in topics:
             out += topic_head
             for index, records in partitions:
                 out += index
-                write_records(out, records)
+                if (
+                    deferred is not None
+                    and type(records) is not memoryview
+                    and SCATTER_MIN_BYTES <= len(records) < _MAX_COMPACT_RECORDS
+                ):
+                    write_unsigned_varint(out, len(records) + 1)
+                    deferred.append((len(out), records))
+                else:
+                    write_records(out, records)
                 out.append(0)  # the partition's tagged fields
             out.append(0)  # the topic's tagged fields
         out.append(0)  # the request's tagged fields

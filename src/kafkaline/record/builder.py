@@ -123,11 +123,14 @@ class RecordBatchBuilder:
         "_estimate",
         "_estimated_compression_ratio",
         "_header_blocks",
+        "_held",
+        "_held_base_timestamp",
         "_keys",
         "_limit",
         "_log_append_time",
         "_max_encoded_timestamp",
         "_max_timestamp",
+        "_open_limit",
         "_partition_leader_epoch",
         "_payload",
         "_producer_epoch",
@@ -178,7 +181,7 @@ class RecordBatchBuilder:
         self._estimated_compression_ratio = estimated_compression_ratio
         # The estimate counts uncompressed bytes; scaling the limit instead of every record
         # keeps the ratio off the hot path.
-        self._limit = BATCH_HEADER_SIZE + self.records_room(
+        self._limit = self._open_limit = BATCH_HEADER_SIZE + self.records_room(
             batch_size_limit, estimated_compression_ratio
         )
         self._base_offset = _check_range("base_offset", base_offset, _INT64)
@@ -200,6 +203,15 @@ class RecordBatchBuilder:
         self._keys: list[bytes | None] = []
         self._values: list[bytes | None] = []
         self._header_blocks: dict[int, bytes] = {}
+        # Records added by append_encoded() are counted, not listed: they follow every listed
+        # record, and are all encoded. Placeholders in the three lists cost ~52 of the
+        # caller's and ~35-55 of the I/O thread's instructions per record (send_arrow, 100-byte
+        # records, valgrind). While some are held, _limit is _CLOSED so that the per-record
+        # appends take the slow path, which lists them first (_list_held); _open_limit is the
+        # limit for the room.
+        self._held = 0
+        #: The first record's timestamp when the lists are empty and records are held.
+        self._held_base_timestamp = 0
         self._estimate = BATCH_HEADER_SIZE
         self._chunks: list[bytes | memoryview] = []
         self._encoded_count = 0
@@ -265,11 +277,12 @@ class RecordBatchBuilder:
         """:meth:`append` for a caller that has checked that ``key`` (or ``None``) and
         ``value`` are ``bytes`` and ``timestamp`` an int, and has no headers (the producer's
         hot path); ``payload_size`` is the key's and value's bytes. Return the offset delta,
-        or ``None`` when the record does not fit under the loose size bound or the batch is
-        closed (then :meth:`append` decides, exactly). A batch it appends to is never full
+        or ``None`` when the record does not fit under the loose size bound, the batch is
+        closed, or it holds records from :meth:`append_encoded` (then :meth:`append` decides,
+        exactly). A batch it appends to is never full
         afterwards (:attr:`is_full`): it refuses a record that would reach the limit."""
         size = self._estimate + RECORD_OVERHEAD_BOUND + payload_size
-        if size >= self._limit:  # also when closed: close() sets the limit below any size
+        if size >= self._limit:  # also when closed or holding records: the limit is below any size
             return None
         values = self._values
         index = len(values)
@@ -288,6 +301,8 @@ class RecordBatchBuilder:
     ) -> int | None:
         if self._closed:
             return None
+        if self._held:
+            self._list_held()
         timestamp = as_timestamp(timestamp)
         key = None if key is None else as_bytes(key, "key")
         value = None if value is None else as_bytes(value, "value")
@@ -384,6 +399,8 @@ class RecordBatchBuilder:
             raise ValueError("timestamps must be one int or one per record")
         if not 0 <= start <= count:
             raise ValueError(f"start {start} is outside 0..{count}")
+        if self._held and not self._closed:
+            self._list_held()
         taken = 0
         position = start
         while position < count and not self._closed:
@@ -501,7 +518,7 @@ class RecordBatchBuilder:
     def _encode_pending(self) -> None:
         start = self._encoded_count
         end = len(self._values)
-        if start == end:
+        if start >= end:  # nothing pending (past the end: records are held, all encoded)
             return
         blocks = {i - start: b for i, b in self._header_blocks.items() if i >= start}
         timestamps = self._timestamps[start:] if start else self._timestamps
@@ -535,6 +552,23 @@ class RecordBatchBuilder:
         self._encoded_size += size
         self._estimate = BATCH_HEADER_SIZE + self._encoded_size
 
+    def _list_held(self) -> None:
+        """Give the held records (see __init__) placeholders in the per-record lists, for a
+        per-record append after them (rare: send() into a batch send_arrow() left open); the
+        appends then work as on a builder without held records. They are encoded already
+        (_encoded_count passes them) and seal() reads only the first timestamp."""
+        held = self._held
+        self._held = 0
+        self._limit = self._open_limit
+        timestamps = self._timestamps
+        if not timestamps:
+            timestamps.append(self._held_base_timestamp)
+            timestamps.extend(repeat(self._held_base_timestamp, held - 1))
+        else:
+            timestamps.extend(repeat(timestamps[0], held))
+        self._values.extend(repeat(None, held))
+        self._keys.extend(repeat(None, held))
+
     # ------------------------------------------------------------- pre-encoded records
 
     @staticmethod
@@ -549,10 +583,16 @@ class RecordBatchBuilder:
         the exact bytes of encoded records it still takes, the offset delta and the timestamp
         the next records' deltas count from. ``None`` when closed or empty. Encodes the
         records appended so far (the room is exact)."""
-        if self._closed or not self._values:
+        if self._closed:
             return None
-        self._encode_pending()
-        return self._limit - self._estimate, len(self._values), self._timestamps[0]
+        if self._values:
+            self._encode_pending()
+            base_timestamp = self._timestamps[0]
+        elif self._held:
+            base_timestamp = self._held_base_timestamp
+        else:
+            return None
+        return self._open_limit - self._estimate, len(self._values) + self._held, base_timestamp
 
     def append_encoded(
         self,
@@ -576,23 +616,20 @@ class RecordBatchBuilder:
         if count <= 0:
             raise ValueError(f"count {count} must be positive")
         self._encode_pending()  # records appended before go first
-        first = len(self._values)
+        listed = len(self._values)
+        first = listed + self._held
         size = sum(map(len, records))
         if first == 0 and BATCH_HEADER_SIZE + size > MAX_BATCH_SIZE:
             raise RecordTooLargeError(
                 f"{count} records of {size} bytes cannot fit a record batch "
                 f"(at most {MAX_BATCH_SIZE} bytes)"
             )
-        # The per-record lists get placeholders (cheap C-level extends), so that counts and
-        # later appends work unchanged; they are never encoded again (_encoded_count passes
-        # them). Of their timestamps only what seal() reads is kept: the first, the largest.
-        self._values.extend(repeat(None, count))
-        self._keys.extend(repeat(None, count))
+        # Counted, not listed (see __init__); of their timestamps only what seal() reads is
+        # kept: the first (when they start the batch) and the largest.
         if first == 0:
-            self._timestamps.append(first_timestamp)
-            self._timestamps.extend(repeat(max_timestamp, count - 1))
-        else:
-            self._timestamps.extend(repeat(max_timestamp, count))
+            self._held_base_timestamp = first_timestamp
+        self._held += count
+        self._limit = _CLOSED  # per-record appends: the slow path, which lists them first
         self._chunks.extend(records)
         if max_timestamp > self._max_encoded_timestamp:
             self._max_encoded_timestamp = max_timestamp
@@ -616,13 +653,14 @@ class RecordBatchBuilder:
         """
         if self._payload is not None:
             return
-        if not self._values:
+        listed = len(self._values)
+        if not listed and not self._held:
             raise IllegalStateError("cannot seal a record batch without records")
         # close_for_appends() and the range checks are written out here: seal() runs once per
         # batch on the I/O thread, whose cost is mostly Python calls per batch (see Sender).
         self._closed = True
         self._limit = _CLOSED
-        if self._encoded_count != len(self._values):
+        if self._encoded_count < listed:
             self._encode_pending()
         chunks = self._chunks
         wire: bytearray | None = None
@@ -638,7 +676,9 @@ class RecordBatchBuilder:
             # this machine (memcpy ~0.6 GB/s).
             wire = bytearray().join((_HEADER_ROOM, *chunks))
             records = memoryview(wire)[BATCH_HEADER_SIZE:]
-        base_timestamp = self._base_timestamp = self._timestamps[0]
+        base_timestamp = self._base_timestamp = (
+            self._timestamps[0] if listed else self._held_base_timestamp
+        )
         # Every record is encoded now (_encode_pending above): the tracked maximum is exact.
         max_timestamp = self._max_timestamp = (
             self._log_append_time
@@ -660,7 +700,8 @@ class RecordBatchBuilder:
                 f"record batch of {BATCH_HEADER_SIZE + len(payload)} bytes exceeds the "
                 f"{MAX_BATCH_SIZE}-byte maximum"
             )
-        self._record_count = len(self._values)
+        self._record_count = listed + self._held
+        self._held = 0
         self._uncompressed_size = len(records)
         self._payload = payload
         self._wire = wire
@@ -732,7 +773,9 @@ class RecordBatchBuilder:
 
     def __len__(self) -> int:
         """Number of records appended."""
-        return self._record_count if self._payload is not None else len(self._values)
+        if self._payload is not None:
+            return self._record_count
+        return len(self._values) + self._held
 
     @property
     def is_closed(self) -> bool:
@@ -748,7 +791,9 @@ class RecordBatchBuilder:
     def is_full(self) -> bool:
         """Closed, or holding records with an estimate at or past the size limit (as Java's
         ``MemoryRecordsBuilder.isFull``)."""
-        return self._closed or (bool(self._values) and self._estimate >= self._limit)
+        return self._closed or (
+            bool(self._values or self._held) and self._estimate >= self._open_limit
+        )
 
     @property
     def estimated_size_in_bytes(self) -> int:

@@ -164,3 +164,21 @@ def test_a_closed_batch_with_room_refuses_appends_and_keeps_its_count() -> None:
     assert held.append_bytes(BASE_TS, b"k", b"v", 2) is None
     assert held.open_state() is None and held.is_full and len(held) == 5
     assert _read_back(held) == _records(5)
+
+
+@pytest.mark.parametrize(
+    "field",
+    ["base_offset", "partition_leader_epoch", "producer_id", "producer_epoch", "base_sequence"],
+)
+def test_the_constructor_refuses_a_default_value_of_the_wrong_type(field: str) -> None:
+    # The constructor skips its range checks for the default values (a new batch per ~450
+    # records on the bulk paths): a float equal to the default must still be refused.
+    default = 0 if field == "base_offset" else -1
+    with pytest.raises(ValueError, match=field):
+        RecordBatchBuilder(**{field: float(default)})  # type: ignore[arg-type]
+    assert not RecordBatchBuilder(**{field: default}).is_closed  # type: ignore[arg-type]
+
+
+def test_the_constructor_takes_a_codec_by_its_id() -> None:
+    builder = RecordBatchBuilder(compression=3)
+    assert builder.compression is CompressionType.LZ4

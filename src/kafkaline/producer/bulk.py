@@ -348,7 +348,10 @@ def group_by_partition(
 def as_bytes_column(items: Sequence[object], role: str) -> list[bytes | None]:
     """``items`` as bytes or None (bytearray and memoryview copied); a TypeError names the
     first bad index and its type."""
-    if set(map(type, items)) <= _BYTES_OR_NONE:
+    # All bytes (the common case): the types counted in a list (an identity test each) cost
+    # ~140 instructions a record against ~220 for a set of them (valgrind, 10,000 values).
+    types = list(map(type, items))
+    if types.count(bytes) == len(types) or set(types) <= _BYTES_OR_NONE:
         return cast("list[bytes | None]", items if isinstance(items, list) else list(items))
     converted: list[bytes | None] = []
     for index, item in enumerate(items):

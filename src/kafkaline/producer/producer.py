@@ -1258,9 +1258,15 @@ class Producer:
         memo = self._bulk_partition_memo.get(count)
         if memo is None:
             memo = self._bulk_partition_memo[count] = {}
+        # Every key known (the common case once a producer has seen its keys): one C-level
+        # pass. Measured (valgrind, the small workload): ~120 instructions a record less than
+        # map(memo.get) followed by a scan for the misses (``None in``: a rich comparison of
+        # each int with None).
+        try:
+            return list(map(memo.__getitem__, keys))  # type: ignore[arg-type]
+        except KeyError:  # a key not seen yet, or None
+            pass
         chosen: list[int | None] = list(map(memo.get, keys))  # type: ignore[arg-type]
-        if None not in chosen:
-            return chosen  # type: ignore[return-value]
         # The keys the memo missed (and None keys), each once.
         missing = dict.fromkeys(compress(keys, map(operator.is_, chosen, repeat(None))))
         missing.pop(None, None)

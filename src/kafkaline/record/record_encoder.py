@@ -379,7 +379,10 @@ class UniformShape:
         keyless = self._keyless
         per_record = 2 if keyless else 4
         count = len(values)
-        out: list[bytes] = [_EMPTY] * (per_record * count + 1)  # last: the last one's trailer
+        # Every slot but the value lengths' is assigned below: filled with the value length
+        # from the start, they need no list and slice assignment of their own.
+        out: list[bytes] = [_EMPTY if keyless else self._value_length] * (per_record * count + 1)
+        out[-1] = _EMPTY  # the last record's trailer (its header count)
         suffix = self._key_length + self._value_length if keyless else self._key_length
         spans: list[int] = []
         record = 0
@@ -410,7 +413,6 @@ class UniformShape:
             out[1:-1:2] = values
         else:
             out[1:-1:4] = keys
-            out[2:-1:4] = [self._value_length] * count
             out[3:-1:4] = values
         # Each record's first piece starts with the header count (0) of the record before:
         # a section starts one byte into its first record and takes the next one's first

@@ -239,6 +239,9 @@ def test_groups_and_positions_follow_the_partitions_in_input_order(with_headers:
     assert same.groups == [(1, 0, 5)] and same.positions(0, 5) is None
     sticky = ListRecords(values, None, headers, BASE, [-1] * 5, 2)
     assert sticky.groups == [(None, 0, 5)] and sticky.positions(2, 3) is None
+    last_apart = ListRecords(values, None, headers, BASE, [1, 1, 1, 1, 0], 2)
+    assert last_apart.groups == [(0, 0, 1), (1, 1, 5)]
+    assert list(last_apart.positions(0, 5) or []) == [4, 0, 1, 2, 3]
 
 
 def test_list_slices_bound_a_call_by_records_and_bytes() -> None:

@@ -25,6 +25,7 @@ from kafkaline.producer.bulk import (
     BatchSendResult,
     arrow_columns,
     arrow_partitions_and_timestamps,
+    as_bytes_column,
     group_by_partition,
 )
 from kafkaline.producer.futures import FAILED, SUCCEEDED, ProduceRequestResult
@@ -354,7 +355,28 @@ def test_bulk_key_partitions_match_send_and_remember_only_short_keys() -> None:
     assert with_nobody._bulk_key_partitions(keys, 7) == expected  # from the memo
     assert set(with_nobody._bulk_partition_memo[7]) == {b"a", b"b"}
     assert with_nobody._bulk_key_partitions([b"a"], 3) == [partition_for_key(b"a", 3)]
+    # Every key known (one pass over the memo), then known keys with a new one and a None.
+    known: list[bytes | None] = [b"b", b"a", b"b"]
+    assert with_nobody._bulk_key_partitions(known, 7) == [expected[4], expected[0], expected[4]]
+    mixed: list[bytes | None] = [b"b", b"c", None, b"a"]
+    assert with_nobody._bulk_key_partitions(mixed, 7) == [
+        expected[4],
+        partition_for_key(b"c", 7),
+        -1,
+        expected[0],
+    ]
     with_nobody.close()
+
+
+def test_as_bytes_column_keeps_bytes_and_none_and_copies_other_buffers() -> None:
+    only_bytes = [b"a", b"bc"]
+    assert as_bytes_column(only_bytes, "values") is only_bytes
+    assert as_bytes_column((b"a", None), "values") == [b"a", None]
+    converted = as_bytes_column([b"a", bytearray(b"b"), memoryview(b"c")], "keys")
+    assert converted == [b"a", b"b", b"c"]
+    assert all(type(item) is bytes for item in converted)
+    with pytest.raises(TypeError, match=r"keys\[1\] is of type str"):
+        as_bytes_column([b"a", "b"], "keys")
 
 
 def test_append_many_of_nothing_queues_nothing() -> None:

@@ -584,11 +584,7 @@ class RecordBatchBuilder:
         self._held = 0
         self._limit = self._open_limit
         timestamps = self._timestamps
-        if not timestamps:
-            timestamps.append(self._held_base_timestamp)
-            timestamps.extend(repeat(self._held_base_timestamp, held - 1))
-        else:
-            timestamps.extend(repeat(timestamps[0], held))
+        timestamps.extend(repeat(timestamps[0] if timestamps else self._held_base_timestamp, held))
         self._values.extend(repeat(None, held))
         self._keys.extend(repeat(None, held))
 

@@ -328,14 +328,19 @@ class NetworkClient:
             raise self._fatal_error
         if now is None:
             now = self._clock()
-        timeout = min(timeout_ms, self._maybe_update_metadata(now))
+        # Comparisons rather than min() here and in _next_deadline (~30 against ~230 ns a
+        # call, timeit).
+        timeout = self._maybe_update_metadata(now)
+        if timeout_ms < timeout:
+            timeout = timeout_ms
         # Nothing can time out before the earliest deadline known now: what happens during
         # this poll only adds later ones (a request sent now expires request_timeout_ms
         # later). So the connections are scanned for timeouts only once it has passed; a
         # scan per poll was ~5% of the I/O thread's CPU in the latency workload (cProfile on
         # thread CPU time, 3,000 records sent one at a time).
         deadline = self._next_deadline()
-        timeout = min(timeout, deadline - now)
+        if deadline - now < timeout:
+            timeout = deadline - now
         if self._completed or timeout <= 0:
             timeout = 0
         events = self._selector.select(None if timeout == math.inf else timeout / 1000)
@@ -475,8 +480,10 @@ class NetworkClient:
 
     def _next_deadline(self) -> float:
         deadline = math.inf
-        for conn in self._all_connections():
-            deadline = min(deadline, conn.next_deadline())
+        for conn in (*self._connections.values(), *self._retiring):
+            conn_deadline = conn.next_deadline()
+            if conn_deadline < deadline:
+                deadline = conn_deadline
         return deadline
 
     def _handle_timeouts(self, now: float) -> None:

@@ -106,6 +106,15 @@ class ConnectionState(enum.Enum):
     READY = "ready"
 
 
+# The states as module globals, for the checks the I/O thread makes several times per pass
+# (next_deadline, interest, can_send, handle_events): on Python 3.11 reading a member from
+# its enum class goes through EnumType.__getattr__'s lookup hook, ~140 ns against ~13 ns for
+# a global (timeit); ~20 reads per record sent one at a time.
+_DISCONNECTED = ConnectionState.DISCONNECTED
+_CONNECTING = ConnectionState.CONNECTING
+_AUTHENTICATING = ConnectionState.AUTHENTICATING
+_READY = ConnectionState.READY
+
 #: The next request of a connection-setup exchange, and its version.
 SetupRequest = tuple[Request, int]
 
@@ -275,12 +284,12 @@ class BrokerConnection:
     @property
     def is_ready(self) -> bool:
         """Whether the connection is set up (READY)."""
-        return self._state is ConnectionState.READY
+        return self._state is _READY
 
     @property
     def is_disconnected(self) -> bool:
         """Whether there is no connection (DISCONNECTED)."""
-        return self._state is ConnectionState.DISCONNECTED
+        return self._state is _DISCONNECTED
 
     @property
     def in_flight_count(self) -> int:
@@ -311,18 +320,19 @@ class BrokerConnection:
         """Whether a request may be sent now: READY and below
         ``max_in_flight_requests_per_connection``."""
         return (
-            self._state is ConnectionState.READY
-            and self.in_flight_count < self._settings.max_in_flight_requests_per_connection
+            self._state is _READY
+            and len(self._awaiting) + self._unwritten_without_response  # in_flight_count
+            < self._settings.max_in_flight_requests_per_connection
         )
 
     def can_connect(self, now: float) -> bool:
         """Whether :meth:`connect` may be called: DISCONNECTED and the reconnect backoff over."""
-        return self._state is ConnectionState.DISCONNECTED and now >= self._reconnect_at
+        return self._state is _DISCONNECTED and now >= self._reconnect_at
 
     def connection_delay(self, now: float) -> float:
         """Milliseconds until :meth:`connect` is allowed (0: now). While connecting or
         connected there is nothing to wait for but socket events: infinity."""
-        if self._state is not ConnectionState.DISCONNECTED:
+        if self._state is not _DISCONNECTED:
             return math.inf
         return max(self._reconnect_at - now, 0.0)
 
@@ -332,7 +342,7 @@ class BrokerConnection:
         idle_ms = self._settings.connections_max_idle_ms
         return (
             idle_ms >= 0
-            and self._state is ConnectionState.READY
+            and self._state is _READY
             and self.in_flight_count == 0
             and now - self._last_activity >= idle_ms
         )
@@ -341,24 +351,29 @@ class BrokerConnection:
         """The earliest time something happens without a socket event: the connection setup
         timeout, a request timeout or the idle close. Infinity if none."""
         state = self._state
-        if state is ConnectionState.DISCONNECTED:
+        if state is _DISCONNECTED:
             return math.inf
-        deadline = self._setup_deadline if state is ConnectionState.CONNECTING else math.inf
-        if self._awaiting:
-            deadline = min(deadline, self._awaiting[0].deadline)
-        if self._outgoing:
-            deadline = min(deadline, self._outgoing[0].in_flight.deadline)
-        idle_ms = self._settings.connections_max_idle_ms
-        if state is ConnectionState.READY and idle_ms >= 0 and self.in_flight_count == 0:
-            deadline = min(deadline, self._last_activity + idle_ms)
+        # Asked once per poll: comparisons rather than min() (~30 against ~230 ns, timeit)
+        # and in_flight_count written out.
+        deadline = self._setup_deadline if state is _CONNECTING else math.inf
+        awaiting = self._awaiting
+        if awaiting and awaiting[0].deadline < deadline:
+            deadline = awaiting[0].deadline
+        outgoing = self._outgoing
+        if outgoing and outgoing[0].in_flight.deadline < deadline:
+            deadline = outgoing[0].in_flight.deadline
+        if state is _READY and not awaiting and not self._unwritten_without_response:
+            idle_ms = self._settings.connections_max_idle_ms
+            if idle_ms >= 0 and self._last_activity + idle_ms < deadline:
+                deadline = self._last_activity + idle_ms
         return deadline
 
     def interest(self) -> int:
         """The selector events this connection waits for (0: not registered)."""
         state = self._state
-        if state is ConnectionState.DISCONNECTED:
+        if state is _DISCONNECTED:
             return 0
-        if state is ConnectionState.CONNECTING:
+        if state is _CONNECTING:
             return self._handshake_events if self._transport_connected else EVENT_WRITE
         return EVENT_READ | EVENT_WRITE if self._outgoing else EVENT_READ
 
@@ -630,9 +645,9 @@ class BrokerConnection:
         fail with a connection error); they are not raised."""
         try:
             state = self._state
-            if state is ConnectionState.DISCONNECTED:
+            if state is _DISCONNECTED:
                 return
-            if state is ConnectionState.CONNECTING:
+            if state is _CONNECTING:
                 if self._transport_connected:
                     self._continue_handshake(now)
                 else:
@@ -648,11 +663,7 @@ class BrokerConnection:
 
     def _write_if_queued(self, now: float, completed: list[Completion]) -> None:
         state = self._state
-        if (
-            self._outgoing
-            and state is not ConnectionState.DISCONNECTED
-            and state is not ConnectionState.CONNECTING
-        ):
+        if self._outgoing and state is not _DISCONNECTED and state is not _CONNECTING:
             self._write(now, completed)
 
     def _read(self, now: float, completed: list[Completion]) -> None:
@@ -667,7 +678,7 @@ class BrokerConnection:
             protocol.receive_data(view[:count])
             while (item := protocol.next_response()) is not None:
                 self._dispatch_response(item[0], item[1], now, completed)
-                if self._state is ConnectionState.DISCONNECTED:
+                if self._state is _DISCONNECTED:
                     return
             if count < len(view):
                 return  # the socket had no more
@@ -693,9 +704,9 @@ class BrokerConnection:
         """Close the connection if its setup or its oldest request ran out of time. Every
         request in flight then fails with a timeout error naming the one that expired."""
         state = self._state
-        if state is ConnectionState.DISCONNECTED:
+        if state is _DISCONNECTED:
             return
-        if state is ConnectionState.CONNECTING and now >= self._setup_deadline:
+        if state is _CONNECTING and now >= self._setup_deadline:
             timeout = self._settings.connection_setup_timeout_ms
             self._close(
                 now,
@@ -744,7 +755,7 @@ class BrokerConnection:
         self._authenticator = None
         self._state = ConnectionState.DISCONNECTED
         self._setup_deadline = math.inf
-        if previous_state is not ConnectionState.READY:
+        if previous_state is not _READY:
             self._versions = {}
         in_flight = [
             frame.in_flight for frame in self._outgoing if not frame.in_flight.expects_response
@@ -765,7 +776,7 @@ class BrokerConnection:
             self._reconnect_at = now
             _log.debug("closed %s", self.description)
             return
-        if previous_state is ConnectionState.AUTHENTICATING:
+        if previous_state is _AUTHENTICATING:
             reason = self._maybe_refusal(reason)
         # A failure: back off exponentially, with jitter, before the next attempt.
         delay = self._settings.reconnect_backoff.next_delay(self._failed_attempts, self._rng)

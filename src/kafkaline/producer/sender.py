@@ -306,7 +306,9 @@ class Sender:
         if now is None:
             now = self._client.now()
         poll_timeout = self.send_producer_data(now)
-        self._client.poll(poll_timeout)
+        # The pass's time, as Java's Sender gives it: the poll reads the clock again after
+        # waiting (one clock read less per pass).
+        self._client.poll(poll_timeout, now)
         cluster = self._metadata.cluster
         if cluster is not self._last_cluster:
             self._last_cluster = cluster
@@ -354,27 +356,31 @@ class Sender:
                 if self._guarantee_order:
                     accumulator.mute(batch.topic_partition)
                 self._in_flight.add(batch)
-                self._in_flight_expiry_ms = min(
-                    self._in_flight_expiry_ms, batch.created_ms + timeout
-                )
+                if batch.created_ms + timeout < self._in_flight_expiry_ms:
+                    self._in_flight_expiry_ms = batch.created_ms + timeout
         if isinstance(transactions, TransactionalManager) and transactions.has_new_partitions():
             # The drain held back batches of partitions not yet in the transaction: add them
             # now, or this pass's poll could sleep with nothing else to wake it.
             txn_timeout = min(txn_timeout, self._send_transactional_request(transactions, now))
-        expired = self._expired_queued(now)
-        expired.extend(self._expired_in_flight(now))
-        for batch in expired:
-            self._fail_batch(batch, batch.delivery_timeout_error(timeout, now))
+        if now >= self._queued_expiry_ms or now >= self._in_flight_expiry_ms:
+            expired = self._expired_queued(now)
+            expired.extend(self._expired_in_flight(now))
+            for batch in expired:
+                self._fail_batch(batch, batch.delivery_timeout_error(timeout, now))
         for node, batches in drained.items():
             if batches:
                 self._send_produce_request(node, batches, now)
-        poll_timeout = min(
-            result.next_ready_check_delay_ms,
+        # Comparisons rather than min() and max() (~30 against ~230-330 ns a call, timeit):
+        # this runs twice per record sent one at a time.
+        poll_timeout = result.next_ready_check_delay_ms
+        for delay in (
             not_ready_timeout,
             txn_timeout,
             self._queued_expiry_ms - now,
             self._in_flight_expiry_ms - now,
-        )
+        ):
+            if delay < poll_timeout:
+                poll_timeout = delay
         if any(drained.values()) and accumulator.has_undrained():
             # More may be ready than one drain took (one batch per partition): come back at
             # once, as Java does, but only if a batch is still queued (an append after this
@@ -385,7 +391,7 @@ class Sender:
             # per round trip 548 -> 478 (cProfile), process instructions 683k -> 646k
             # (valgrind), tools/latency_probe.py.
             poll_timeout = 0.0
-        return max(poll_timeout, 0.0)
+        return poll_timeout if poll_timeout > 0.0 else 0.0
 
     # ------------------------------------------------------------------ idempotence
 

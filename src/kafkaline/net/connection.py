@@ -569,7 +569,9 @@ class BrokerConnection:
         on_complete: OnComplete | None,
         setup_handler: Callable[[Response, float], None] | None,
     ) -> _InFlight:
-        protocol = self._require_protocol()
+        protocol = self._protocol
+        if protocol is None:
+            protocol = self._require_protocol()  # raises
         buffers = protocol.send_buffers(request, version)
         in_flight = _InFlight(
             request,
@@ -597,7 +599,9 @@ class BrokerConnection:
             self._close(now, completed, error)
 
     def _write(self, now: float, completed: list[Completion]) -> None:
-        transport = self._require_transport()
+        transport = self._transport
+        if transport is None:
+            transport = self._require_transport()  # raises
         outgoing = self._outgoing
         while outgoing:
             if len(outgoing) == 1:
@@ -667,8 +671,12 @@ class BrokerConnection:
             self._write(now, completed)
 
     def _read(self, now: float, completed: list[Completion]) -> None:
-        transport = self._require_transport()
-        protocol = self._require_protocol()
+        transport = self._transport
+        if transport is None:
+            transport = self._require_transport()  # raises
+        protocol = self._protocol
+        if protocol is None:
+            protocol = self._require_protocol()  # raises
         view = self._receive_view
         for _ in range(_MAX_READS_PER_EVENT):
             count = transport.recv_into(view)
@@ -835,20 +843,23 @@ class BrokerConnection:
         error: KafkaError | None,
         now: float,
     ) -> Completion:
+        # By position (ClientResponse's field order): ~1.5 against ~0.6 us by keyword (timeit).
         return (
             ClientResponse(
-                node_id=self.node_id,
-                request=in_flight.request,
-                api_version=in_flight.version,
-                correlation_id=in_flight.correlation_id,
-                response=response,
-                error=error,
-                sent_at_ms=in_flight.sent_at,
-                completed_at_ms=now,
+                self.node_id,
+                in_flight.request,
+                in_flight.version,
+                in_flight.correlation_id,
+                response,
+                error,
+                in_flight.sent_at,
+                now,
             ),
             in_flight.on_complete,
         )
 
+    # The per-request paths (_enqueue, _write, _read) read the attribute themselves and call
+    # these only to raise: a Python call less each, on the I/O thread.
     def _require_transport(self) -> Transport:
         if self._transport is None:
             raise KafkaConnectionError(f"{self.description} is not connected")

@@ -4,8 +4,7 @@ and returned by :meth:`NetworkClient.poll() <kafkaline.net.client.NetworkClient.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 from kafkaline.errors import KafkaError, ProtocolError
 from kafkaline.protocol import Request, Response
@@ -14,10 +13,13 @@ from kafkaline.protocol.versions import api_name
 R = TypeVar("R", bound=Response)
 
 
-@dataclass(frozen=True, slots=True)
-class ClientResponse:
+class ClientResponse(NamedTuple):
     """The outcome of one request sent with :meth:`NetworkClient.send()
-    <kafkaline.net.client.NetworkClient.send>`.
+    <kafkaline.net.client.NetworkClient.send>`. Immutable.
+
+    A named tuple rather than a frozen dataclass: one is made per request, and a frozen
+    dataclass's ``__init__`` sets each of its eight fields through ``object.__setattr__``
+    (~5.2 against ~0.6 us to make one by position, timeit).
 
     Exactly one of three cases:
 

@@ -149,8 +149,14 @@ class TcpTransport:
     def description(self) -> str:
         return self._description
 
+    # fileno, send and recv_into read the socket themselves rather than through _socket():
+    # each runs once or twice per request on the I/O thread, whose cost for records sent
+    # one at a time is mostly Python calls (see the producer's Sender).
     def fileno(self) -> int:
-        return self._socket().fileno()
+        sock = self._sock
+        if sock is None:
+            raise self._not_open()
+        return sock.fileno()
 
     def connect(self) -> bool:
         if self._sock is not None:
@@ -194,7 +200,9 @@ class TcpTransport:
         return 0  # plain TCP has nothing below Kafka
 
     def send(self, buffers: Sequence[memoryview]) -> int:
-        sock = self._socket()
+        sock = self._sock
+        if sock is None:
+            raise self._not_open()
         try:
             if len(buffers) == 1 or not _HAS_SENDMSG:
                 return sock.send(buffers[0])
@@ -206,7 +214,9 @@ class TcpTransport:
             raise self._error("cannot send to", error) from error
 
     def recv_into(self, buffer: memoryview) -> int:
-        sock = self._socket()
+        sock = self._sock
+        if sock is None:
+            raise self._not_open()
         try:
             count = sock.recv_into(buffer)
         except BlockingIOError:
@@ -228,8 +238,11 @@ class TcpTransport:
 
     def _socket(self) -> socket.socket:
         if self._sock is None:
-            raise KafkaConnectionError(f"the connection to {self._description} is not open")
+            raise self._not_open()
         return self._sock
+
+    def _not_open(self) -> KafkaConnectionError:
+        return KafkaConnectionError(f"the connection to {self._description} is not open")
 
     def _error(self, what: str, error: OSError) -> KafkaConnectionError:
         reason = error.strerror or str(error) or type(error).__name__

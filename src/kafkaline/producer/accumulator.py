@@ -61,6 +61,10 @@ from kafkaline.record import CompressionType, Headers, RecordBatchBuilder
 from kafkaline.record.batch_format import BATCH_HEADER_SIZE
 from kafkaline.record.record_encoder import RECORD_OVERHEAD_BOUND, encode_headers
 
+# A global for _new_batch: on Python 3.11 CompressionType.NONE goes through
+# EnumType.__getattr__'s hook (~1k instructions a read, valgrind).
+_NO_COMPRESSION = CompressionType.NONE
+
 __all__ = [
     "AccumulatorCluster",
     "BatchStats",
@@ -551,15 +555,19 @@ class RecordAccumulator:
                 if sticky_partitioner is not None and cluster is not None:
                     sticky = sticky_partitioner.peek_current(cluster)
                 queue = self._queue(topic, sticky.partition if sticky is not None else partition)
-                with queue.lock:
-                    if sticky is not None and self._sticky_changed(sticky_partitioner, sticky):
-                        continue
-                    future = _try_append_last(queue, timestamp, key, value, headers)
-                    if future is not None:
-                        self._sticky_appended(
-                            sticky_partitioner, sticky, queue, record_size, cluster
-                        )
-                        return future, len(queue.batches) > 1, False
+                # An empty queue (read without the lock) has no batch to try: go make one. The
+                # try under the lock below catches a batch queued meanwhile. (Records sent one
+                # at a time find the queue empty each time: one lock round less per record.)
+                if queue.batches:
+                    with queue.lock:
+                        if sticky is not None and self._sticky_changed(sticky_partitioner, sticky):
+                            continue
+                        future = _try_append_last(queue, timestamp, key, value, headers)
+                        if future is not None:
+                            self._sticky_appended(
+                                sticky_partitioner, sticky, queue, record_size, cluster
+                            )
+                            return future, len(queue.batches) > 1, False
                 if not pooled:
                     size = max(self._batch_size, BATCH_HEADER_SIZE + record_size)
                     now += self._pool.allocate(size, max_time_to_block_ms)
@@ -937,7 +945,7 @@ class RecordAccumulator:
                 return batch, len(queue.batches) > 1
 
     def _new_batch(self, tp: TopicPartition, now: float) -> ProducerBatch:
-        compressed = self._compression is not CompressionType.NONE
+        compressed = self._compression is not _NO_COMPRESSION
         return ProducerBatch(
             tp,
             created_ms=now,

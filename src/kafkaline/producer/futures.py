@@ -299,13 +299,18 @@ class ProduceRequestResult:
         """The record's metadata once the batch succeeded."""
         base = self.base_offset
         log_append_time = self.log_append_time
-        return RecordMetadata(
-            self.topic,
-            self.partition,
-            base + offset_delta if base != UNKNOWN_OFFSET else UNKNOWN_OFFSET,
-            log_append_time if log_append_time != NO_TIMESTAMP else future.timestamp,
-            future.serialized_key_size,
-            future.serialized_value_size,
+        # tuple.__new__ rather than the class's Python-level __new__, as for the futures:
+        # once per get(), on the caller's thread.
+        return _new_tuple(
+            RecordMetadata,
+            (
+                self.topic,
+                self.partition,
+                base + offset_delta if base != UNKNOWN_OFFSET else UNKNOWN_OFFSET,
+                log_append_time if log_append_time != NO_TIMESTAMP else future.timestamp,
+                future.serialized_key_size,
+                future.serialized_value_size,
+            ),
         )
 
     def raise_error(self, error: Exception) -> None:
@@ -399,10 +404,18 @@ class FutureRecordMetadata(_RecordHandle):
         return self.done()
 
     def _wait(self, timeout: float | None) -> tuple[ProduceRequestResult, int]:
-        deadline = None if timeout is None else time.monotonic() + timeout
         result, delta = self.batch_result, self.offset_delta
+        if timeout is None:
+            # get() without timeout, the usual case: no clock reads, no remaining time.
+            while True:
+                result.wait()
+                target = result.redirected(delta)
+                if target is None:
+                    return result, delta
+                result, delta = target
+        deadline = time.monotonic() + timeout
         while True:
-            remaining = None if deadline is None else max(0.0, deadline - time.monotonic())
+            remaining = max(0.0, deadline - time.monotonic())
             if not result.wait(remaining):
                 raise KafkaTimeoutError(
                     f"the record sent to {result.topic}-{result.partition} was not "

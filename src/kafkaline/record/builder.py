@@ -87,6 +87,10 @@ _INT64 = range(INT64_MIN, INT64_MAX + 1)
 _CLOSED = -1  # a limit every estimate exceeds: appends take the slow path, which refuses
 #: Below every int64 timestamp: the running maximum before any record is encoded.
 _NO_TIMESTAMP_YET = INT64_MIN - 1
+# A global, not TimestampType.LOG_APPEND_TIME in __init__: on Python 3.11 reading a member
+# from its enum class goes through EnumType.__getattr__'s hook (~1.7k of a new builder's
+# ~14.1k instructions, valgrind).
+_LOG_APPEND_TIME = TimestampType.LOG_APPEND_TIME
 
 
 def _check_range(name: str, value: int, allowed: range) -> int:
@@ -180,7 +184,8 @@ class RecordBatchBuilder:
             raise ValueError(
                 f"estimated_compression_ratio {estimated_compression_ratio} is outside (0, 1]"
             )
-        if timestamp_type is TimestampType.LOG_APPEND_TIME:
+        log_append_time_type = timestamp_type is _LOG_APPEND_TIME
+        if log_append_time_type:
             if log_append_time is None:
                 raise ValueError("LOG_APPEND_TIME batches need log_append_time")
             _check_range("log_append_time", log_append_time, _INT64)
@@ -218,7 +223,7 @@ class RecordBatchBuilder:
             self.set_producer_state(producer_id, producer_epoch, base_sequence)
         self._attributes = (
             self._compression
-            | (ATTR_TIMESTAMP_TYPE if timestamp_type is TimestampType.LOG_APPEND_TIME else 0)
+            | (ATTR_TIMESTAMP_TYPE if log_append_time_type else 0)
             | (ATTR_TRANSACTIONAL if is_transactional else 0)
             | (ATTR_CONTROL if is_control else 0)
         )

@@ -504,6 +504,11 @@ def test_response_completes_the_request_with_its_latency() -> None:
     assert isinstance(response.response, MetadataResponse) and response.error is None
     assert response.latency_ms == 12.0
     assert response.response_as(MetadataResponse) is response.response
+    assert (response.sent_at_ms, response.completed_at_ms) == (5.0, 17.0)
+    assert response.api_version == harness.conn.api_versions[MetadataRequest.API_KEY]
+    assert response.request is not None and response.request.API_KEY == MetadataRequest.API_KEY
+    with pytest.raises(AttributeError):
+        response.error = None  # type: ignore[misc]  # immutable
 
 
 def test_in_flight_limit_is_exposed_as_can_send() -> None:

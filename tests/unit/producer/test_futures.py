@@ -59,6 +59,7 @@ def test_get_gives_base_offset_plus_delta_sizes_and_create_time() -> None:
     first, second = handles(result, 2)
     result.complete(SUCCEEDED, base_offset=100)
     assert first.get(0) == RecordMetadata("events", 3, 100, TS, 3, 10)
+    assert type(first.get()) is RecordMetadata and first.get().offset == 100
     assert second.get(0) == RecordMetadata("events", 3, 101, TS + 1, 3, 11)
     assert first.done() and first.is_done and first.exception(0) is None
     assert (first.topic, first.partition) == ("events", 3)
@@ -305,7 +306,8 @@ def test_wait_final_times_out_while_a_split_part_is_pending() -> None:
     assert old.wait_final(deadline=time.monotonic())
 
 
-def test_get_waits_across_a_redirection() -> None:
+@pytest.mark.parametrize("timeout", [10.0, None])
+def test_get_waits_across_a_redirection(timeout: float | None) -> None:
     old = ProduceRequestResult("events", 0)
     (future,) = handles(old, 1)
     part = ProduceRequestResult("events", 0)
@@ -317,7 +319,7 @@ def test_get_waits_across_a_redirection() -> None:
         part.complete(SUCCEEDED, base_offset=9)
 
     threading.Thread(target=split_then_complete).start()
-    assert future.get(timeout=10).offset == 9
+    assert future.get(timeout=timeout).offset == 9
 
 
 # --------------------------------------------------------------------------- asyncio

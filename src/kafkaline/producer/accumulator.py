@@ -1089,7 +1089,9 @@ class RecordAccumulator:
                     # Not in this metadata snapshot (yet): keep the current weights.
                     continue
                 partitioner.update_load_stats(queue_states, partition_count)
-        return ReadyCheckResult(ready_nodes, next_delay, unknown_leader_topics)
+        # tuple.__new__, not the named tuple's Python-level __new__: ready() runs twice per
+        # record sent one at a time.
+        return _new_tuple(ReadyCheckResult, (ready_nodes, next_delay, unknown_leader_topics))
 
     def _leader_stalled_ms(self, leader: int | None) -> int:
         latency = None if leader is None else self._node_latency.get(leader)
@@ -1147,7 +1149,7 @@ class RecordAccumulator:
         for step in range(count):
             index = (start + step) % count
             tp = parts[index]
-            if tp in muted:
+            if muted and tp in muted:  # most producers mute nothing: no hash per partition
                 continue
             partitions = queues.get(tp.topic)
             queue = None if partitions is None else partitions.get(tp.partition)

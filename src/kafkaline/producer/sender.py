@@ -65,13 +65,10 @@ from kafkaline.producer.idempotence import TransactionManager
 from kafkaline.producer.metrics import SenderCounters
 from kafkaline.producer.transactions import TransactionalManager, TxnRequestHandler
 from kafkaline.protocol import Request
-from kafkaline.protocol.api import ProduceRequest, ProduceResponse
+from kafkaline.protocol.api import ProduceResponse
 from kafkaline.protocol.api.init_producer_id import InitProducerIdResponse
-from kafkaline.protocol.api.produce import (
-    PartitionProduceData,
-    PartitionProduceResponse,
-    TopicProduceData,
-)
+from kafkaline.protocol.api.produce import PartitionProduceResponse, new_produce_request
+from kafkaline.protocol.schema import Records
 from kafkaline.record.batch_format import BATCH_HEADER_SIZE
 
 __all__ = ["Sender", "SenderClient", "SenderMetadata"]
@@ -538,7 +535,7 @@ class Sender:
 
     def _send_produce_request(self, node: int, batches: list[ProducerBatch], now: float) -> None:
         by_partition: dict[TopicPartition, ProducerBatch] = {}
-        topic_data: dict[str, list[PartitionProduceData]] = {}
+        topic_data: dict[str, list[tuple[int, Records]]] = {}
         size = 0
         records = 0
         queue_times: list[float] = []
@@ -553,22 +550,15 @@ class Sender:
             size += len(wire)
             records += len(builder)
             queue_times.append(now - batch.created_ms)
-            topic_data.setdefault(tp.topic, []).append(
-                PartitionProduceData(index=tp.partition, records=wire)
-            )
+            topic_data.setdefault(tp.topic, []).append((tp.partition, wire))
             by_partition[tp] = batch
         if not by_partition:
             return
-        request = ProduceRequest(
-            transactional_id=(
-                self._transactions.transactional_id if self._transactions is not None else None
-            ),
-            acks=self._acks,
-            timeout_ms=self._request_timeout_ms,
-            topic_data=[
-                TopicProduceData(name=topic, partition_data=partitions)
-                for topic, partitions in topic_data.items()
-            ],
+        request = new_produce_request(
+            self._transactions.transactional_id if self._transactions is not None else None,
+            self._acks,
+            self._request_timeout_ms,
+            topic_data,
         )
         on_complete = functools.partial(self._handle_produce_response, by_partition)
         try:

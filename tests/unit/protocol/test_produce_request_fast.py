@@ -13,9 +13,10 @@ from kafkaline.protocol.api.produce import (
     PartitionProduceData,
     ProduceRequest,
     TopicProduceData,
+    new_produce_request,
 )
 from kafkaline.protocol.framing import ClientProtocol
-from kafkaline.protocol.schema import compile_struct
+from kafkaline.protocol.schema import Records, compile_struct
 
 _RECORDS = st.one_of(
     st.none(),
@@ -66,6 +67,38 @@ def test_the_body_writer_writes_what_the_generic_encoder_writes(
     request: ProduceRequest, version: int
 ) -> None:
     assert body(request, version) == generic_body(request, version)
+
+
+@settings(max_examples=200, deadline=None)
+@given(request=_REQUESTS)
+def test_new_produce_request_makes_what_the_constructors_make(request: ProduceRequest) -> None:
+    topic_data: dict[str, list[tuple[int, Records | None]]] = {}
+    for topic in request.topic_data:
+        # Names may repeat in the generated requests: the dict groups them, as the Sender's.
+        topic_data.setdefault(topic.name, []).extend(
+            (partition.index, partition.records) for partition in topic.partition_data
+        )
+    made = new_produce_request(
+        request.transactional_id, request.acks, request.timeout_ms, topic_data
+    )
+    expected = ProduceRequest(
+        transactional_id=request.transactional_id,
+        acks=request.acks,
+        timeout_ms=request.timeout_ms,
+        topic_data=[
+            TopicProduceData(
+                name=name,
+                partition_data=[
+                    PartitionProduceData(index=index, records=records)
+                    for index, records in partitions
+                ],
+            )
+            for name, partitions in topic_data.items()
+        ],
+    )
+    assert type(made) is ProduceRequest and made == expected
+    for version in (8, 9):
+        assert body(made, version) == generic_body(expected, version)
 
 
 def test_framing_uses_it_and_the_frame_matches_the_generic_encoding() -> None:

@@ -30,6 +30,7 @@ A request with ``acks=0`` gets no response at all.
 from __future__ import annotations
 
 import struct
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from kafkaline.protocol.primitives import (
@@ -150,6 +151,14 @@ class ProduceResponse(Response):
         return decode_message(cls, Reader(data), version)
 
 
+# The fast path makes its objects with object.__new__ and then calls the dataclass's own
+# __init__ with the keywords: calling a class with keywords gathers them into a dict first
+# (Python 3.11), calling its __init__ does not. One-partition answer: ~30.0k -> ~25.2k
+# instructions per decode (valgrind).
+_new_object = object.__new__
+_init_partition = PartitionProduceResponse.__init__
+_init_topic = TopicProduceResponse.__init__
+_init_response = ProduceResponse.__init__
 _PARTITION_FIXED = struct.Struct(">ihqqq")  # index .. log_start_offset (v5+)
 # After a partition's fixed fields: record_errors empty (1), error_message null (0), no
 # tagged fields (0).
@@ -188,27 +197,32 @@ def _decode_usual_flexible(data: Buffer) -> ProduceResponse | None:
                 if view[pos : pos + 3] != _PARTITION_USUAL_TAIL:
                     return None
                 pos += 3
-                partitions.append(
-                    PartitionProduceResponse(
-                        index=index,
-                        error_code=error_code,
-                        base_offset=base_offset,
-                        log_append_time_ms=log_append_time,
-                        log_start_offset=log_start_offset,
-                        record_errors=[],
-                        error_message=None,
-                    )
+                partition = _new_object(PartitionProduceResponse)
+                _init_partition(
+                    partition,
+                    index=index,
+                    error_code=error_code,
+                    base_offset=base_offset,
+                    log_append_time_ms=log_append_time,
+                    log_start_offset=log_start_offset,
+                    record_errors=[],
+                    error_message=None,
                 )
+                partitions.append(partition)
             if view[pos] != 0:  # the topic's tagged fields
                 return None
             pos += 1
-            topics.append(TopicProduceResponse(name=name, partition_responses=partitions))
+            topic = _new_object(TopicProduceResponse)
+            _init_topic(topic, name=name, partition_responses=partitions)
+            topics.append(topic)
         (throttle_time_ms,) = _INT32.unpack_from(view, pos)
         if pos + 5 != end or view[pos + 4] != 0:  # no tagged fields, nothing after them
             return None
     except (IndexError, struct.error, UnicodeDecodeError, ValueError):
         return None
-    return ProduceResponse(responses=topics, throttle_time_ms=throttle_time_ms)
+    response = _new_object(ProduceResponse)
+    _init_response(response, responses=topics, throttle_time_ms=throttle_time_ms)
+    return response
 
 
 # --------------------------------------------------------------------------- request
@@ -265,6 +279,43 @@ class ProduceRequest(Request):
             return generic
         return _UsualFlexibleRequestWriter(generic, RECORDS.codec(version, True, True).write)
 
+
+def new_produce_request(
+    transactional_id: str | None,
+    acks: int,
+    timeout_ms: int,
+    topic_data: Mapping[str, Sequence[tuple[int, Records | None]]],
+) -> ProduceRequest:
+    """The ProduceRequest for ``topic_data`` (topic -> ``(partition, records)`` pairs), as
+    ``ProduceRequest(...)`` with its TopicProduceData and PartitionProduceData would make it.
+
+    The producer's I/O thread makes one per request: its objects are made as the response
+    fast path makes them (object.__new__, then the dataclass's own __init__ with keywords,
+    which gathers no dict; see _decode_usual_flexible)."""
+    topics: list[TopicProduceData] = []
+    for name, partitions in topic_data.items():
+        partition_data: list[PartitionProduceData] = []
+        for index, records in partitions:
+            partition = _new_object(PartitionProduceData)
+            _init_partition_data(partition, index=index, records=records)
+            partition_data.append(partition)
+        topic = _new_object(TopicProduceData)
+        _init_topic_data(topic, name=name, partition_data=partition_data)
+        topics.append(topic)
+    request = _new_object(ProduceRequest)
+    _init_request(
+        request,
+        transactional_id=transactional_id,
+        acks=acks,
+        timeout_ms=timeout_ms,
+        topic_data=topics,
+    )
+    return request
+
+
+_init_partition_data = PartitionProduceData.__init__
+_init_topic_data = TopicProduceData.__init__
+_init_request = ProduceRequest.__init__
 
 _ACKS_AND_TIMEOUT = struct.Struct(">hi")
 #: Record sets this large or larger have no compact length (uvarint32 of size + 1).

@@ -365,8 +365,8 @@ class NetworkClient:
         if self._wakeup_pending:
             # Pending: the byte is written and not yet read, or being read by a poll that
             # then returns, whose Sender pass sees what this call was for (as when the flag
-            # is found set under the lock). Unlocked: send()'s hot path calls this for every
-            # record while a full batch waits for the I/O thread.
+            # is found set under the lock). Unlocked: send()'s general path calls this for
+            # every record appended while a full batch waits for the I/O thread.
             return
         with self._wakeup_lock:
             if self._closed or self._wakeup_pending:

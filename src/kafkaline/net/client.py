@@ -367,6 +367,12 @@ class NetworkClient:
     def wakeup(self) -> None:
         """Interrupt a :meth:`poll` that is waiting (or make the next one return at once).
         Safe from any thread; cheap when a wakeup is already pending."""
+        if self._wakeup_pending:
+            # Pending: the byte is written and not yet read, or being read by a poll that
+            # then returns, whose Sender pass sees what this call was for (as when the flag
+            # is found set under the lock). Unlocked: send()'s general path calls this for
+            # every record appended while a full batch waits for the I/O thread.
+            return
         with self._wakeup_lock:
             if self._closed or self._wakeup_pending:
                 return

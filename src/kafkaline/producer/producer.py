@@ -498,14 +498,13 @@ class Producer:
                         value,
                         key_size,
                         value_size,
-                        self._wakeup,
                     )
                     if future is not None:
                         return future
             elif key is None and count is not None and value_size <= self._payload_limit:
                 # Without key: the topic's sticky partition, while no switch is due.
                 future = self._accumulator.append_keyless_to_open_batch(
-                    topic, _time_ns() // 1_000_000, value, value_size, self._wakeup
+                    topic, _time_ns() // 1_000_000, value, value_size
                 )
                 if future is not None:
                     return future

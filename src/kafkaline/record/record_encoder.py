@@ -30,6 +30,7 @@ values, mixed null and non-null keys, headers, negative timestamp deltas, fields
 from __future__ import annotations
 
 import operator
+from bisect import bisect_right
 from collections.abc import Mapping, Sequence
 from functools import lru_cache
 from typing import NamedTuple, cast
@@ -424,6 +425,77 @@ class UniformShape:
             sections.append(data[start : start + span])
             start += span
         return sections
+
+
+#: The records per timestamp, on average, below which encode_uniform_records() declines.
+_UNIFORM_MIN_RUN = 16
+
+
+def encode_uniform_records(
+    timestamps: Sequence[int],
+    keys: Sequence[bytes | None],
+    values: Sequence[bytes | None],
+    base_timestamp: int,
+    first_offset_delta: int,
+) -> memoryview | None:
+    """:func:`encode_record_chunk` for records of one shape (every key of one size, or every
+    key null; every value of one size; no headers) whose timestamps never decrease: each
+    run of equal timestamps goes through :meth:`UniformShape.encode_batches`, all in one
+    join. ``None`` when the records are not of that kind (the caller then takes
+    :func:`encode_record_pieces`), also for a negative timestamp delta or fields and offsets
+    past the small-varint table.
+
+    The records of a send() loop: its timestamps change once a millisecond, so a batch of a
+    few hundred records has a few runs. Measured (550 records of 100 bytes with 9-byte keys
+    and five timestamps, timeit on the project's 2-core machine, alternating): ~700-740 ->
+    ~380-390 ns a record, the checks below included. Each run costs a few microseconds:
+    below ``_UNIFORM_MIN_RUN`` records a run on average, the per-record loop is cheaper.
+    """
+    count = len(values)
+    if count == 0 or len(keys) != count or len(timestamps) != count:
+        return None
+    if (timestamps[-1] - timestamps[0] + 1) * _UNIFORM_MIN_RUN > count:
+        return None  # runs too short on average (or out of order): each costs a few us
+    # One pass each in C (faster than min() and max(), or a set); TypeError for a null.
+    try:
+        value_size = len(values[0])  # type: ignore[arg-type]
+        if list(map(len, values)).count(value_size) != count:  # type: ignore[arg-type]
+            return None
+        keyless = keys[0] is None
+        if keyless:
+            key_size = 0
+            if keys.count(None) != count:
+                return None
+        else:
+            key_size = len(keys[0])  # type: ignore[arg-type]
+            if list(map(len, keys)).count(key_size) != count:  # type: ignore[arg-type]
+                return None
+    except TypeError:
+        return None
+    shape = UniformShape.of(key_size, value_size, keyless)
+    if shape is None:
+        return None
+    # Runs of equal timestamps, found by bisection, then checked: a run that bisection
+    # got wrong (timestamps not in order) does not hold only its timestamp.
+    runs: list[tuple[int, int, int]] = []
+    start = 0
+    while start < count:
+        timestamp = timestamps[start]
+        end = bisect_right(timestamps, timestamp, start)
+        if end <= start or timestamps[start:end].count(timestamp) != end - start:
+            return None
+        runs.append((end - start, first_offset_delta + start, timestamp - base_timestamp))
+        start = end
+    sections = shape.encode_batches(
+        None if keyless else cast(Sequence[bytes], keys), cast(Sequence[bytes], values), runs
+    )
+    if sections is None:
+        return None
+    if len(sections) == 1:
+        return sections[0]
+    # The sections are consecutive slices of one joined buffer: the whole of it but its
+    # first byte (see encode_batches).
+    return memoryview(sections[0].obj)[1:]
 
 
 def _table_size(needed: int) -> int:

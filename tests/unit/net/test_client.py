@@ -9,6 +9,7 @@ from __future__ import annotations
 import socket
 import struct
 import threading
+import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
@@ -423,3 +424,25 @@ def test_a_metadata_refresh_asked_from_another_thread_is_seen_by_the_next_poll(
     assert client.metadata.time_to_next_update(clock.now) == 0
     client.poll(0)
     assert cluster.requests.count((1, MetadataRequest.API_KEY)) == count + 1
+
+
+def test_wakeups_while_one_is_pending_write_one_byte_and_the_poll_after_returns_at_once(
+    cluster: Cluster, make_client: Callable[..., NetworkClient]
+) -> None:
+    cluster.reachable = {1}
+    cluster.brokers = [(7, 1)]
+    client = make_client([1])
+    client.poll(0)
+    client.poll(0)
+    assert client.node_ids == (7,)
+    for _ in range(1000):  # send()'s hot path, while a full batch waits
+        client.wakeup()
+    receiver = client._wakeup_receiver
+    assert len(receiver.recv(64, socket.MSG_PEEK)) == 1  # one byte, not one per call
+    started = time.monotonic()
+    client.poll(10_000)  # reads it
+    assert time.monotonic() - started < 5
+    client.wakeup()  # after the poll read the byte: a new one, the next poll returns too
+    started = time.monotonic()
+    client.poll(10_000)
+    assert time.monotonic() - started < 5

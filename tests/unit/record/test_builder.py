@@ -127,6 +127,17 @@ CASES: dict[str, list[Record]] = {
         (BASE_TS + i * 3000, b"k", b"v", []) for i in range(10)
     ],
     "one empty record": [(0, b"", b"", [])],
+    # One shape (a send() loop's), runs of timestamps: encoded by runs, not per record.
+    "one shape, runs of one timestamp": [
+        (BASE_TS + i // 40, os.urandom(9), os.urandom(100), []) for i in range(1200)
+    ],
+    "null keys, one shape, runs of one timestamp": [
+        (BASE_TS + i // 40, None, os.urandom(100), []) for i in range(1200)
+    ],
+    "one shape, the clock set back midway": [
+        (BASE_TS + (i // 40 if i < 600 else i // 40 - 30), b"k" * 9, os.urandom(100), [])
+        for i in range(1200)
+    ],
 }
 
 

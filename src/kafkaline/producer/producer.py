@@ -1627,14 +1627,28 @@ def _list_slices(values: Sequence[bytes | None], longest: int) -> list[tuple[int
 
 def _longest_and_uniform(items: Sequence[bytes | None]) -> tuple[int, int | None]:
     """The largest size of ``items`` (0 if none; nulls count 0) and the one size all have
-    (``None``: sizes differ, or there are nulls). One C-level pass: a set of the sizes costs
-    what the max did (~25 ns a record measured, against ~35 for max over filter(None, ...)),
-    and tells the list path whether its encoder for records of one shape applies."""
+    (``None``: sizes differ, or there are nulls): it tells the list path whether its encoder
+    for records of one shape applies. C-level passes, chosen by the first few sizes. Where
+    they are one, the list of the sizes and ``list.count`` of the first (an identity test
+    each for sizes below 257): ~210 instructions an item (valgrind, 10,000 values of 100
+    bytes), against ~285 for the set of the sizes, which stays for sizes that differ (the
+    count compares unequal ints at ~125 instructions an item more)."""
     try:
-        sizes = set(map(len, items))  # type: ignore[arg-type]  # a None raises TypeError
+        head = list(map(len, items[:_SIZE_PROBE]))  # type: ignore[arg-type]  # None raises
+        if head and head.count(head[0]) == len(head):
+            sizes = list(map(len, items))  # type: ignore[arg-type]
+            first = head[0]
+            if sizes.count(first) == len(sizes):
+                return first, first
+            return max(set(sizes)), None
+        found = set(map(len, items))  # type: ignore[arg-type]
     except TypeError:
         return max(map(len, filter(None, items)), default=0), None
-    return max(sizes, default=0), next(iter(sizes)) if len(sizes) == 1 else None
+    return max(found, default=0), None
+
+
+#: _longest_and_uniform() looks at this many sizes first.
+_SIZE_PROBE = 16
 
 
 def _check_lengths(count: int, keys: Sized | None, headers: Sized | None) -> None:

@@ -263,3 +263,21 @@ def test_list_slices_bound_a_call_by_records_and_bytes() -> None:
     mixed.append(b"x" * 5_000_000)
     slices = producer_module._list_slices(mixed, 5_000_000)
     assert slices[0] == (0, 65536) and slices[-1] == (65536, 100_001)
+
+
+@pytest.mark.parametrize(
+    ("items", "found"),
+    [
+        ([], (0, None)),
+        ([b"abc"] * 40, (3, 3)),
+        ([b"abc"] * 20 + [b"abcd"], (4, None)),  # one size in the probe, not after
+        ([b"a", b"abc"] * 20, (3, None)),
+        ([b"abc"] * 20 + [None], (3, None)),
+        ([None, b"ab"], (2, None)),
+        ([b"x" * 300] * 30, (300, 300)),  # sizes past the small ints
+    ],
+)
+def test_longest_and_uniform(items: list[bytes | None], found: tuple[int, int | None]) -> None:
+    from kafkaline.producer import producer as producer_module
+
+    assert producer_module._longest_and_uniform(items) == found

@@ -80,7 +80,7 @@ from kafkaline.producer.bulk import (
 from kafkaline.producer.futures import FutureRecordMetadata
 from kafkaline.producer.idempotence import TransactionManager
 from kafkaline.producer.interceptors import InterceptorChain
-from kafkaline.producer.list_records import ListRecords
+from kafkaline.producer.list_records import KeyPartitions, ListRecords
 from kafkaline.producer.metrics import ProducerMetrics, SenderCounters
 from kafkaline.producer.murmur2 import partitions_of_many
 from kafkaline.producer.partitioner import KeyPartitionCache, Partitioner, validate_partition
@@ -1032,11 +1032,14 @@ class Producer:
         varied sizes)."""
         count, max_block_ms = self._begin_bulk(topic, partition)
         now = _time_ns() // 1_000_000
-        chosen: list[int] | int | None = partition
+        chosen: list[int] | KeyPartitions | int | None = partition
         if partition is not None:
             validate_partition(topic, partition, count, "send_batch()")
         elif keys is not None and self._key_partition is not None:
-            chosen = self._bulk_key_partitions(keys, count)
+            # Looked up by ListRecords' grouping loop (the memo's, or all at once if a key
+            # is new).
+            memo = self._bulk_partition_memo.setdefault(count, {})
+            chosen = KeyPartitions(memo, functools.partial(self._bulk_key_partitions, count=count))
         runs: list[BulkRun] = []
         wake = False
         deadline_ms = _monotonic() * 1000.0 + max_block_ms

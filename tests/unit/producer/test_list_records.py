@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections.abc import Sequence
 
 import pytest
 
 from kafkaline.net.cluster import TopicPartition
 from kafkaline.producer.accumulator import OpenBatch, RecordAccumulator
 from kafkaline.producer.buffer_pool import BufferPool
-from kafkaline.producer.list_records import ListRecords
+from kafkaline.producer.list_records import KeyPartitions, ListRecords
 from kafkaline.producer.partitioner import StaticCluster, partition_for_key
 from kafkaline.record import read_record_batches
 from kafkaline.record.record_encoder import UniformShape, encode_records
@@ -263,6 +264,43 @@ def test_list_slices_bound_a_call_by_records_and_bytes() -> None:
     mixed.append(b"x" * 5_000_000)
     slices = producer_module._list_slices(mixed, 5_000_000)
     assert slices[0] == (0, 65536) and slices[-1] == (65536, 100_001)
+
+
+def test_key_partitions_group_by_the_memo_or_by_all_keys_looked_up() -> None:
+    keys: list[bytes | None] = [b"key-%03d" % (i % 40) for i in range(200)]
+    values: list[bytes | None] = [b"%05d" % i + b"." * 95 for i in range(200)]
+    chosen = [partition_for_key(key, 3) for key in keys]  # type: ignore[arg-type]
+    looked_up: list[int] = []
+
+    def partitions_of(some: Sequence[bytes | None]) -> list[int]:
+        looked_up.append(len(some))
+        return [-1 if key is None else partition_for_key(key, 3) for key in some]
+
+    memo: dict[bytes, int] = {k: p for k, p in zip(keys, chosen, strict=True) if k is not None}
+    expected = ListRecords(values, keys, None, BASE, chosen, 3, 7, 100)
+    by_memo = ListRecords(values, keys, None, BASE, KeyPartitions(memo, partitions_of), 3, 7, 100)
+    assert by_memo.groups == expected.groups and not looked_up  # every key in the memo
+    assert list(by_memo.positions(0, 200, 5) or []) == [
+        p + 5 for p in expected.positions(0, 200) or []
+    ]
+    assert looked_up == [200]  # the positions looked the keys up, once asked for
+    expected_chunks(by_memo, keys, values, None, None, 3000)
+    # A key not in the memo, a None key (sticky), or first keys all in one partition:
+    # every key looked up, grouped as by the list of their partitions.
+    first = [k for k, p in zip(keys, chosen, strict=True) if p == chosen[0]][:20]
+    for case_keys in ([*keys[:-1], b"new"], [*keys[:-1], None], first + keys[20:]):
+        looked_up.clear()
+        source = ListRecords(values, case_keys, None, BASE, KeyPartitions(memo, partitions_of), 3)
+        listed = ListRecords(values, case_keys, None, BASE, partitions_of(case_keys), 3)
+        assert looked_up[0] == 200 and source.groups == listed.groups
+        assert list(source.positions(0, 200) or []) == list(listed.positions(0, 200) or [])
+        expected_chunks(source, case_keys, values, None, None, 3000)
+    # With headers, the blocks need the positions: the keys are looked up first.
+    headers: list[Headers | None] = [None] * 199 + [(("h", b"1"),)]
+    looked_up.clear()
+    with_headers = ListRecords(values, keys, headers, BASE, KeyPartitions(memo, partitions_of), 3)
+    assert looked_up == [200]
+    expected_chunks(with_headers, keys, values, headers, None, 3000)
 
 
 @pytest.mark.parametrize(

@@ -39,6 +39,7 @@ from kafkaline.record import Headers
 from kafkaline.record.record_encoder import (
     UniformShape,
     encode_headers,
+    encode_one_key_size,
     encode_record_pieces,
 )
 
@@ -177,6 +178,8 @@ class ListRecords:
         for partition, _, part_values, _ in self._parts:
             self._groups.append((partition, start, start + len(part_values)))
             start += len(part_values)
+        #: The one size of every key (``None``: they differ, or are not all bytes).
+        self._key_size = None if keys is None else key_size
         #: Bytes per encoded record, from the last window (0: not known yet).
         self._average = 0.0
         #: When every record has one shape (no nulls, no headers): its encoder, without a
@@ -392,9 +395,23 @@ class ListRecords:
             blocks = {
                 i - first: block for i, block in group_blocks.items() if first <= i < first + count
             }
-        pieces, per_record, trailer = encode_record_pieces(
-            self._timestamp, keys, values, blocks, base_timestamp, first_offset_delta
-        )
+        found = None
+        if not blocks and (self._keyless or self._key_size is not None):
+            try:
+                found = encode_one_key_size(
+                    None if self._keyless else keys,  # type: ignore[arg-type]  # no nulls
+                    values,  # type: ignore[arg-type]  # a null raises TypeError
+                    self._key_size or 0,
+                    self._timestamp - base_timestamp,
+                    first_offset_delta,
+                )
+            except TypeError:  # a null value: the per-record encoder's
+                found = None
+        if found is None:
+            found = encode_record_pieces(
+                self._timestamp, keys, values, blocks, base_timestamp, first_offset_delta
+            )
+        pieces, per_record, trailer = found
         joined = b""
         if keep_pieces:
             records_size = sum(map(len, pieces))

@@ -18,7 +18,7 @@ from kafkaline.producer.buffer_pool import BufferPool
 from kafkaline.producer.list_records import KeyPartitions, ListRecords
 from kafkaline.producer.partitioner import StaticCluster, partition_for_key
 from kafkaline.record import read_record_batches
-from kafkaline.record.record_encoder import UniformShape, encode_records
+from kafkaline.record.record_encoder import UniformShape, encode_one_key_size, encode_records
 
 Headers = tuple[tuple[str, bytes | None], ...]
 BASE = 1_700_000_000_000
@@ -319,3 +319,48 @@ def test_longest_and_uniform(items: list[bytes | None], found: tuple[int, int | 
     from kafkaline.producer import producer as producer_module
 
     assert producer_module._longest_and_uniform(items) == found
+
+
+@pytest.mark.parametrize("keyed", [True, False])
+@pytest.mark.parametrize("seed", range(3))
+def test_keys_of_one_size_and_values_of_varied_sizes_are_bit_exact(keyed: bool, seed: int) -> None:
+    rng = random.Random(seed)
+    count = rng.choice([1, 70, 900])
+    keys: list[bytes | None] = [rng.randbytes(9) if keyed else None for _ in range(count)]
+    values: list[bytes | None] = [rng.randbytes(rng.randint(0, 300)) for _ in range(count)]
+    if seed == 2:
+        values[-1] = b"x" * 3000  # past the column encoder's tables: the per-record one
+    chosen = [rng.choice([-1, 0, 1]) for _ in range(count)]
+    source = ListRecords(
+        values, keys if keyed else None, None, BASE, chosen, 2, 9 if keyed else None
+    )
+    open_state = OpenBatch(room=700, first_offset_delta=60, base_timestamp=BASE - 70)
+    for open_batch, room in ((None, 4000), (open_state, 2500), (None, 1), (open_state, 20)):
+        expected_chunks(source, keys, values, None, open_batch, room)
+
+
+def test_encode_one_key_size_is_bit_exact_and_cut_after_any_record() -> None:
+    rng = random.Random(7)
+    for _ in range(300):
+        count = rng.choice([1, 2, 63, 64, 65, 200])
+        key_size = rng.choice([None, 0, 1, 10, 70])
+        first = rng.choice([0, 1, 62, 63, 64, 65, 500])
+        delta = rng.choice([0, 1, 63, 64, 5000])
+        keys = None if key_size is None else [rng.randbytes(key_size) for _ in range(count)]
+        values = [rng.randbytes(rng.choice([0, 1, 63, 64, 127, 128, 2047])) for _ in range(count)]
+        found = encode_one_key_size(keys, values, key_size or 0, delta, first)
+        assert found is not None and len(found.pieces) == count * found.per_record
+        cut = rng.randint(1, count)
+        expected = encode_records(
+            [None] * cut if keys is None else keys[:cut],
+            values[:cut],
+            BASE + delta,
+            base_timestamp=BASE,
+            first_offset_delta=first,
+        )
+        assert b"".join(found.pieces[: cut * found.per_record]) + found.trailer == expected
+    assert encode_one_key_size(None, [b"x" * 2048], 0, 0, 0) is None  # past the tables
+    assert encode_one_key_size(None, [b"x"], 0, -1, 0) is None  # a negative delta
+    assert encode_one_key_size(None, [b"x"], 0, 0, 8192) is None  # offsets past the table
+    with pytest.raises(TypeError):
+        encode_one_key_size(None, [b"x", None], 0, 0, 0)  # type: ignore[list-item]

@@ -9,9 +9,11 @@ Records of one shape (every key one size, every value one size, no nulls, no hea
 a pipeline of fixed-size records sends) are cut into batches by arithmetic and a whole
 partition's worth of batches is encoded by slice assignments and one join
 (:class:`~kafkaline.record.record_encoder.UniformShape`). Other records are encoded a batch
-at a time by the per-record encoder's loop
-(:func:`~kafkaline.record.record_encoder.encode_record_pieces`) over a window of records
-sized to fill the batch, joined once, the window's overflow dropped. Either way a batch
+at a time over a window of records sized to fill the batch, joined once, the window's
+overflow dropped: column-wise where every key has one size (or none has a key) and no
+record has headers or a null value
+(:func:`~kafkaline.record.record_encoder.encode_one_key_size`), else by the per-record
+encoder's loop (:func:`~kafkaline.record.record_encoder.encode_record_pieces`). Either way a batch
 keeps a slice of that join and copies it once more, behind its header, when it is sealed.
 The builder's own bulk append (``RecordBatchBuilder.append_many``, the path before this
 one) cut its windows by encoding every record's size a second time, joined twice where a

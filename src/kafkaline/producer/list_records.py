@@ -9,9 +9,11 @@ Records of one shape (every key one size, every value one size, no nulls, no hea
 a pipeline of fixed-size records sends) are cut into batches by arithmetic and a whole
 partition's worth of batches is encoded by slice assignments and one join
 (:class:`~kafkaline.record.record_encoder.UniformShape`). Other records are encoded a batch
-at a time by the per-record encoder's loop
-(:func:`~kafkaline.record.record_encoder.encode_record_pieces`) over a window of records
-sized to fill the batch, joined once, the window's overflow dropped. Either way a batch
+at a time over a window of records sized to fill the batch, joined once, the window's
+overflow dropped: column-wise where every key has one size (or none has a key) and no
+record has headers or a null value
+(:func:`~kafkaline.record.record_encoder.encode_one_key_size`), else by the per-record
+encoder's loop (:func:`~kafkaline.record.record_encoder.encode_record_pieces`). Either way a batch
 keeps a slice of that join and copies it once more, behind its header, when it is sealed.
 The builder's own bulk append (``RecordBatchBuilder.append_many``, the path before this
 one) cut its windows by encoding every record's size a second time, joined twice where a
@@ -29,7 +31,7 @@ accumulator's batches ~0.07.
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from itertools import repeat
 from typing import overload
 
@@ -39,10 +41,11 @@ from kafkaline.record import Headers
 from kafkaline.record.record_encoder import (
     UniformShape,
     encode_headers,
+    encode_one_key_size,
     encode_record_pieces,
 )
 
-__all__ = ["ListRecords"]
+__all__ = ["KeyPartitions", "ListRecords"]
 
 #: Records this large on average (encoded) keep their pieces (keys and values by reference)
 #: until the batch is sealed, rather than being joined into a chunk here: one copy of each
@@ -59,14 +62,41 @@ _TYPICAL_RECORD_OVERHEAD = 10
 _WINDOW_OVERSHOOT = 1.02
 
 
+#: A group of records: (partition or None for sticky, keys, values, header blocks by index in
+#: the group), the lists in the source's order.
+_Part = tuple[int | None, Sequence[bytes | None], Sequence[bytes | None], dict[int, bytes]]
+#: Keyed records go through the memo's grouping loop unless this many first keys all fall in
+#: one partition (then they are looked up first, for the cheap test that all do).
+_ONE_PARTITION_PROBE = 16
+
+
+class KeyPartitions:
+    """Each record's partition by its key, for :class:`ListRecords` (in place of a list of
+    partitions): ``memo`` maps known keys to their partitions, ``partitions_of`` gives the
+    partitions of a list of keys (``-1`` for ``None``: sticky) as the producer chooses
+    them, filling the memo. Where every key is in the memo, the grouping loop looks each up
+    itself: no list of partitions is made unless positions are asked for."""
+
+    __slots__ = ("memo", "partitions_of")
+
+    def __init__(
+        self,
+        memo: Mapping[bytes, int],
+        partitions_of: Callable[[Sequence[bytes | None]], Sequence[int]],
+    ) -> None:
+        self.memo = memo
+        self.partitions_of = partitions_of
+
+
 class ListRecords:
     """One send_batch() call's records (checked: bytes or None, headers checked), grouped per
     partition, encoding themselves into batches (an ``EncodedRecordSource``).
 
     ``chosen`` is each record's partition (-1: the sticky partitioner's; ``partition_count``
     bounds the others), or one partition (an int) or ``None`` (all sticky) for every
-    record. Records keep their input order within a partition; :meth:`positions` maps the
-    source's order back to input positions. Every record has the timestamp ``timestamp``.
+    record, or :class:`KeyPartitions` to find them by the keys. Records keep their input
+    order within a partition; :meth:`positions` maps the source's order back to input
+    positions. Every record has the timestamp ``timestamp``.
     ``key_size`` and ``value_size``: the one size every key and every value has, if they
     have one (no nulls), for the encoder without a loop over records.
     """
@@ -77,7 +107,7 @@ class ListRecords:
         keys: Sequence[bytes | None] | None,
         headers: Sequence[Headers | None] | None,
         timestamp: int,
-        chosen: Sequence[int] | int | None,
+        chosen: Sequence[int] | KeyPartitions | int | None,
         partition_count: int = 0,
         key_size: int | None = None,
         value_size: int | None = None,
@@ -89,17 +119,27 @@ class ListRecords:
         blocks: dict[int, bytes] = {}
         if headers is not None:
             blocks = {i: encode_headers(header) for i, header in enumerate(headers) if header}
+        #: The keys and their partitions' function, where positions are worked out from
+        #: the keys (grouped by the memo).
+        self._keyed: tuple[Sequence[bytes | None], KeyPartitions] | None = None
+        found: list[_Part] | None = None
+        if isinstance(chosen, KeyPartitions):
+            if keys is not None and not blocks:
+                found = _group_by_memo(keys, values, chosen.memo, partition_count)
+            if found is not None:
+                self._keyed = (keys, chosen)  # type: ignore[assignment]  # keys not None
+                chosen = None
+            else:
+                chosen = chosen.partitions_of(key_list)
         if isinstance(chosen, Sequence) and count and _one_partition(chosen):
             chosen = chosen[0]  # one partition for all: no grouping
-        #: Per group: (partition or None for sticky, keys, values, header blocks by index in
-        #: the group), the lists in the source's order.
-        self._parts: list[
-            tuple[int | None, Sequence[bytes | None], Sequence[bytes | None], dict[int, bytes]]
-        ] = []
+        self._parts: list[_Part] = []
         self._chosen: Sequence[int] | None = None
         self._order: list[int] | None = None
         self._partition_count = partition_count
-        if not isinstance(chosen, Sequence):
+        if found is not None:
+            self._parts += found
+        elif not isinstance(chosen, Sequence):
             if count:
                 partition = None if chosen is None or chosen < 0 else chosen
                 self._parts.append((partition, key_list, values, blocks))
@@ -140,6 +180,8 @@ class ListRecords:
         for partition, _, part_values, _ in self._parts:
             self._groups.append((partition, start, start + len(part_values)))
             start += len(part_values)
+        #: The one size of every key (``None``: they differ, or are not all bytes).
+        self._key_size = None if keys is None else key_size
         #: Bytes per encoded record, from the last window (0: not known yet).
         self._average = 0.0
         #: When every record has one shape (no nulls, no headers): its encoder, without a
@@ -161,7 +203,7 @@ class ListRecords:
         source's order (``None``: the same, the order is the input's). Worked out when first
         read: a caller that only counts never pays for them (a loop over the records, ~0.1
         us each, a seventh of the call's cost)."""
-        if self._chosen is None:
+        if self._chosen is None and self._keyed is None:
             return None
         return _Positions(self, start, count, offset)
 
@@ -173,6 +215,9 @@ class ListRecords:
     def _input_positions(self, start: int, count: int) -> list[int]:
         if self._order is None:
             chosen = self._chosen
+            if chosen is None and self._keyed is not None:
+                keys, partitions = self._keyed
+                chosen = partitions.partitions_of(keys)
             if chosen is None:  # pragma: no cover - positions() returns None then
                 raise AssertionError("the records are in input order")
             self._order = [
@@ -352,9 +397,23 @@ class ListRecords:
             blocks = {
                 i - first: block for i, block in group_blocks.items() if first <= i < first + count
             }
-        pieces, per_record, trailer = encode_record_pieces(
-            self._timestamp, keys, values, blocks, base_timestamp, first_offset_delta
-        )
+        found = None
+        if not blocks and (self._keyless or self._key_size is not None):
+            try:
+                found = encode_one_key_size(
+                    None if self._keyless else keys,  # type: ignore[arg-type]  # no nulls
+                    values,  # type: ignore[arg-type]  # a null raises TypeError
+                    self._key_size or 0,
+                    self._timestamp - base_timestamp,
+                    first_offset_delta,
+                )
+            except TypeError:  # a null value: the per-record encoder's
+                found = None
+        if found is None:
+            found = encode_record_pieces(
+                self._timestamp, keys, values, blocks, base_timestamp, first_offset_delta
+            )
+        pieces, per_record, trailer = found
         joined = b""
         if keep_pieces:
             records_size = sum(map(len, pieces))
@@ -388,6 +447,37 @@ class ListRecords:
             if trailer:
                 kept_pieces.append(trailer)
         return kept_pieces, kept, records_size + len(trailer)
+
+
+def _group_by_memo(
+    keys: Sequence[bytes | None],
+    values: Sequence[bytes | None],
+    memo: Mapping[bytes, int],
+    partition_count: int,
+) -> list[_Part] | None:
+    """The records grouped per partition by their keys' partitions in ``memo`` (``None``: a
+    key is not there, or the first few keys share one partition: the caller looks them all
+    up). The loop that puts each key and value in its partition's list looks the key up
+    itself, without a list of partitions made first. Measured (valgrind, 10,000 records of
+    10-byte keys in 6 partitions): ~570 instructions a record, against ~730 for this loop
+    over the partitions plus ~280 for their list (``map(memo.__getitem__, keys)``)."""
+    try:
+        probe = {memo[key] for key in keys[:_ONE_PARTITION_PROBE]}  # type: ignore[index]
+        if len(probe) < 2:
+            return None
+        buckets: list[list[bytes | None]] = [[] for _ in range(partition_count)]
+        appenders = [bucket.append for bucket in buckets]
+        for key, value in zip(keys, values, strict=True):
+            append = appenders[memo[key]]  # type: ignore[index]  # None: KeyError
+            append(key)
+            append(value)
+    except KeyError:  # a key not seen yet, or None (sticky)
+        return None
+    return [
+        (partition, bucket[0::2], bucket[1::2], {})
+        for partition, bucket in enumerate(buckets)
+        if bucket
+    ]
 
 
 def _one_partition(chosen: Sequence[int]) -> bool:

@@ -301,6 +301,88 @@ def _encode_fast(
     return RecordPieces(out, per_record, _EMPTY)
 
 
+def encode_one_key_size(
+    keys: Sequence[bytes] | None,
+    values: Sequence[bytes],
+    key_size: int,
+    timestamp_delta: int,
+    first_offset_delta: int,
+) -> RecordPieces | None:
+    """As :func:`encode_record_pieces` for records whose keys all have ``key_size`` bytes
+    (``keys`` ``None``: all null), values of any size below ``_COLUMN_VALUE_LIMIT`` and one
+    timestamp ``timestamp_delta`` after the batch's base, without a Python loop over the
+    records: every piece is made column-wise by C-level passes (``None``: out of its range;
+    ``TypeError`` for a null value). Pieces of a record: the previous record's header count
+    (0), its length, attributes and timestamp delta (one table entry by value size, for
+    the one- and for the two-byte offset deltas), offset delta and key length (one table
+    entry by offset), key, value length, value. Measured (valgrind, send_batch() of
+    10,000 records of 10-byte keys and 60-140-byte values, the caller's thread): 3583
+    instructions a record in all, against 5371 through the loop of :func:`_encode_fast`.
+    """
+    varints, sizes, _ = small_varint_table()
+    count = len(values)
+    end = first_offset_delta + count
+    if not 0 <= timestamp_delta < len(sizes) or end > len(sizes) or first_offset_delta < 0:
+        return None
+    if count == 0:
+        return RecordPieces([], 1, b"")
+    head = b"\x00" + varints[timestamp_delta]  # attributes, timestamp delta
+    key_length = _NULL_LENGTH if keys is None else varints[key_size]
+    # Bytes of a record besides its offset delta and its value with the value's length.
+    fixed = len(head) + len(key_length) + (0 if keys is None else key_size) + 1
+    # A timestamp delta other than 0 (records continuing an open batch, a few ms later) is
+    # a piece of its own: tables made for every delta were made again for nearly every
+    # call (valgrind: ~500 instructions a record of building them).
+    delta = b"" if timestamp_delta == 0 else varints[timestamp_delta]
+    table_head = head if not delta else _EMPTY
+    value_sizes = list(map(len, values))
+    per_record = (4 if keys is None else 5) + (1 if delta else 0)
+    # Filled with the delta: its slots (if any) need no assignment of their own.
+    out: list[bytes] = [delta] * (per_record * count)
+    one_byte = min(max(0, _ONE_BYTE_LIMIT - first_offset_delta), count)
+    try:
+        out[0 : per_record * one_byte : per_record] = map(
+            _length_table(fixed + 1, table_head).__getitem__, value_sizes[:one_byte]
+        )
+        out[per_record * one_byte :: per_record] = map(
+            _length_table(fixed + 2, table_head).__getitem__, value_sizes[one_byte:]
+        )
+    except IndexError:  # a value of _COLUMN_VALUE_LIMIT bytes or more
+        return None
+    offsets = 2 if delta else 1
+    out[offsets::per_record] = _offset_table(key_length, _table_size(end))[first_offset_delta:end]
+    if keys is not None:
+        out[offsets + 1 :: per_record] = keys
+    out[per_record - 2 :: per_record] = map(_varint_list().__getitem__, value_sizes)
+    out[per_record - 1 :: per_record] = values
+    out[0] = out[0][1:]  # the first record has no record before it to close
+    return RecordPieces(out, per_record, _EMPTY)
+
+
+#: encode_one_key_size() takes values below this size (its tables' length).
+_COLUMN_VALUE_LIMIT = 2048
+
+
+@lru_cache(maxsize=1)
+def _varint_list() -> list[bytes]:
+    """``small_varint_table()``'s varints as a list (not to be changed): looked up by
+    ``map(table.__getitem__, ...)``, a list's ``__getitem__`` is a C method called
+    directly, a tuple's a slot wrapper called with an arguments tuple. Measured (valgrind,
+    send_batch() of 10,000 records of 10-byte keys and 60-140-byte values, the caller's
+    thread): 4452 -> 3964 instructions a record with the length tables as lists too."""
+    return list(small_varint_table()[0])
+
+
+@lru_cache(maxsize=8)
+def _length_table(fixed: int, head: bytes) -> list[bytes]:
+    """For each value size below ``_COLUMN_VALUE_LIMIT``: the previous record's header
+    count (0), the length of a record of ``fixed`` bytes besides its value and the value's
+    length, and ``head``. A list, not to be changed (see ``_varint_list``). ~40 bytes an
+    entry, a few tables per producer (one per key size and timestamp delta in practice)."""
+    _, sizes, zeroed = small_varint_table()
+    return [zeroed[fixed + sizes[size] + size] + head for size in range(_COLUMN_VALUE_LIMIT)]
+
+
 class UniformShape:
     """Records whose keys all have ``key_size`` bytes (or are all null: ``keyless``) and
     values ``value_size`` bytes, no nulls, without headers, one timestamp: how many fit a

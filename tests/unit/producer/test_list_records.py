@@ -8,16 +8,17 @@ from __future__ import annotations
 
 import itertools
 import random
+from collections.abc import Sequence
 
 import pytest
 
 from kafkaline.net.cluster import TopicPartition
 from kafkaline.producer.accumulator import OpenBatch, RecordAccumulator
 from kafkaline.producer.buffer_pool import BufferPool
-from kafkaline.producer.list_records import ListRecords
+from kafkaline.producer.list_records import KeyPartitions, ListRecords
 from kafkaline.producer.partitioner import StaticCluster, partition_for_key
 from kafkaline.record import read_record_batches
-from kafkaline.record.record_encoder import UniformShape, encode_records
+from kafkaline.record.record_encoder import UniformShape, encode_one_key_size, encode_records
 
 Headers = tuple[tuple[str, bytes | None], ...]
 BASE = 1_700_000_000_000
@@ -263,3 +264,103 @@ def test_list_slices_bound_a_call_by_records_and_bytes() -> None:
     mixed.append(b"x" * 5_000_000)
     slices = producer_module._list_slices(mixed, 5_000_000)
     assert slices[0] == (0, 65536) and slices[-1] == (65536, 100_001)
+
+
+def test_key_partitions_group_by_the_memo_or_by_all_keys_looked_up() -> None:
+    keys: list[bytes | None] = [b"key-%03d" % (i % 40) for i in range(200)]
+    values: list[bytes | None] = [b"%05d" % i + b"." * 95 for i in range(200)]
+    chosen = [partition_for_key(key, 3) for key in keys]  # type: ignore[arg-type]
+    looked_up: list[int] = []
+
+    def partitions_of(some: Sequence[bytes | None]) -> list[int]:
+        looked_up.append(len(some))
+        return [-1 if key is None else partition_for_key(key, 3) for key in some]
+
+    memo: dict[bytes, int] = {k: p for k, p in zip(keys, chosen, strict=True) if k is not None}
+    expected = ListRecords(values, keys, None, BASE, chosen, 3, 7, 100)
+    by_memo = ListRecords(values, keys, None, BASE, KeyPartitions(memo, partitions_of), 3, 7, 100)
+    assert by_memo.groups == expected.groups and not looked_up  # every key in the memo
+    assert list(by_memo.positions(0, 200, 5) or []) == [
+        p + 5 for p in expected.positions(0, 200) or []
+    ]
+    assert looked_up == [200]  # the positions looked the keys up, once asked for
+    expected_chunks(by_memo, keys, values, None, None, 3000)
+    # A key not in the memo, a None key (sticky), or first keys all in one partition:
+    # every key looked up, grouped as by the list of their partitions.
+    first = [k for k, p in zip(keys, chosen, strict=True) if p == chosen[0]][:20]
+    for case_keys in ([*keys[:-1], b"new"], [*keys[:-1], None], first + keys[20:]):
+        looked_up.clear()
+        source = ListRecords(values, case_keys, None, BASE, KeyPartitions(memo, partitions_of), 3)
+        listed = ListRecords(values, case_keys, None, BASE, partitions_of(case_keys), 3)
+        assert looked_up[0] == 200 and source.groups == listed.groups
+        assert list(source.positions(0, 200) or []) == list(listed.positions(0, 200) or [])
+        expected_chunks(source, case_keys, values, None, None, 3000)
+    # With headers, the blocks need the positions: the keys are looked up first.
+    headers: list[Headers | None] = [None] * 199 + [(("h", b"1"),)]
+    looked_up.clear()
+    with_headers = ListRecords(values, keys, headers, BASE, KeyPartitions(memo, partitions_of), 3)
+    assert looked_up == [200]
+    expected_chunks(with_headers, keys, values, headers, None, 3000)
+
+
+@pytest.mark.parametrize(
+    ("items", "found"),
+    [
+        ([], (0, None)),
+        ([b"abc"] * 40, (3, 3)),
+        ([b"abc"] * 20 + [b"abcd"], (4, None)),  # one size in the probe, not after
+        ([b"a", b"abc"] * 20, (3, None)),
+        ([b"abc"] * 20 + [None], (3, None)),
+        ([None, b"ab"], (2, None)),
+        ([b"x" * 300] * 30, (300, 300)),  # sizes past the small ints
+    ],
+)
+def test_longest_and_uniform(items: list[bytes | None], found: tuple[int, int | None]) -> None:
+    from kafkaline.producer import producer as producer_module
+
+    assert producer_module._longest_and_uniform(items) == found
+
+
+@pytest.mark.parametrize("keyed", [True, False])
+@pytest.mark.parametrize("seed", range(3))
+def test_keys_of_one_size_and_values_of_varied_sizes_are_bit_exact(keyed: bool, seed: int) -> None:
+    rng = random.Random(seed)
+    count = rng.choice([1, 70, 900])
+    keys: list[bytes | None] = [rng.randbytes(9) if keyed else None for _ in range(count)]
+    values: list[bytes | None] = [rng.randbytes(rng.randint(0, 300)) for _ in range(count)]
+    if seed == 2:
+        values[-1] = b"x" * 3000  # past the column encoder's tables: the per-record one
+    chosen = [rng.choice([-1, 0, 1]) for _ in range(count)]
+    source = ListRecords(
+        values, keys if keyed else None, None, BASE, chosen, 2, 9 if keyed else None
+    )
+    open_state = OpenBatch(room=700, first_offset_delta=60, base_timestamp=BASE - 70)
+    for open_batch, room in ((None, 4000), (open_state, 2500), (None, 1), (open_state, 20)):
+        expected_chunks(source, keys, values, None, open_batch, room)
+
+
+def test_encode_one_key_size_is_bit_exact_and_cut_after_any_record() -> None:
+    rng = random.Random(7)
+    for _ in range(300):
+        count = rng.choice([1, 2, 63, 64, 65, 200])
+        key_size = rng.choice([None, 0, 1, 10, 70])
+        first = rng.choice([0, 1, 62, 63, 64, 65, 500])
+        delta = rng.choice([0, 1, 63, 64, 5000])
+        keys = None if key_size is None else [rng.randbytes(key_size) for _ in range(count)]
+        values = [rng.randbytes(rng.choice([0, 1, 63, 64, 127, 128, 2047])) for _ in range(count)]
+        found = encode_one_key_size(keys, values, key_size or 0, delta, first)
+        assert found is not None and len(found.pieces) == count * found.per_record
+        cut = rng.randint(1, count)
+        expected = encode_records(
+            [None] * cut if keys is None else keys[:cut],
+            values[:cut],
+            BASE + delta,
+            base_timestamp=BASE,
+            first_offset_delta=first,
+        )
+        assert b"".join(found.pieces[: cut * found.per_record]) + found.trailer == expected
+    assert encode_one_key_size(None, [b"x" * 2048], 0, 0, 0) is None  # past the tables
+    assert encode_one_key_size(None, [b"x"], 0, -1, 0) is None  # a negative delta
+    assert encode_one_key_size(None, [b"x"], 0, 0, 8192) is None  # offsets past the table
+    with pytest.raises(TypeError):
+        encode_one_key_size(None, [b"x", None], 0, 0, 0)  # type: ignore[list-item]

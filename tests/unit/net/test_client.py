@@ -435,7 +435,7 @@ def test_wakeups_while_one_is_pending_write_one_byte_and_the_poll_after_returns_
     client.poll(0)
     client.poll(0)
     assert client.node_ids == (7,)
-    for _ in range(1000):  # send()'s hot path, while a full batch waits
+    for _ in range(1000):  # send()'s general path, per record behind a full batch
         client.wakeup()
     receiver = client._wakeup_receiver
     assert len(receiver.recv(64, socket.MSG_PEEK)) == 1  # one byte, not one per call

@@ -135,6 +135,13 @@ class NetworkClient:
         self._next_node_offset = 0
         self._closed = False
         self._fatal_error: AuthenticationError | None = None
+        # No connection deadline (setup, request or idle timeout) comes before this time: see
+        # _deadline_bound_at. Every deadline made at time t is at least t + _deadline_span.
+        self._deadline_bound = -math.inf
+        spans = [settings.request_timeout_ms, settings.connection_setup_timeout_ms]
+        if settings.connections_max_idle_ms >= 0:
+            spans.append(settings.connections_max_idle_ms)
+        self._deadline_span = float(min(spans))
 
         # The lock guards the wakeup flag and the wakeup sockets' lifetime: wakeup() runs in
         # other threads and must never write to a socket close() is closing.
@@ -239,9 +246,10 @@ class NetworkClient:
     def ready(self, node_id: int, now: float) -> bool:
         """:meth:`is_ready`, and if the node is disconnected and out of backoff, start
         connecting to it."""
-        if self.is_ready(node_id, now):
-            return True
         conn = self._connection(node_id)
+        # is_ready(), written out: the Sender asks once per node with a ready batch.
+        if conn.can_send() and self.metadata.time_to_next_update(now) != 0:
+            return True
         if conn.can_connect(now):
             self._connect(conn, now)
         return False
@@ -301,10 +309,13 @@ class NetworkClient:
         request now, NoCompatibleVersionError or EncodeError if the request cannot be
         encoded for that broker.
         """
-        self._check_open()
+        if self._closed:
+            self._check_open()  # raises
         if now is None:
             now = self._clock()
         conn = self._connection(node_id)
+        if now + self._deadline_span < self._deadline_bound:
+            self._deadline_bound = now + self._deadline_span  # a clock that went back (tests)
         correlation_id = conn.send(request, now, self._completed, on_complete, version=version)
         self._after_io(conn)
         return correlation_id
@@ -330,15 +341,20 @@ class NetworkClient:
             now = self._clock()
         # Comparisons rather than min() here and in _next_deadline (~30 against ~230 ns a
         # call, timeit).
-        timeout = self._maybe_update_metadata(now)
+        timeout = self.metadata.time_to_next_update(now)
+        if timeout <= 0:
+            timeout = self._maybe_update_metadata(now)
         if timeout_ms < timeout:
             timeout = timeout_ms
-        # Nothing can time out before the earliest deadline known now: what happens during
-        # this poll only adds later ones (a request sent now expires request_timeout_ms
-        # later). So the connections are scanned for timeouts only once it has passed; a
-        # scan per poll was ~5% of the I/O thread's CPU in the latency workload (cProfile on
-        # thread CPU time, 3,000 records sent one at a time).
-        deadline = self._next_deadline()
+        # The connections are scanned for timeouts only once the earliest deadline may have
+        # passed (a scan per poll was ~5% of the I/O thread's CPU in the latency workload,
+        # cProfile on thread CPU time, 3,000 records sent one at a time), and their
+        # deadlines are looked up only when the bound found last time has passed: records
+        # sent one at a time, ~160 of the I/O thread's ~5,000 bytecodes per round trip
+        # (sys.settrace opcode count).
+        deadline = self._deadline_bound
+        if now >= deadline:
+            deadline = self._deadline_bound_at(now)
         if deadline - now < timeout:
             timeout = deadline - now
         if self._completed or timeout <= 0:
@@ -447,6 +463,8 @@ class NetworkClient:
     def _connect(self, conn: BrokerConnection, now: float) -> None:
         if self._fatal_error is not None:
             return  # authentication failed: connecting again would fail the same way
+        if now + self._deadline_span < self._deadline_bound:
+            self._deadline_bound = now + self._deadline_span  # a clock that went back (tests)
         conn.connect(now, self._completed)
         self._after_io(conn)
 
@@ -483,6 +501,18 @@ class NetworkClient:
         else:
             return
         self._registered[conn] = (fd, events)
+
+    def _deadline_bound_at(self, now: float) -> float:
+        """A time no connection deadline comes before, as late as is known at ``now``: the
+        earliest deadline now, or ``now + _deadline_span``, which every deadline made from
+        now on (a request sent, a connection started, activity) is at least. Kept in
+        ``_deadline_bound``; a clock that goes back (tests) lowers it when a request is sent
+        or a connection is started."""
+        deadline = self._next_deadline()
+        if now + self._deadline_span < deadline:
+            deadline = now + self._deadline_span
+        self._deadline_bound = deadline
+        return deadline
 
     def _next_deadline(self) -> float:
         deadline = math.inf
@@ -532,6 +562,8 @@ class NetworkClient:
         wait = self.metadata.time_to_next_update(now)
         if wait > 0:
             return wait
+        if now + self._deadline_span < self._deadline_bound:
+            self._deadline_bound = now + self._deadline_span  # a clock that went back (tests)
         # A connection that fails at once (refused) goes into backoff; try the next node.
         for _ in range(len(self._connections)):
             node_id = self.least_loaded_node(now)

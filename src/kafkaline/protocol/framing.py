@@ -57,6 +57,7 @@ _SIZE_AND_HEADER = struct.Struct(">ihhi")
 _MAX_CORRELATION_ID = 0x7FFF_FFFF
 _MAX_UNANSWERED_REMEMBERED = 10_000
 _Frame = TypeVar("_Frame", bound=bytearray)
+_new_tuple = tuple.__new__
 
 
 class InFlightRequest(NamedTuple):
@@ -213,9 +214,11 @@ class ClientProtocol:
         )
         expects_response = request.has_response()
         in_flight = self._in_flight
+        # tuple.__new__, not the named tuple's Python-level __new__: once per request.
         in_flight.append(
-            InFlightRequest(
-                correlation_id, request.API_KEY, version, request.RESPONSE_TYPE, expects_response
+            _new_tuple(
+                InFlightRequest,
+                (correlation_id, request.API_KEY, version, request.RESPONSE_TYPE, expects_response),
             )
         )
         # Requests that expect no response are remembered only so that a broker that answers
@@ -242,7 +245,12 @@ class ClientProtocol:
         """
         if self._error is not None:
             self._check_usable()  # raises
+        buffer = self._buffer
         while True:
+            # _next_frame(), for a buffer without a whole frame, written out: the connection
+            # asks until there is none, so once more per read than there are responses.
+            if len(buffer) < 4:
+                return None
             frame = self._next_frame()
             if frame is None:
                 return None

@@ -1052,7 +1052,6 @@ class RecordAccumulator:
             # nothing to scan. Records sent one at a time: every other pass finds nothing
             # (the one after the answer, before the caller's next send()).
             return _new_tuple(ReadyCheckResult, (ready_nodes, next_delay, unknown_leader_topics))
-        send_now = self._pool.queued > 0 or self._closed or self._flushes_in_progress > 0
         linger = self._linger_ms
         muted = self._muted
         sticky = self._sticky
@@ -1072,7 +1071,6 @@ class RecordAccumulator:
                     batches = queue.batches
                     queue_size = len(batches)
                     first = batches[0] if queue_size else None
-                    full = queue_size > 1 or (first is not None and first.is_full)
                     held = first is not None and first.held_by_appenders > 0
                 if queue_states is not None:
                     queue_states.append(
@@ -1090,14 +1088,24 @@ class RecordAccumulator:
                     continue
                 if held:
                     continue  # a bulk append fills it now, and wakes the Sender when done
-                if leader in ready_nodes or queue.tp in muted:
+                if leader in ready_nodes or (muted and queue.tp in muted):
                     continue
                 # A batch's times and attempts change only in reenqueue(), on the Sender's own
-                # thread: no lock needed to read them.
+                # thread: no lock needed to read them. Whether it is full is read after the
+                # lock, and only when it waited less than linger_ms: appends only fill it
+                # more, and only this thread closes it. (Records sent one at a time with
+                # linger 0 then ask neither it nor the buffer pool, two calls each.)
                 waited = now - first.last_attempt_ms
                 backing_off = first.attempts > 0 and waited < first.retry_backoff_ms
                 time_to_wait = first.retry_backoff_ms if backing_off else linger
-                if not backing_off and (full or send_now or waited >= time_to_wait):
+                if not backing_off and (
+                    waited >= time_to_wait
+                    or queue_size > 1
+                    or first.is_full
+                    or self._pool.queued > 0
+                    or self._closed
+                    or self._flushes_in_progress > 0
+                ):
                     ready_nodes.add(leader)
                 else:
                     next_delay = min(next_delay, max(time_to_wait - waited, 0.0))

@@ -686,8 +686,11 @@ class BrokerConnection:
             elif events & EVENT_READ:
                 self._read(now, completed)
             # Also writes what setup just queued (ApiVersions, the next SASL step) at once,
-            # rather than one select later.
-            self._write_if_queued(now, completed)
+            # rather than one select later. (_write_if_queued(), written out: once per read.)
+            if self._outgoing:
+                state = self._state
+                if state is not _DISCONNECTED and state is not _CONNECTING:
+                    self._write(now, completed)
         except KafkaError as error:
             self._close(now, completed, error)
 

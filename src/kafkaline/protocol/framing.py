@@ -247,13 +247,25 @@ class ClientProtocol:
             self._check_usable()  # raises
         buffer = self._buffer
         while True:
-            # _next_frame(), for a buffer without a whole frame, written out: the connection
-            # asks until there is none, so once more per read than there are responses.
+            # The next frame, cut from the buffer here rather than in a method of its own:
+            # the connection asks until there is none, once more per read than there are
+            # responses.
             if len(buffer) < 4:
                 return None
-            frame = self._next_frame()
-            if frame is None:
+            size: int = _SIZE.unpack_from(buffer, 0)[0]
+            if size < 0 or size > self._max_frame_size:
+                raise self._fail(
+                    InvalidFrameSizeError(
+                        f"response frame size {size} is outside 0..{self._max_frame_size}"
+                    )
+                )
+            if len(buffer) < 4 + size:
                 return None
+            with memoryview(buffer) as view:
+                frame = view[4 : 4 + size].tobytes()  # one copy; released before the del
+            # Deleting from the front of a bytearray is cheap in CPython (it moves a start
+            # index).
+            del buffer[: 4 + size]
             try:
                 result = self._decode_frame(frame)
             except ProtocolError as error:
@@ -261,25 +273,6 @@ class ClientProtocol:
             if result is not None:
                 return result
             # That frame answered a request that expected no answer; it was dropped.
-
-    def _next_frame(self) -> bytes | None:
-        buffer = self._buffer
-        if len(buffer) < 4:
-            return None
-        size: int = _SIZE.unpack_from(buffer, 0)[0]
-        if size < 0 or size > self._max_frame_size:
-            raise self._fail(
-                InvalidFrameSizeError(
-                    f"response frame size {size} is outside 0..{self._max_frame_size}"
-                )
-            )
-        if len(buffer) < 4 + size:
-            return None
-        with memoryview(buffer) as view:
-            frame = view[4 : 4 + size].tobytes()  # one copy; the view is released before del
-        # Deleting from the front of a bytearray is cheap in CPython (it moves a start index).
-        del buffer[: 4 + size]
-        return frame
 
     def _decode_frame(self, frame: bytes) -> tuple[int, Response] | None:
         # Every response header version starts with the correlation id.
@@ -325,8 +318,10 @@ class ClientProtocol:
             read_message(ResponseHeader, header_reader, 1)
             body_start = header_reader.position
         if decoder.body is None:
-            # The class's own decode(); see _Decoder.
-            return correlation_id, response_type.decode(memoryview(frame)[body_start:], version)
+            # The class's own decode() (see _Decoder), given bytes: the classes that have one
+            # (Produce, ApiVersions) have short answers, and their fast paths read bytes
+            # without the buffer protocol's view objects.
+            return correlation_id, response_type.decode(frame[body_start:], version)
         reader = Reader(memoryview(frame)[body_start:])
         response: Response = decoder.body.read(reader)
         reader.expect_end(f"{response_type.__name__} v{version}")

@@ -403,6 +403,9 @@ def _write_usual(
                 # compact length, then its place.
                 if size < 0x7F:
                     out.append(size + 1)
+                elif size < 0x3FFF:  # two varint bytes (batches up to 16 KiB)
+                    out.append(((size + 1) & 0x7F) | 0x80)
+                    out.append((size + 1) >> 7)
                 else:
                     if size >= _MAX_COMPACT_RECORDS:
                         return False

@@ -1213,11 +1213,16 @@ class RecordAccumulator:
             if transactions is not None:
                 # After encoding: a batch that failed to encode must not take a sequence.
                 transactions.assign_sequence(first)
-            # The sealed size, read once: _batch_sealed's counters take it too. (Python calls
-            # per batch are most of the I/O thread's cost on the bulk paths: ~160 calls per
-            # 64 KiB batch, send_arrow, cProfile; this loop made ~25 of them.)
+            # The sealed size, read once: the counters take it too. (Python calls per batch
+            # are most of the I/O thread's cost on the bulk paths: ~160 calls per 64 KiB
+            # batch, send_arrow, cProfile; this loop made ~25 of them.) What a sealed batch
+            # updates, written out here (its only caller) rather than in a method of its own.
             wire_size = builder.estimated_size_in_bytes
-            self._batch_sealed(first, wire_size)
+            self.batch_stats.add(first, wire_size)
+            if builder.compression:
+                self._estimator.update(first.topic, first.compression_ratio)
+            if self._on_batch_sealed is not None:
+                self._on_batch_sealed(first)
             size += wire_size
             if now > first.drained_ms:  # ProducerBatch.drained()
                 first.drained_ms = now
@@ -1243,13 +1248,6 @@ class RecordAccumulator:
             node_queues.append(None if partitions is None else partitions.get(tp.partition))
         self._drain_queues[node] = (parts, queues, node_queues)
         return node_queues
-
-    def _batch_sealed(self, batch: ProducerBatch, wire_size: int) -> None:
-        self.batch_stats.add(batch, wire_size)
-        if batch.builder.compression:
-            self._estimator.update(batch.topic, batch.compression_ratio)
-        if self._on_batch_sealed is not None:
-            self._on_batch_sealed(batch)
 
     # ------------------------------------------------------------------ muting
 

@@ -317,6 +317,9 @@ class RecordAccumulator:
         self._backoff_rng: UniformRandom = self._rng
         self._adaptive = partitioner_adaptive
         self._availability_timeout_ms = partitioner_availability_timeout_ms
+        #: Whether update_node_latency_stats() does anything (the Sender skips the call when
+        #: not: it would be once per node with a ready batch, per pass).
+        self.tracks_node_latency = partitioner_availability_timeout_ms > 0
         self._on_batch_sealed = on_batch_sealed
         # Idempotence: holds back batches whose sequence must wait, numbers the drained ones.
         self._transaction_manager = transaction_manager

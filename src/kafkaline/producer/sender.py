@@ -340,11 +340,14 @@ class Sender:
         timeout = self._delivery_timeout_ms
         if ready_nodes:
             client = self._client
+            track_latency = accumulator.tracks_node_latency
             for node in list(ready_nodes):
                 if client.ready(node, now):
-                    accumulator.update_node_latency_stats(node, now, True)
+                    if track_latency:
+                        accumulator.update_node_latency_stats(node, now, True)
                 else:
-                    accumulator.update_node_latency_stats(node, now, False)
+                    if track_latency:
+                        accumulator.update_node_latency_stats(node, now, False)
                     ready_nodes.discard(node)
                     delay = client.connection_delay(node, now)
                     if delay < poll_timeout:

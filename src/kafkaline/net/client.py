@@ -581,7 +581,7 @@ class NetworkClient:
         a reused file descriptor number is never confused with the closed one."""
         events = conn.interest()
         registered = self._registered.get(conn)
-        if registered is not None and events and registered == (conn.fileno(), events):
+        if registered is not None and events and registered == (conn.socket_fd, events):
             # Open, same socket, same interest: the common case after a read or a write. (A
             # connection that failed is closed, interest 0, and reaches the checks below.)
             return

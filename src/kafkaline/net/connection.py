@@ -245,6 +245,10 @@ class BrokerConnection:
 
         self._state = ConnectionState.DISCONNECTED
         self._transport: Transport | None = None
+        #: The socket's file descriptor, -1 without one: fileno() without its two calls,
+        #: for the client's check after every read and write that the selector still
+        #: watches this socket.
+        self.socket_fd = -1
         self._transport_connected = False
         self._handshake_events = 0
         self._protocol: ClientProtocol | None = None
@@ -409,7 +413,9 @@ class BrokerConnection:
             address = self._next_resolved_address()
             self._transport = self._transport_factory(self.host, self.port, address)
             _log.debug("connecting to %s (%s)", self.description, address)
-            if self._transport.connect():
+            connected = self._transport.connect()
+            self.socket_fd = self._transport.fileno()
+            if connected:
                 self._on_transport_connected(now)
                 self._write_if_queued(now, completed)
         except KafkaError as error:
@@ -786,6 +792,7 @@ class BrokerConnection:
             self._transport.close()
         previous_state = self._state
         self._transport = None
+        self.socket_fd = -1
         self._transport_connected = False
         self._handshake_events = 0
         self._protocol = None

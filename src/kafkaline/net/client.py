@@ -354,7 +354,9 @@ class NetworkClient:
     def ready(self, node_id: int, now: float) -> bool:
         """:meth:`is_ready`, and if the node is disconnected and out of backoff, start
         connecting to it."""
-        conn = self._connection(node_id)
+        conn = self._connections.get(node_id)
+        if conn is None:
+            conn = self._connection(node_id)  # raises naming the known nodes
         # is_ready(), written out: the Sender asks once per node with a ready batch.
         if conn.can_send() and self.metadata.time_to_next_update(now) != 0:
             return True
@@ -421,7 +423,9 @@ class NetworkClient:
             self._check_open()  # raises
         if now is None:
             now = self._clock()
-        conn = self._connection(node_id)
+        conn = self._connections.get(node_id)
+        if conn is None:
+            conn = self._connection(node_id)  # raises naming the known nodes
         if now + self._deadline_span < self._deadline_bound:
             self._deadline_bound = now + self._deadline_span  # a clock that went back (tests)
         correlation_id = conn.send(request, now, self._completed, on_complete, version=version)

@@ -560,7 +560,11 @@ class BrokerConnection:
         in_flight = self._enqueue(request, version, now, on_complete, None)
         if self._outgoing[0].in_flight is in_flight:
             # Nothing was queued before: write now rather than after the next select.
-            self._write_or_close(now, completed)
+            # (_write_or_close(), written out: once per request.)
+            try:
+                self._write(now, completed)
+            except KafkaConnectionError as error:
+                self._close(now, completed, error)
         return in_flight.correlation_id
 
     def _send_setup_request(

@@ -226,6 +226,10 @@ class NetworkClient:
     ) -> None:
         self._settings = settings
         self._clock = clock
+        #: The client's clock: ``now()`` is monotonic milliseconds. The clock itself rather
+        #: than a method calling it: the Sender reads it once per pass, twice per record sent
+        #: one at a time.
+        self.now: Callable[[], float] = clock
         self._rng: UniformRandom = rng if rng is not None else random.Random()
         self._transport_factory = transport_factory or tcp_transport_factory(
             settings.socket_options
@@ -307,10 +311,6 @@ class NetworkClient:
         )
 
     # ------------------------------------------------------------------ queries
-
-    def now(self) -> float:
-        """The client's clock: monotonic milliseconds."""
-        return self._clock()
 
     @property
     def settings(self) -> NetworkSettings:

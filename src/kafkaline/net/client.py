@@ -190,7 +190,8 @@ _SELECTOR_EVENTS: Final = {
 
 
 class NetworkClient:
-    """Connections to every broker, multiplexed with :mod:`selectors` in the I/O thread.
+    """Connections to every broker, multiplexed with epoll (or :mod:`selectors` where there is
+    no epoll) in the I/O thread.
 
     Thread safety: only the I/O thread calls :meth:`poll`, :meth:`send`, :meth:`ready`,
     :meth:`close` and the other methods; :meth:`wakeup` and :attr:`metadata`

@@ -40,6 +40,7 @@ from kafkaline.record.varint import (
     INT32_MAX,
     INT64_MAX,
     INT64_MIN,
+    SMALL_VARINT_LIMIT,
     encode_varint,
     encode_varlong,
     size_of_varint,
@@ -96,6 +97,8 @@ class _SizeMemo(dict[int, int]):
 
 
 _MEMO_ENTRIES = 4096
+#: Values from this size have lengths past the small-varint table.
+_SMALL_LENGTH_LIMIT = SMALL_VARINT_LIMIT
 _Lengths = tuple[Sequence[bytes] | Mapping[int, bytes], Sequence[int] | Mapping[int, int],
                  Sequence[bytes] | Mapping[int, bytes]]  # fmt: skip
 #: ``(varints, sizes, zeroed)`` as :func:`~kafkaline.record.varint.small_varint_table`'s,
@@ -244,19 +247,30 @@ def encode_record_pieces(
     if count == 0:
         return RecordPieces([], 1, b"")
     if not header_blocks:
-        small = small_varint_table()
+        first_value = values[0]
+        # A big first record: straight to the memos (the small table's loop would stop at it).
+        lengths = (
+            _BIG_LENGTHS
+            if first_value is not None and len(first_value) >= _SMALL_LENGTH_LIMIT
+            else small_varint_table()
+        )
+        fast = None
         try:
-            fast = _encode_fast(timestamps, keys, values, base_timestamp, first_offset_delta, small)
+            fast = _encode_fast(
+                timestamps, keys, values, base_timestamp, first_offset_delta, lengths
+            )
         except IndexError:
             # A length past the small-varint table (a record of 8 KiB or more): the same
             # loop with memos of big lengths' varints. Measured (valgrind, send_batch() of
-            # records of 10,000-byte values, the caller's thread): see _BIG_LENGTHS.
-            try:
-                fast = _encode_fast(
-                    timestamps, keys, values, base_timestamp, first_offset_delta, _BIG_LENGTHS
-                )
-            except (IndexError, TypeError):
-                fast = None
+            # records of 10,000-byte values, the caller's thread): see _BIG_LENGTHS. (Or a
+            # delta past the table: the general path's.)
+            if lengths is not _BIG_LENGTHS:
+                try:
+                    fast = _encode_fast(
+                        timestamps, keys, values, base_timestamp, first_offset_delta, _BIG_LENGTHS
+                    )
+                except (IndexError, TypeError):
+                    fast = None
         except TypeError:
             # A null value, or a non-int timestamp: the general path handles the first and
             # reports the last clearly.

@@ -114,6 +114,18 @@ def test_nulls_and_negative_deltas_beside_big_records_take_the_general_path() ->
     for timestamps in ([BASE] * 3, [BASE, BASE - 5, BASE + 1]):
         expected = reference(keys, values, timestamps, BASE, 0)
         assert encode_records(keys, values, timestamps, base_timestamp=BASE) == expected
+    # Deltas past the small table (timestamps 10 s apart, offsets past 8 Ki) beside big ones.
+    expected = reference([None, None], [big, big], [BASE, BASE + 10_000], BASE, 9000)
+    assert (
+        encode_records(
+            [None, None],
+            [big, big],
+            [BASE, BASE + 10_000],
+            base_timestamp=BASE,
+            first_offset_delta=9000,
+        )
+        == expected
+    )
     with pytest.raises(TypeError, match="timestamp must be int"):
         encode_records([None], [big], [1.5])  # type: ignore[list-item]
     with pytest.raises(TypeError, match="value must be bytes"):

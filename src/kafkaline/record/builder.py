@@ -313,7 +313,8 @@ class RecordBatchBuilder:
         or ``None`` when the record does not fit under the loose size bound, the batch is
         closed, or it holds records from :meth:`append_encoded` (then :meth:`append` decides,
         exactly). A batch it appends to is never full
-        afterwards (:attr:`is_full`): it refuses a record that would reach the limit."""
+        afterwards (:attr:`is_full`): it refuses a record that would reach the limit.
+        RecordAccumulator.append_to_open_batch has it written out: keep the two alike."""
         size = self._estimate + RECORD_OVERHEAD_BOUND + payload_size
         if size >= self._limit:  # also when closed or holding records: the limit is below any size
             return None

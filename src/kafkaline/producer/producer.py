@@ -480,28 +480,36 @@ class Producer:
             # instructions this way against ~14,200 through the general path (a whole
             # record, encoding at the batch's seal included, ~15,800 against ~20,000); a
             # record without key, whole, ~18,100 against ~34,200.
-            count = self._partition_counts.get(topic)
+            # Subscripts, not dict.get(): a specialized instruction against a method call
+            # (the loop measured at append_to_open_batch: caller 14,814 -> 14,605
+            # instructions a record); a miss is rare (a topic's or key's first send) and goes
+            # the general way.
             value_size = len(value)
             if type(key) is bytes:
-                positive = self._key_hashes.get(key)
-                key_size = len(key)
-                if (
-                    count is not None
-                    and positive is not None
-                    and key_size + value_size <= self._payload_limit
-                ):
-                    future = self._accumulator.append_to_open_batch(
-                        topic,
-                        positive % count,
-                        _time_ns() // 1_000_000,
-                        key,
-                        value,
-                        key_size,
-                        value_size,
-                    )
-                    if future is not None:
-                        return future
-            elif key is None and count is not None and value_size <= self._payload_limit:
+                try:
+                    positive = self._key_hashes[key]
+                    partition_count = self._partition_counts[topic]
+                except KeyError:
+                    pass
+                else:
+                    key_size = len(key)
+                    if key_size + value_size <= self._payload_limit:
+                        future = self._accumulator.append_to_open_batch(
+                            topic,
+                            positive % partition_count,
+                            _time_ns() // 1_000_000,
+                            key,
+                            value,
+                            key_size,
+                            value_size,
+                        )
+                        if future is not None:
+                            return future
+            elif (
+                key is None
+                and value_size <= self._payload_limit
+                and topic in self._partition_counts
+            ):
                 # Without key: the topic's sticky partition, while no switch is due.
                 future = self._accumulator.append_keyless_to_open_batch(
                     topic, _time_ns() // 1_000_000, value, value_size

@@ -283,6 +283,10 @@ class RecordBatchBuilder:
         ``value`` are kept by reference; a ``bytearray`` or ``memoryview`` is copied first.
         ``headers`` is a sequence of ``(str, bytes | None)``.
 
+        A builder that refuses a record for its size closes for appends (as Java's
+        accumulator closes a batch that refuses one): the appends after it are refused at
+        once, not measured again against a batch that is full in all but a few bytes.
+
         Raises :class:`RecordTooLargeError` if a single record would not fit any batch (2 GiB),
         ``TypeError`` for a key, value or header of the wrong type.
         """
@@ -313,7 +317,8 @@ class RecordBatchBuilder:
         or ``None`` when the record does not fit under the loose size bound, the batch is
         closed, or it holds records from :meth:`append_encoded` (then :meth:`append` decides,
         exactly). A batch it appends to is never full
-        afterwards (:attr:`is_full`): it refuses a record that would reach the limit."""
+        afterwards (:attr:`is_full`): it refuses a record that would reach the limit.
+        RecordAccumulator.append_to_open_batch has it written out: keep the two alike."""
         size = self._estimate + RECORD_OVERHEAD_BOUND + payload_size
         if size >= self._limit:  # also when closed or holding records: the limit is below any size
             return None
@@ -360,8 +365,12 @@ class RecordBatchBuilder:
                     # Not even with the least overhead a record has: no need to encode it
                     # to know. Measured (send() loop, 20,000 records of 10 KB in 64 KiB
                     # batches): a sixth of the records was encoded here only to be refused.
+                    self.close_for_appends()
                     return None
-                return self._append_if_exactly_fits(index, timestamp, key, value, header_block)
+                delta = self._append_if_exactly_fits(index, timestamp, key, value, header_block)
+                if delta is None:
+                    self.close_for_appends()
+                return delta
         self._values.append(value)
         self._keys.append(key)
         self._timestamps.append(timestamp)

@@ -6,6 +6,9 @@ what append() would do, or does nothing and says so (None)."""
 from __future__ import annotations
 
 import random
+from typing import Any
+
+import pytest
 
 from kafkaline.net.cluster import BrokerNode, ClusterMetadata, PartitionMetadata
 from kafkaline.producer.accumulator import RecordAccumulator
@@ -111,3 +114,28 @@ def test_keyless_hot_path_needs_a_chosen_sticky_partition() -> None:
     assert accumulator.append_keyless_to_open_batch("t", TS, b"v", 1) is None
     accumulator.append("t", None, TS, None, b"v", None, 0.0, 0.0, CLUSTER)
     assert accumulator.append_keyless_to_open_batch("t", TS, b"v", 1) is not None
+
+
+def test_a_batch_refuses_a_record_once_then_appends_go_to_the_next(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # Large records through send()'s general path: the batch that refuses one closes for
+    # appends, so the refusal is measured once per batch (it was about three times, each by
+    # the builder's slow path: 9,976 refusals for 3,338 batches of 10 KB records).
+    measured = 0
+    slow = RecordBatchBuilder._append_slow
+
+    def counting(self: RecordBatchBuilder, *args: Any) -> int | None:
+        nonlocal measured
+        was_open = not self.is_closed
+        delta = slow(self, *args)
+        measured += delta is None and was_open
+        return delta
+
+    monkeypatch.setattr(RecordBatchBuilder, "_append_slow", counting)
+    accumulator = new_accumulator(batch_size=1024)
+    futures = [accumulator.append("t", 0, TS, b"k", b"v" * 300)[0] for _ in range(30)]
+    results = list(dict.fromkeys(f.batch_result for f in futures))
+    assert len(results) > 5
+    assert measured == len(results) - 1
+    assert [f.offset_delta for f in futures[:6]] == [0, 1, 2, 0, 1, 2]

@@ -252,6 +252,23 @@ def test_a_batch_fills_to_within_one_record_of_its_limit(limit: int) -> None:
     assert len(read_record_batches(builder.build())[0].records) == count == len(builder)
 
 
+@pytest.mark.parametrize("value_size", [1, 600])
+def test_a_record_refused_for_its_size_closes_the_batch_for_appends(value_size: int) -> None:
+    # 1-byte values are refused close to the limit (the exact check), 600-byte ones far from
+    # it (the bound alone). Either way the batch then refuses every record at once, as Java's
+    # accumulator closes a batch that refused one: later sends go straight to a new batch.
+    builder = RecordBatchBuilder(batch_size_limit=1000)
+    count = 0
+    while builder.append(BASE_TS, None, b"v" * value_size) is not None:
+        count += 1
+    assert builder.is_closed and builder.is_full
+    assert builder.append(BASE_TS, None, b"") is None
+    assert builder.append_bytes(BASE_TS, None, b"", 0) is None
+    assert builder.append_many([None], [b""], BASE_TS) == 0
+    records = read_record_batches(builder.build())[0].records
+    assert len(records) == count == len(builder)
+
+
 def test_the_first_record_always_fits() -> None:
     builder = RecordBatchBuilder(batch_size_limit=1000)
     assert builder.append(BASE_TS, None, bytes(5000)) == 0

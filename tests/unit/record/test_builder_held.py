@@ -137,9 +137,12 @@ def test_a_full_batch_of_pre_encoded_records_refuses_more_and_closes_like_any() 
     held = RecordBatchBuilder(batch_size_limit=limit)
     listed = RecordBatchBuilder(batch_size_limit=limit)
     records = _records(12)
-    # As many records as fit listed; the same go in pre-encoded.
-    count = sum(1 for delta in _append_each(listed, records) if delta is not None)
+    # As many records as fit (a refusal closes a builder: counted on another one); the same
+    # go in listed and pre-encoded.
+    scratch = RecordBatchBuilder(batch_size_limit=limit)
+    count = sum(1 for delta in _append_each(scratch, records) if delta is not None)
     assert 1 < count < len(records)
+    assert _append_each(listed, records[:count]) == list(range(count))
     _append_encoded(held, records[:count])
     _assert_same_view(held, listed)
     ts, key, value = records[count]

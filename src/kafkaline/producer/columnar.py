@@ -42,7 +42,7 @@ from __future__ import annotations
 import functools
 import importlib
 import itertools
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -152,26 +152,51 @@ def murmur2_partitions(keys: BinaryColumn, partition_count: int) -> Int64s:
 
 
 def murmur2_partitions_and_prefixes(
-    keys: BinaryColumn, partition_count: int
+    keys: BinaryColumn, partition_count: int, prefixes_wanted: bool = True
 ) -> tuple[Int64s, Bytes | None]:
     """:func:`murmur2_partitions`, and the bytes it read: a ``rows x width`` matrix of each
     key's first bytes (at least the longest key's; past a key's end, any bytes), for
-    :class:`ColumnarRecords` to write the keys from (``None`` for very long keys)."""
+    :class:`ColumnarRecords` to write the keys from (``None`` for very long keys, or
+    keys of one length when not ``prefixes_wanted``)."""
     nulls = keys.shortest < 0
     lengths: Column = np.maximum(keys.lengths, 0) if nulls else keys.one_length
     longest = max(keys.longest, 0)
     if longest > _MURMUR2_MATRIX_MAX:
         return _murmur2_one_by_one(keys, partition_count), None
-    width = (longest + 3) // 4 * 4 + 4  # whole words, and the tail's word
-    prefixes = _first_bytes(keys.data, keys.starts, width)
-    words = prefixes.view("<u4")
+    prefixes: Bytes | None = None
+    words: Any = None
+    word: Callable[[int], Any]
+    if not prefixes_wanted and isinstance(lengths, int) and lengths > 0:
+        # Keys of one length lie one after another: each word of every key is a strided
+        # view of the key buffer, read in place (the gather of each key's first bytes was
+        # ~60 instructions a record of the small workload's send_arrow(), valgrind).
+        first, count = int(keys.starts[0]), len(keys.lengths)
+
+        def strided(offset: int, dtype: str) -> Any:
+            return np.ndarray(
+                (count,), dtype, buffer=keys.data, offset=first + offset, strides=(lengths,)
+            )
+
+        columns = [strided(4 * index, "<u4") for index in range(lengths >> 2)]
+        tail_bytes = np.zeros(count, np.uint32)  # the last 1-3 bytes, not read past the end
+        for index in range(lengths & 3):
+            byte = strided(4 * len(columns) + index, "u1").astype(np.uint32)
+            tail_bytes |= byte << np.uint32(8 * index)
+        columns.append(tail_bytes)
+        word = columns.__getitem__
+    else:
+        width = (longest + 3) // 4 * 4 + 4  # whole words, and the tail's word
+        prefixes = _first_bytes(keys.data, keys.starts, width)
+        words = prefixes.view("<u4")
+        word = functools.partial(_word_column, words)
+
     # Keys of one length (the usual case) mix the same words in every row: no masks, and
     # the arithmetic in place (numpy costs ~1-2 ns per element and pass here).
     whole: Column = lengths >> 2
     h = np.empty(len(keys.lengths), np.uint32)
     h[:] = _SEED ^ np.asarray(lengths, np.uint32)
     for index in range(_max(whole)):
-        k = words[:, index] * _M
+        k = word(index) * _M
         k ^= k >> np.uint32(24)
         k *= _M
         if isinstance(whole, int):
@@ -182,7 +207,7 @@ def murmur2_partitions_and_prefixes(
     tail: Column = lengths & 3
     if isinstance(tail, int):
         if tail:
-            h ^= words[:, whole] & _TAIL_MASKS[tail]
+            h ^= word(_max(whole)) & _TAIL_MASKS[tail]
             h *= _M
     else:
         tail_word = words[np.arange(len(words)), whole] & _TAIL_MASKS[tail]
@@ -194,6 +219,20 @@ def murmur2_partitions_and_prefixes(
     h %= np.uint32(partition_count)
     chosen = h.astype(np.int64)
     return (np.where(keys.lengths >= 0, chosen, -1) if nulls else chosen), prefixes
+
+
+def _word_column(words: Any, index: int) -> Any:
+    return words[:, index]
+
+
+def prefixes_needed(values: BinaryColumn, headers: bool, one_timestamp: bool) -> bool:
+    """Whether :class:`ColumnarRecords` of these values may read key prefixes (from
+    :func:`murmur2_partitions_and_prefixes`): not for records of one shape."""
+    return headers or not one_timestamp or not _one_value_length(values.shortest, values.longest)
+
+
+def _one_value_length(shortest: int, longest: int) -> bool:
+    return shortest == longest >= _ONE_SHAPE_MIN_VALUE
 
 
 def _murmur2_one_by_one(keys: BinaryColumn, partition_count: int) -> Int64s:
@@ -689,6 +728,7 @@ class ColumnarRecords:
         fresh = _shape_table(kl, vl, 1, _table_rows(1 + fresh_room // _ONE_SHAPE_MIN_RECORD))
         if fresh is None:
             return None
+        per_batch = max(1, fresh.fitting(0, fresh_room))  # a new batch takes one at least
         for group, state in requests:
             _, start, stop = self._groups[group]
             position = start
@@ -706,7 +746,6 @@ class ColumnarRecords:
                 if taken > 0:
                     cuts.append((position, taken, delta, table, encoded, True))
                     position += taken
-            per_batch = max(1, fresh.fitting(0, fresh_room))
             while position < stop:
                 taken = min(per_batch, stop - position)
                 cuts.append((position, taken, 0, fresh, 0, False))

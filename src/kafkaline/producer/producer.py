@@ -899,7 +899,11 @@ class Producer:
         if fixed_partition is not None:
             pass
         elif keys is not None and self._key_partition is not None:
-            chosen, prefixes = columnar.murmur2_partitions_and_prefixes(keys, count)
+            chosen, prefixes = columnar.murmur2_partitions_and_prefixes(
+                keys,
+                count,
+                columnar.prefixes_needed(values, part.headers is not None, part.timestamps is None),
+            )
         if part.partitions is not None:
             given = part.partitions
             valid = given.is_valid().to_numpy(zero_copy_only=False)

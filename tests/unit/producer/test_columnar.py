@@ -48,6 +48,21 @@ def test_murmur2_partitions_match_the_scalar_hash(seed: int) -> None:
     assert columnar.murmur2_partitions(columnar.binary_column(sliced), 6).tolist() == expected
 
 
+@pytest.mark.parametrize("length", [1, 2, 3, 4, 5, 9, 12, 13])
+def test_murmur2_of_keys_of_one_length_read_in_place(length: int) -> None:
+    # Without prefixes wanted, keys of one length are hashed from strided views of the key
+    # buffer (the last key's tail is not read past the buffer's end).
+    rng = random.Random(length)
+    keys = [rng.randbytes(length) for _ in range(300)]
+    array = pa.array(keys, pa.binary())
+    for part, items in ((array, keys), (array.slice(7, 200), keys[7:207])):
+        chosen, prefixes = columnar.murmur2_partitions_and_prefixes(
+            columnar.binary_column(part), 7, prefixes_wanted=False
+        )
+        assert prefixes is None
+        assert chosen.tolist() == [partition_for_key(key, 7) for key in items]
+
+
 def test_murmur2_partitions_of_very_long_keys_one_by_one() -> None:
     keys: list[bytes | None] = [b"x" * 5000, None, b"y" * 2000, b"x" * 5000]
     expected = [partition_for_key(b"x" * 5000, 5), -1, partition_for_key(b"y" * 2000, 5)]

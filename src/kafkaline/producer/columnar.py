@@ -30,8 +30,8 @@ per element and pass, so the fewer passes the better.
 
 Records of one shape (one timestamp, keys of one length or none, values of one length,
 no headers: the usual send_arrow() call) skip the views: they are cut exactly by a table of
-sizes per offset delta and written into one buffer by four numpy scatters (heads, keys,
-value lengths, values; see ``ColumnarRecords._encode_one_shape``).
+sizes per offset delta and written into one buffer by three numpy scatters (heads with the
+value lengths, keys, values; see ``ColumnarRecords._encode_one_shape``).
 
 numpy and pyarrow are needed (the ``spark`` extra); the producer imports this module only
 when it takes this path.
@@ -327,6 +327,10 @@ def _uniform(values: Int64s) -> Column:
     if len(values) and int(values.min()) == int(values.max()):
         return int(values[0])
     return values
+
+
+def _min(values: Column) -> int:
+    return values if isinstance(values, int) else int(values.min(initial=0))
 
 
 def _max(values: Column) -> int:
@@ -700,21 +704,24 @@ class ColumnarRecords:
         encoder, the caller takes the general one). Such records differ only by offset delta
         (one or two bytes, rarely more), key and value: batches are cut exactly from a table
         of record sizes per offset delta (:func:`_shape_table`) and the records written into
-        one buffer by four scatters (numpy fancy assignments into overlapping views of the
+        one buffer by three scatters (numpy fancy assignments into overlapping views of the
         buffer: one item starts at every byte), each record's bytes written once:
 
         - each record's head (the previous record's header count, its length, attributes,
-          timestamp delta, offset delta, key length) as one 8- or 16-byte item from the
-          table (the bytes past the head are overwritten by the writes after);
+          timestamp delta, offset delta, key length), a gap for the key and the value length
+          as one item of 8-32 bytes from the table (bytes past the value length are
+          overwritten by the writes after; where the item would be larger than 32 bytes or
+          a record, the head alone, and the value length as an 8-byte item of its own);
         - the keys and the values straight from the Arrow buffers, in input order, to the
-          positions of their rows (rows of a partition are not gathered first);
-        - the value length as an 8-byte item before each value (overwritten past it).
+          positions of their rows (rows of a partition are not gathered first).
 
         Measured (issue 5's small workload: 10,000 rows of 9-byte keys and 100-byte values
         per send_arrow() call, 6 partitions): the caller's thread 1,100 -> 812 instructions
         a record (valgrind), partitioning and encode() 126 -> 80 ns a record (best of 200,
-        the project's loaded 2-core machine) against the pieces of ``_encode_rows``. Each
-        scatter still calls numpy's copy function per item (the items are unaligned): ~30
+        the project's loaded 2-core machine) against the pieces of ``_encode_rows``; the
+        value length in the head's item, not a scatter of its own, and tables of at least
+        8192 rows (built once, not for each open batch's size): 741 -> 667. Each scatter
+        still calls numpy's copy function per item (the items are unaligned): ~30
         instructions a record and scatter, plus the bytes' memcpy."""
         timestamp = self._timestamps
         kl = self._key_lengths
@@ -752,21 +759,26 @@ class ColumnarRecords:
                 position += taken
             per_request.append(len(cuts) - before)
         tables = {id(cut[3]): cut[3] for cut in cuts}.values()
-        # Heads are written as 8-byte items where every head fits (the usual case), else as
-        # 16-byte ones; either way a record must be as large as the item.
-        width = 8 if max(table.widest for table in tables) <= 8 else 16
-        if any(table.smallest < width for table in tables):
-            return None
+        # Heads are written as rows of one width (the widest table's), with the value
+        # lengths where every table's rows have them; a record must be as large as the row
+        # (the bytes past the head are overwritten by the writes after).
+        smallest = min(table.smallest for table in tables)
+        width = max(table.carry_width for table in tables)
+        carried = all(table.carry_width for table in tables) and width <= smallest
+        if not carried:
+            width = max(table.head_width for table in tables)
+            if width > smallest:
+                return None
         # The records' sizes and heads in the buffer's order, a table slice per cut.
         total = sum(cut[1] for cut in cuts)
         sizes = np.empty(total, np.int64)
-        heads: Any = np.empty(total, _U64 if width == 8 else _void(16))
-        low: UInt64s = heads if width == 8 else heads.view(np.uint64).reshape(-1, 2)[:, 0]
+        heads = np.empty(total, _void(width))
+        low = heads.view(np.uint8).reshape(total, width).view("<u8")[:, 0]
         at = 0
         for _, count, delta, table, timestamp_delta, _ in cuts:
             stop = delta + count
             sizes[at : at + count] = table.sizes[delta:stop]
-            heads[at : at + count] = (table.low if width == 8 else table.pairs)[delta:stop]
+            heads[at : at + count] = table.rows_of(width)[delta:stop]
             if timestamp_delta:
                 low[at : at + count] |= np.uint64(timestamp_delta) << table.timestamp_at[delta:stop]
             at += count
@@ -777,7 +789,7 @@ class ColumnarRecords:
         np.cumsum(sizes, out=ends[1:])
         size = int(ends[-1])
         buffer = np.empty(size + 1 + 16, np.uint8)
-        _items(buffer, heads.dtype)[ends[:-1]] = heads
+        _items(buffer, _void(width))[ends[:-1]] = heads
         # The rows in the buffer's order, and where each row's value starts there.
         value_at = ends[1:] - vl
         spans = [(cut[0], cut[0] + cut[1]) for cut in cuts]
@@ -800,7 +812,8 @@ class ColumnarRecords:
             first = int(keys.starts[0])
             matrix = keys.data[first : first + kl * len(keys.lengths)].view(_void(kl))
             _items(buffer, matrix.dtype)[value_at - (length_size + kl)] = matrix[source]
-        _items(buffer, _U64)[value_at - length_size] = np.uint64(value_length)
+        if not carried:
+            _items(buffer, _U64)[value_at - length_size] = np.uint64(value_length)
         values = self._values
         first = int(values.starts[0])
         matrix = values.data[first : first + vl * len(values.lengths)].view(_void(vl))
@@ -999,8 +1012,9 @@ _ONE_SHAPE_MIN_RECORD = _ONE_SHAPE_MIN_VALUE + 6
 
 
 def _table_rows(needed: int) -> int:
-    """Shape tables come in powers of two (from 1024): few sizes, few tables."""
-    return max(1024, 1 << (needed - 1).bit_length())
+    """Shape tables come in powers of two (from 8192, a 64 KiB batch's records of 8-byte
+    values): few sizes, few tables."""
+    return max(8192, 1 << (needed - 1).bit_length())
 
 
 @functools.cache
@@ -1017,25 +1031,45 @@ def _items(buffer: Bytes, dtype: np.dtype[Any]) -> Any:
 class _ShapeTable(NamedTuple):
     """Records of one shape, per offset delta (the row): the size of each, ``ends[d]`` (the
     bytes of the records of deltas ``0..d-1``), and each head (see
-    :meth:`ColumnarRecords._encode_one_shape`) as an 8-byte item (``low``, its first 8
-    bytes) and as a 16-byte one, with the timestamp delta's bytes left 0: they are put in
-    by the caller at bit ``timestamp_at`` of ``low`` (the table is made once per timestamp
-    delta size, not per delta: open batches' deltas differ from call to call); ``widest``:
-    the most bytes a head takes, ``smallest``: the smallest record."""
+    :meth:`ColumnarRecords._encode_one_shape`) as a row of bytes: the previous record's
+    header count, the head, and where it fits, the value length after a gap for the key;
+    the timestamp delta's bytes are left 0: they are put in by the caller at bit
+    ``timestamp_at`` of the row's first 8 bytes (the table is made once per timestamp
+    delta size, not per delta: open batches' deltas differ from call to call). The row's
+    first ``head_width`` bytes hold the head, its first ``carry_width`` the value length
+    too (0: it does not fit); both are multiples of 8. ``smallest``: the smallest record."""
 
     sizes: Int64s
     ends: Int64s
-    low: UInt64s
-    pairs: Any
+    heads: Bytes
     timestamp_at: UInt64s
-    widest: int
+    head_width: int
+    carry_width: int
     smallest: int
+    #: ``heads``' rows cut to a width, as one item each (made on first use per width).
+    items: dict[int, Any]
+
+    def rows_of(self, width: int) -> Any:
+        """``heads``' first ``width`` bytes of each row, as one item each (copied at once,
+        not row by row as a 2-D slice would be)."""
+        found = self.items.get(width)
+        if found is None:
+            columns = min(width, self.heads.shape[1])
+            rows = np.zeros((len(self.heads), width), np.uint8)
+            rows[:, :columns] = self.heads[:, :columns]
+            found = self.items[width] = rows.view(_void(width)).reshape(-1)
+            found.flags.writeable = False
+        return found
 
     def fitting(self, first_delta: int, room: int) -> int:
         """How many records from offset delta ``first_delta`` fit ``room`` bytes."""
         ends = self.ends
         found = int(np.searchsorted(ends, int(ends[first_delta]) + room, "right")) - 1
         return min(found, len(self.sizes)) - first_delta
+
+
+#: A head row carries the value length when it then takes at most this many bytes.
+_HEAD_ROW_MAX = 32
 
 
 @functools.lru_cache(maxsize=64)
@@ -1045,10 +1079,10 @@ def _shape_table(
     """The table of records with keys of ``key_length`` bytes (-1: null), values of
     ``value_length``, a timestamp delta of ``timestamp_size`` bytes, for offset deltas
     ``0..rows-1`` (``None``: the timestamp delta would not be within a head's first 8
-    bytes)."""
+    bytes, or a head is wider than 16 bytes or than the smallest record)."""
     deltas = np.arange(rows, dtype=np.int64)
     key, key_size = _varint_scalar(2 * key_length if key_length >= 0 else 1)
-    value_size = _varint_scalar(2 * value_length)[1]
+    value, value_size = _varint_scalar(2 * value_length)
     delta, delta_size = _varints(deltas * 2)
     body = (
         2 + timestamp_size + delta_size + key_size + max(key_length, 0) + value_size + value_length
@@ -1071,23 +1105,34 @@ def _shape_table(
     ):
         low, high = _place(low, high, encoded, position)
         position = position + size
-    pairs = np.empty((rows, 2), np.uint64)
-    pairs[:, 0], pairs[:, 1] = low, high
+    smallest = int(sizes.min())
+    widest = _max(position)
+    if widest > 16:
+        return None
+    # The value length goes after the key: its bytes per head size (a few runs of rows).
+    value_at = position + max(key_length, 0)
+    head_width = _round8(widest)
+    carry_width = _round8(_max(value_at) + value_size)
+    if carry_width > min(_HEAD_ROW_MAX, smallest):
+        carry_width = 0
+    heads = np.zeros((rows, max(carry_width, 16)), np.uint8)
+    words = heads.view("<u8")
+    words[:, 0], words[:, 1] = low, high
+    if carry_width:
+        value_bytes = np.frombuffer(value.to_bytes(value_size, "little"), np.uint8)
+        for at in range(_min(value_at), _max(value_at) + 1):  # a few head sizes
+            heads[value_at == at, at : at + value_size] = value_bytes
     ends = np.zeros(rows + 1, np.int64)
     np.cumsum(sizes, out=ends[1:])
     timestamp_at = np.broadcast_to(np.asarray((2 + length_size) * 8, np.uint64), (rows,)).copy()
-    table = _ShapeTable(
-        sizes,
-        ends,
-        low,
-        pairs.view(_void(16)).reshape(-1),
-        timestamp_at,
-        _max(position),
-        int(sizes.min()),
-    )
-    for array in table[:5]:
+    table = _ShapeTable(sizes, ends, heads, timestamp_at, head_width, carry_width, smallest, {})
+    for array in table[:4]:
         array.flags.writeable = False
     return table
+
+
+def _round8(size: int) -> int:
+    return max(8, (size + 7) // 8 * 8)
 
 
 def _buffer_of(column: BinaryColumn | None) -> Any:

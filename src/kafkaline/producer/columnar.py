@@ -1011,6 +1011,11 @@ _ONE_SHAPE_MIN_VALUE = 8
 _ONE_SHAPE_MIN_RECORD = _ONE_SHAPE_MIN_VALUE + 6
 
 
+#: The most rows a shape table has (~10 MiB): batches of more records (over ~3.5 MiB of
+#: small records) take the general encoder.
+_TABLE_ROWS_MAX = 1 << 18
+
+
 def _table_rows(needed: int) -> int:
     """Shape tables come in powers of two (from 8192, a 64 KiB batch's records of 8-byte
     values): few sizes, few tables."""
@@ -1072,14 +1077,17 @@ class _ShapeTable(NamedTuple):
 _HEAD_ROW_MAX = 32
 
 
-@functools.lru_cache(maxsize=64)
+@functools.lru_cache(maxsize=16)
 def _shape_table(
     key_length: int, value_length: int, timestamp_size: int, rows: int
 ) -> _ShapeTable | None:
     """The table of records with keys of ``key_length`` bytes (-1: null), values of
     ``value_length``, a timestamp delta of ``timestamp_size`` bytes, for offset deltas
     ``0..rows-1`` (``None``: the timestamp delta would not be within a head's first 8
-    bytes, or a head is wider than 16 bytes or than the smallest record)."""
+    bytes, or a head is wider than 16 bytes or than the smallest record, or too many
+    rows)."""
+    if rows > _TABLE_ROWS_MAX:
+        return None
     deltas = np.arange(rows, dtype=np.int64)
     key, key_size = _varint_scalar(2 * key_length if key_length >= 0 else 1)
     value, value_size = _varint_scalar(2 * value_length)

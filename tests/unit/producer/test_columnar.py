@@ -661,3 +661,15 @@ def test_records_of_other_shapes_take_the_general_encoder(
         base_timestamp=int(np.broadcast_to(timestamps, (3,))[0]),
     )
     assert b"".join(b"".join(c.records) for c in chunks) == expected
+
+
+def test_one_shape_in_batches_of_very_many_records_takes_the_general_encoder() -> None:
+    # A batch room for more records than a shape table holds (its memory is bounded).
+    values: list[bytes | None] = [b"%08d" % i for i in range(50)]
+    source = columnar.ColumnarRecords(None, column(values), None, 7, 0)
+    assert source._one_shape
+    assert source._encode_one_shape([(0, None)], 8_000_000) is None
+    (chunks,) = source.encode([(0, None)], 8_000_000)
+    assert b"".join(b"".join(c.records) for c in chunks) == encode_records(
+        [None] * 50, values, [7] * 50, base_timestamp=7
+    )

@@ -30,9 +30,11 @@ answers.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import random
+import select
 import selectors
 import socket
 import threading
@@ -83,8 +85,113 @@ class _InternalCallback:
         self._function(response)
 
 
+class _SelectorPoller:
+    """The client's selector: file descriptors registered with a connection (None for the
+    wakeup socket) and events; ``select`` gives ``(connection, events)`` pairs. This one
+    wraps :mod:`selectors` (any platform); :class:`_EpollPoller` is used where epoll is."""
+
+    __slots__ = ("_selector",)
+
+    def __init__(self) -> None:
+        self._selector: selectors.BaseSelector = selectors.DefaultSelector()
+
+    def register(self, fd: int, events: int, conn: BrokerConnection | None) -> None:
+        self._selector.register(fd, events, conn)
+
+    def modify(self, fd: int, events: int, conn: BrokerConnection | None) -> None:
+        self._selector.modify(fd, events, conn)
+
+    def unregister(self, fd: int) -> None:
+        self._selector.unregister(fd)
+
+    def select(self, timeout_ms: float) -> list[tuple[BrokerConnection | None, int]]:
+        """Wait up to ``timeout_ms`` (infinity: no limit) for events."""
+        timeout = None if timeout_ms == math.inf else timeout_ms / 1000
+        return [(key.data, events) for key, events in self._selector.select(timeout)]
+
+    def close(self) -> None:
+        self._selector.close()
+
+
+class _EpollPoller:
+    """:class:`_SelectorPoller` on epoll itself. selectors' EpollSelector keeps a key object
+    per registration and runs ~90 bytecodes of Python per select (its _key_from_fd
+    included); the I/O thread selects twice per record sent one at a time. Events are
+    translated as EpollSelector translates them (an error or hang-up reports both
+    directions, masked by those registered) and the timeout rounded up to a millisecond
+    as it does (no wakeup just before a deadline)."""
+
+    __slots__ = ("_epoll", "_registered")
+
+    def __init__(self) -> None:
+        self._epoll = select.epoll()
+        self._registered: dict[int, tuple[BrokerConnection | None, int]] = {}
+
+    def register(self, fd: int, events: int, conn: BrokerConnection | None) -> None:
+        if fd in self._registered:
+            raise KeyError(f"file descriptor {fd} is already registered")
+        self._epoll.register(fd, _EPOLL_MASKS[events])
+        self._registered[fd] = (conn, events)
+
+    def modify(self, fd: int, events: int, conn: BrokerConnection | None) -> None:
+        self._epoll.modify(fd, _EPOLL_MASKS[events])
+        self._registered[fd] = (conn, events)
+
+    def unregister(self, fd: int) -> None:
+        del self._registered[fd]
+        with contextlib.suppress(OSError):  # closed already: epoll forgot it then
+            self._epoll.unregister(fd)
+
+    def select(self, timeout_ms: float) -> list[tuple[BrokerConnection | None, int]]:
+        """Wait up to ``timeout_ms`` (infinity: no limit) for events."""
+        if timeout_ms == math.inf:
+            timeout = -1.0
+        elif timeout_ms > 0:
+            timeout = math.ceil(timeout_ms) * 1e-3
+        else:
+            timeout = 0.0
+        registered = self._registered
+        try:
+            ready = self._epoll.poll(timeout, len(registered) or 1)
+        except InterruptedError:
+            return []
+        result: list[tuple[BrokerConnection | None, int]] = []
+        for fd, mask in ready:
+            entry = registered.get(fd)
+            if entry is not None:
+                events = _SELECTOR_EVENTS.get(mask)
+                if events is None:
+                    events = (selectors.EVENT_READ if mask & ~_EPOLLOUT else 0) | (
+                        selectors.EVENT_WRITE if mask & ~_EPOLLIN else 0
+                    )
+                result.append((entry[0], events & entry[1]))
+        return result
+
+    def close(self) -> None:
+        self._epoll.close()
+        self._registered.clear()
+
+
+_HAS_EPOLL = hasattr(select, "epoll")
+_EPOLLIN: Final = getattr(select, "EPOLLIN", 1)
+_EPOLLOUT: Final = getattr(select, "EPOLLOUT", 4)
+#: selectors events -> epoll mask.
+_EPOLL_MASKS: Final = {
+    selectors.EVENT_READ: _EPOLLIN,
+    selectors.EVENT_WRITE: _EPOLLOUT,
+    selectors.EVENT_READ | selectors.EVENT_WRITE: _EPOLLIN | _EPOLLOUT,
+}
+#: The usual epoll masks -> selectors events (others are worked out as EpollSelector does).
+_SELECTOR_EVENTS: Final = {
+    _EPOLLIN: selectors.EVENT_READ,
+    _EPOLLOUT: selectors.EVENT_WRITE,
+    _EPOLLIN | _EPOLLOUT: selectors.EVENT_READ | selectors.EVENT_WRITE,
+}
+
+
 class NetworkClient:
-    """Connections to every broker, multiplexed with :mod:`selectors` in the I/O thread.
+    """Connections to every broker, multiplexed with epoll (or :mod:`selectors` where there is
+    no epoll) in the I/O thread.
 
     Thread safety: only the I/O thread calls :meth:`poll`, :meth:`send`, :meth:`ready`,
     :meth:`close` and the other methods; :meth:`wakeup` and :attr:`metadata`
@@ -120,6 +227,10 @@ class NetworkClient:
     ) -> None:
         self._settings = settings
         self._clock = clock
+        #: The client's clock: ``now()`` is monotonic milliseconds. The clock itself rather
+        #: than a method calling it: the Sender reads it once per pass, twice per record sent
+        #: one at a time.
+        self.now: Callable[[], float] = clock
         self._rng: UniformRandom = rng if rng is not None else random.Random()
         self._transport_factory = transport_factory or tcp_transport_factory(
             settings.socket_options
@@ -135,21 +246,30 @@ class NetworkClient:
         self._next_node_offset = 0
         self._closed = False
         self._fatal_error: AuthenticationError | None = None
+        # No connection deadline (setup, request or idle timeout) comes before this time: see
+        # _deadline_bound_at. Every deadline made at time t is at least t + _deadline_span.
+        self._deadline_bound = -math.inf
+        spans = [settings.request_timeout_ms, settings.connection_setup_timeout_ms]
+        if settings.connections_max_idle_ms >= 0:
+            spans.append(settings.connections_max_idle_ms)
+        self._deadline_span = float(min(spans))
 
         # The lock guards the wakeup flag and the wakeup sockets' lifetime: wakeup() runs in
         # other threads and must never write to a socket close() is closing.
         self._wakeup_lock = threading.Lock()
         self._wakeup_pending = False
-        self._selector = selectors.DefaultSelector()
+        self._poller: _EpollPoller | _SelectorPoller = (
+            _EpollPoller() if _HAS_EPOLL else _SelectorPoller()
+        )
         try:
             self._wakeup_receiver, self._wakeup_sender = socket.socketpair()
         except BaseException:
-            self._selector.close()
+            self._poller.close()
             raise
         try:
             self._wakeup_receiver.setblocking(False)
             self._wakeup_sender.setblocking(False)
-            self._selector.register(self._wakeup_receiver.fileno(), selectors.EVENT_READ, None)
+            self._poller.register(self._wakeup_receiver.fileno(), selectors.EVENT_READ, None)
         except BaseException:
             self._release_os_resources()
             raise
@@ -193,10 +313,6 @@ class NetworkClient:
 
     # ------------------------------------------------------------------ queries
 
-    def now(self) -> float:
-        """The client's clock: monotonic milliseconds."""
-        return self._clock()
-
     @property
     def settings(self) -> NetworkSettings:
         """The settings the client was made with."""
@@ -239,9 +355,12 @@ class NetworkClient:
     def ready(self, node_id: int, now: float) -> bool:
         """:meth:`is_ready`, and if the node is disconnected and out of backoff, start
         connecting to it."""
-        if self.is_ready(node_id, now):
+        conn = self._connections.get(node_id)
+        if conn is None:
+            conn = self._connection(node_id)  # raises naming the known nodes
+        # is_ready(), written out: the Sender asks once per node with a ready batch.
+        if conn.can_send() and self.metadata.time_to_next_update(now) != 0:
             return True
-        conn = self._connection(node_id)
         if conn.can_connect(now):
             self._connect(conn, now)
         return False
@@ -301,10 +420,15 @@ class NetworkClient:
         request now, NoCompatibleVersionError or EncodeError if the request cannot be
         encoded for that broker.
         """
-        self._check_open()
+        if self._closed:
+            self._check_open()  # raises
         if now is None:
             now = self._clock()
-        conn = self._connection(node_id)
+        conn = self._connections.get(node_id)
+        if conn is None:
+            conn = self._connection(node_id)  # raises naming the known nodes
+        if now + self._deadline_span < self._deadline_bound:
+            self._deadline_bound = now + self._deadline_span  # a clock that went back (tests)
         correlation_id = conn.send(request, now, self._completed, on_complete, version=version)
         self._after_io(conn)
         return correlation_id
@@ -330,24 +454,28 @@ class NetworkClient:
             now = self._clock()
         # Comparisons rather than min() here and in _next_deadline (~30 against ~230 ns a
         # call, timeit).
-        timeout = self._maybe_update_metadata(now)
+        timeout = self.metadata.time_to_next_update(now)
+        if timeout <= 0:
+            timeout = self._maybe_update_metadata(now)
         if timeout_ms < timeout:
             timeout = timeout_ms
-        # Nothing can time out before the earliest deadline known now: what happens during
-        # this poll only adds later ones (a request sent now expires request_timeout_ms
-        # later). So the connections are scanned for timeouts only once it has passed; a
-        # scan per poll was ~5% of the I/O thread's CPU in the latency workload (cProfile on
-        # thread CPU time, 3,000 records sent one at a time).
-        deadline = self._next_deadline()
+        # The connections are scanned for timeouts only once the earliest deadline may have
+        # passed (a scan per poll was ~5% of the I/O thread's CPU in the latency workload,
+        # cProfile on thread CPU time, 3,000 records sent one at a time), and their
+        # deadlines are looked up only when the bound found last time has passed: records
+        # sent one at a time, ~160 of the I/O thread's ~5,000 bytecodes per round trip
+        # (sys.settrace opcode count).
+        deadline = self._deadline_bound
+        if now >= deadline:
+            deadline = self._deadline_bound_at(now)
         if deadline - now < timeout:
             timeout = deadline - now
         if self._completed or timeout <= 0:
             timeout = 0
-        events = self._selector.select(None if timeout == math.inf else timeout / 1000)
+        events = self._poller.select(timeout)
         now = self._clock()
         completed = self._completed
-        for key, mask in events:
-            conn = key.data
+        for conn, mask in events:
             if conn is None:
                 self._drain_wakeup()
             else:
@@ -415,7 +543,7 @@ class NetworkClient:
         return self._run_callbacks()
 
     def _release_os_resources(self) -> None:
-        self._selector.close()
+        self._poller.close()
         with self._wakeup_lock:
             self._wakeup_receiver.close()
             self._wakeup_sender.close()
@@ -447,6 +575,8 @@ class NetworkClient:
     def _connect(self, conn: BrokerConnection, now: float) -> None:
         if self._fatal_error is not None:
             return  # authentication failed: connecting again would fail the same way
+        if now + self._deadline_span < self._deadline_bound:
+            self._deadline_bound = now + self._deadline_span  # a clock that went back (tests)
         conn.connect(now, self._completed)
         self._after_io(conn)
 
@@ -456,7 +586,7 @@ class NetworkClient:
         a reused file descriptor number is never confused with the closed one."""
         events = conn.interest()
         registered = self._registered.get(conn)
-        if registered is not None and events and registered == (conn.fileno(), events):
+        if registered is not None and events and registered == (conn.socket_fd, events):
             # Open, same socket, same interest: the common case after a read or a write. (A
             # connection that failed is closed, interest 0, and reaches the checks below.)
             return
@@ -467,22 +597,34 @@ class NetworkClient:
             if registered is not None:
                 del self._registered[conn]
                 # Also fine after the socket was closed: the selector forgets the fd.
-                self._selector.unregister(registered[0])
+                self._poller.unregister(registered[0])
                 if conn.last_error is not None:
                     # A broker went away: the cluster may have changed (Java does the same).
                     self.metadata.request_update()
             return
         fd = conn.fileno()
         if registered is None:
-            self._selector.register(fd, events, conn)
+            self._poller.register(fd, events, conn)
         elif registered[0] != fd:
-            self._selector.unregister(registered[0])
-            self._selector.register(fd, events, conn)
+            self._poller.unregister(registered[0])
+            self._poller.register(fd, events, conn)
         elif registered[1] != events:
-            self._selector.modify(fd, events, conn)
+            self._poller.modify(fd, events, conn)
         else:
             return
         self._registered[conn] = (fd, events)
+
+    def _deadline_bound_at(self, now: float) -> float:
+        """A time no connection deadline comes before, as late as is known at ``now``: the
+        earliest deadline now, or ``now + _deadline_span``, which every deadline made from
+        now on (a request sent, a connection started, activity) is at least. Kept in
+        ``_deadline_bound``; a clock that goes back (tests) lowers it when a request is sent
+        or a connection is started."""
+        deadline = self._next_deadline()
+        if now + self._deadline_span < deadline:
+            deadline = now + self._deadline_span
+        self._deadline_bound = deadline
+        return deadline
 
     def _next_deadline(self) -> float:
         deadline = math.inf
@@ -532,6 +674,8 @@ class NetworkClient:
         wait = self.metadata.time_to_next_update(now)
         if wait > 0:
             return wait
+        if now + self._deadline_span < self._deadline_bound:
+            self._deadline_bound = now + self._deadline_span  # a clock that went back (tests)
         # A connection that fails at once (refused) goes into backoff; try the next node.
         for _ in range(len(self._connections)):
             node_id = self.least_loaded_node(now)

@@ -41,6 +41,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Collection, Sequence
+from itertools import chain
 from typing import NamedTuple, Protocol
 
 from kafkaline.config import ExponentialBackoff, ProducerConfig, UniformRandom
@@ -316,6 +317,9 @@ class RecordAccumulator:
         self._backoff_rng: UniformRandom = self._rng
         self._adaptive = partitioner_adaptive
         self._availability_timeout_ms = partitioner_availability_timeout_ms
+        #: Whether update_node_latency_stats() does anything (the Sender skips the call when
+        #: not: it would be once per node with a ready batch, per pass).
+        self.tracks_node_latency = partitioner_availability_timeout_ms > 0
         self._on_batch_sealed = on_batch_sealed
         # Idempotence: holds back batches whose sequence must wait, numbers the drained ones.
         self._transaction_manager = transaction_manager
@@ -330,6 +334,15 @@ class RecordAccumulator:
         # The Sender's thread only: muting, drain rotation, node latency.
         self._muted: set[TopicPartition] = set()
         self._drain_index: dict[int, int] = {}
+        # Node -> (its partitions, the queues map, their queues): see _node_queues.
+        self._drain_queues: dict[
+            int,
+            tuple[
+                Sequence[TopicPartition],
+                dict[str, dict[int, _PartitionQueue]],
+                list[_PartitionQueue | None],
+            ],
+        ] = {}
         self._node_latency: dict[int, _NodeLatency] = {}
         self._next_expiry_ms = math.inf
         self._flushes_in_progress = 0
@@ -572,7 +585,9 @@ class RecordAccumulator:
                             )
                             return future, len(queue.batches) > 1, False
                 if not pooled:
-                    size = max(self._batch_size, BATCH_HEADER_SIZE + record_size)
+                    size = BATCH_HEADER_SIZE + record_size
+                    if size < self._batch_size:
+                        size = self._batch_size
                     now += self._pool.allocate(size, max_time_to_block_ms)
                     pooled = size
                 if new_batch is None or new_batch.topic_partition != queue.tp:
@@ -584,12 +599,17 @@ class RecordAccumulator:
                         raise ProducerClosedError(
                             "the producer was closed while a send was in progress"
                         )
-                    future = _try_append_last(queue, timestamp, key, value, headers)
-                    if future is not None:
-                        self._sticky_appended(
-                            sticky_partitioner, sticky, queue, record_size, cluster
-                        )
-                        return future, len(queue.batches) > 1, False
+                    # (Calls that would do nothing are not made: an empty queue has no last
+                    # batch, a topic without sticky partitioner no statistics. Records sent
+                    # one at a time make a batch each time.)
+                    if queue.batches:
+                        future = _try_append_last(queue, timestamp, key, value, headers)
+                        if future is not None:
+                            if sticky_partitioner is not None:
+                                self._sticky_appended(
+                                    sticky_partitioner, sticky, queue, record_size, cluster
+                                )
+                            return future, len(queue.batches) > 1, False
                     future = new_batch.try_append(timestamp, key, value, headers)
                     if future is None:  # pragma: no cover - an empty batch takes any record
                         raise IllegalStateError("a record did not fit an empty batch")
@@ -598,7 +618,10 @@ class RecordAccumulator:
                     queue.batches.append(new_batch)
                     with self._incomplete_lock:
                         self._incomplete.add(new_batch)
-                    self._sticky_appended(sticky_partitioner, sticky, queue, record_size, cluster)
+                    if sticky_partitioner is not None:
+                        self._sticky_appended(
+                            sticky_partitioner, sticky, queue, record_size, cluster
+                        )
                     return future, len(queue.batches) > 1 or new_batch.is_full, True
         finally:
             if pooled:
@@ -1036,7 +1059,12 @@ class RecordAccumulator:
         ready_nodes: set[int] = set()
         unknown_leader_topics: set[str] = set()
         next_delay = math.inf
-        send_now = self._pool.queued > 0 or self._closed or self._flushes_in_progress > 0
+        if not self._incomplete and not (self._adaptive and self._sticky):
+            # No batch at all (every batch is in the set before its append returns, which
+            # then wakes the Sender for a new one), and no partitioner statistics to keep:
+            # nothing to scan. Records sent one at a time: every other pass finds nothing
+            # (the one after the answer, before the caller's next send()).
+            return _new_tuple(ReadyCheckResult, (ready_nodes, next_delay, unknown_leader_topics))
         linger = self._linger_ms
         muted = self._muted
         sticky = self._sticky
@@ -1056,7 +1084,6 @@ class RecordAccumulator:
                     batches = queue.batches
                     queue_size = len(batches)
                     first = batches[0] if queue_size else None
-                    full = queue_size > 1 or (first is not None and first.is_full)
                     held = first is not None and first.held_by_appenders > 0
                 if queue_states is not None:
                     queue_states.append(
@@ -1074,14 +1101,24 @@ class RecordAccumulator:
                     continue
                 if held:
                     continue  # a bulk append fills it now, and wakes the Sender when done
-                if leader in ready_nodes or queue.tp in muted:
+                if leader in ready_nodes or (muted and queue.tp in muted):
                     continue
                 # A batch's times and attempts change only in reenqueue(), on the Sender's own
-                # thread: no lock needed to read them.
+                # thread: no lock needed to read them. Whether it is full is read after the
+                # lock, and only when it waited less than linger_ms: appends only fill it
+                # more, and only this thread closes it. (Records sent one at a time with
+                # linger 0 then ask neither it nor the buffer pool, two calls each.)
                 waited = now - first.last_attempt_ms
                 backing_off = first.attempts > 0 and waited < first.retry_backoff_ms
                 time_to_wait = first.retry_backoff_ms if backing_off else linger
-                if not backing_off and (full or send_now or waited >= time_to_wait):
+                if not backing_off and (
+                    waited >= time_to_wait
+                    or queue_size > 1
+                    or first.is_full
+                    or self._pool.queued > 0
+                    or self._closed
+                    or self._flushes_in_progress > 0
+                ):
                     ready_nodes.add(leader)
                 else:
                     next_delay = min(next_delay, max(time_to_wait - waited, 0.0))
@@ -1148,18 +1185,16 @@ class RecordAccumulator:
         size = 0
         muted = self._muted
         transactions = self._transaction_manager
-        queues = self._queues
-        for step in range(count):
-            index = (start + step) % count
-            tp = parts[index]
-            if muted and tp in muted:  # most producers mute nothing: no hash per partition
-                continue
-            partitions = queues.get(tp.topic)
-            queue = None if partitions is None else partitions.get(tp.partition)
+        node_queues = self._node_queues(node, parts)
+        for index in chain(range(start, count), range(start)):
+            queue = node_queues[index]
             if queue is None or not queue.batches:
                 # Nothing queued: no lock, as in ready() (an append to an empty queue makes a
                 # new batch, which wakes the Sender). Records sent one at a time to a topic of
                 # 6 partitions: ~565k -> ~558k instructions per round trip (valgrind).
+                continue
+            tp = queue.tp
+            if muted and tp in muted:  # most producers mute nothing: no hash per partition
                 continue
             with queue.lock:
                 batches = queue.batches
@@ -1191,11 +1226,16 @@ class RecordAccumulator:
             if transactions is not None:
                 # After encoding: a batch that failed to encode must not take a sequence.
                 transactions.assign_sequence(first)
-            # The sealed size, read once: _batch_sealed's counters take it too. (Python calls
-            # per batch are most of the I/O thread's cost on the bulk paths: ~160 calls per
-            # 64 KiB batch, send_arrow, cProfile; this loop made ~25 of them.)
+            # The sealed size, read once: the counters take it too. (Python calls per batch
+            # are most of the I/O thread's cost on the bulk paths: ~160 calls per 64 KiB
+            # batch, send_arrow, cProfile; this loop made ~25 of them.) What a sealed batch
+            # updates, written out here (its only caller) rather than in a method of its own.
             wire_size = builder.estimated_size_in_bytes
-            self._batch_sealed(first, wire_size)
+            self.batch_stats.add(first, wire_size)
+            if builder.compression:
+                self._estimator.update(first.topic, first.compression_ratio)
+            if self._on_batch_sealed is not None:
+                self._on_batch_sealed(first)
             size += wire_size
             if now > first.drained_ms:  # ProducerBatch.drained()
                 first.drained_ms = now
@@ -1203,12 +1243,24 @@ class RecordAccumulator:
         self._drain_index[node] = next_start
         return ready
 
-    def _batch_sealed(self, batch: ProducerBatch, wire_size: int) -> None:
-        self.batch_stats.add(batch, wire_size)
-        if batch.builder.compression:
-            self._estimator.update(batch.topic, batch.compression_ratio)
-        if self._on_batch_sealed is not None:
-            self._on_batch_sealed(batch)
+    def _node_queues(
+        self, node: int, parts: Sequence[TopicPartition]
+    ) -> list[_PartitionQueue | None]:
+        """The queues of ``parts`` (the partitions ``node`` leads), None where a partition
+        has none yet. Made again only when the metadata or the set of queues changed (both
+        are replaced, never changed in place): looking each partition's queue up by topic
+        and partition was ~170 of the I/O thread's ~5,100 bytecodes per round trip for
+        records sent one at a time to a topic of 6 partitions (sys.settrace opcode count)."""
+        queues = self._queues
+        cached = self._drain_queues.get(node)
+        if cached is not None and cached[0] is parts and cached[1] is queues:
+            return cached[2]
+        node_queues: list[_PartitionQueue | None] = []
+        for tp in parts:
+            partitions = queues.get(tp.topic)
+            node_queues.append(None if partitions is None else partitions.get(tp.partition))
+        self._drain_queues[node] = (parts, queues, node_queues)
+        return node_queues
 
     # ------------------------------------------------------------------ muting
 
@@ -1424,9 +1476,12 @@ class RecordAccumulator:
 
     def has_undrained(self) -> bool:
         """Whether any batch is queued (not yet taken by drain)."""
-        return any(
-            queue.batches for partitions in self._queues.values() for queue in partitions.values()
-        )
+        # Loops rather than any() over a generator: the Sender asks after every drain.
+        for partitions in self._queues.values():
+            for queue in partitions.values():
+                if queue.batches:
+                    return True
+        return False
 
     def has_incomplete(self) -> bool:
         """Whether any batch is not completed yet (queued or in flight)."""
@@ -1511,6 +1566,11 @@ def _try_append_last(
 
 def _record_size_bound(key: bytes | None, value: bytes | None, headers: Headers | None) -> int:
     """An upper bound of the record's encoded size, checking the types on the way."""
+    if type(value) is bytes and (key is None or type(key) is bytes) and not headers:
+        # The usual record, without the loop over a tuple of pairs below: the caller's
+        # new-batch path of records sent one at a time, ~73 -> ~20 bytecodes (sys.settrace
+        # opcode count).
+        return RECORD_OVERHEAD_BOUND + len(value) + (0 if key is None else len(key))
     size = RECORD_OVERHEAD_BOUND
     for name, field in (("key", key), ("value", value)):
         if field is None:

@@ -57,6 +57,7 @@ _SIZE_AND_HEADER = struct.Struct(">ihhi")
 _MAX_CORRELATION_ID = 0x7FFF_FFFF
 _MAX_UNANSWERED_REMEMBERED = 10_000
 _Frame = TypeVar("_Frame", bound=bytearray)
+_new_tuple = tuple.__new__
 
 
 class InFlightRequest(NamedTuple):
@@ -166,7 +167,19 @@ class ClientProtocol:
         Measured (send_arrow, 300k records of 100 bytes, ~6 batches of 64 KiB per request):
         copying the batches into each ~380 KiB frame was ~3% of the process's CPU in
         memcpy and ~2% in page faults of the fresh frames (perf)."""
-        frame = self._frame(request, version, ScatterFrame())
+        # _frame(), written out: once per request (see it for the header).
+        if self._error is not None:
+            self._check_usable()  # raises
+        frame = ScatterFrame(
+            _SIZE_AND_HEADER.pack(0, request.API_KEY, version, self._next_correlation_id)
+        )
+        frame += self._encoded_client_id
+        encoder = _ENCODERS.get((type(request), version))
+        if encoder is None:
+            encoder = _encoder_for(request, version)  # raises EncodeError for a bad version
+        if encoder.flexible:
+            frame.append(0)  # request header v2: no tagged fields
+        encoder.body.write(frame, request)
         deferred = frame.deferred
         # A list, not a generator: one Python call per request rather than one per batch.
         _SIZE.pack_into(frame, 0, len(frame) - 4 + sum([len(data) for _, data in deferred]))
@@ -213,9 +226,11 @@ class ClientProtocol:
         )
         expects_response = request.has_response()
         in_flight = self._in_flight
+        # tuple.__new__, not the named tuple's Python-level __new__: once per request.
         in_flight.append(
-            InFlightRequest(
-                correlation_id, request.API_KEY, version, request.RESPONSE_TYPE, expects_response
+            _new_tuple(
+                InFlightRequest,
+                (correlation_id, request.API_KEY, version, request.RESPONSE_TYPE, expects_response),
             )
         )
         # Requests that expect no response are remembered only so that a broker that answers
@@ -242,10 +257,27 @@ class ClientProtocol:
         """
         if self._error is not None:
             self._check_usable()  # raises
+        buffer = self._buffer
         while True:
-            frame = self._next_frame()
-            if frame is None:
+            # The next frame, cut from the buffer here rather than in a method of its own:
+            # the connection asks until there is none, once more per read than there are
+            # responses.
+            if len(buffer) < 4:
                 return None
+            size: int = _SIZE.unpack_from(buffer, 0)[0]
+            if size < 0 or size > self._max_frame_size:
+                raise self._fail(
+                    InvalidFrameSizeError(
+                        f"response frame size {size} is outside 0..{self._max_frame_size}"
+                    )
+                )
+            if len(buffer) < 4 + size:
+                return None
+            with memoryview(buffer) as view:
+                frame = view[4 : 4 + size].tobytes()  # one copy; released before the del
+            # Deleting from the front of a bytearray is cheap in CPython (it moves a start
+            # index).
+            del buffer[: 4 + size]
             try:
                 result = self._decode_frame(frame)
             except ProtocolError as error:
@@ -253,25 +285,6 @@ class ClientProtocol:
             if result is not None:
                 return result
             # That frame answered a request that expected no answer; it was dropped.
-
-    def _next_frame(self) -> bytes | None:
-        buffer = self._buffer
-        if len(buffer) < 4:
-            return None
-        size: int = _SIZE.unpack_from(buffer, 0)[0]
-        if size < 0 or size > self._max_frame_size:
-            raise self._fail(
-                InvalidFrameSizeError(
-                    f"response frame size {size} is outside 0..{self._max_frame_size}"
-                )
-            )
-        if len(buffer) < 4 + size:
-            return None
-        with memoryview(buffer) as view:
-            frame = view[4 : 4 + size].tobytes()  # one copy; the view is released before del
-        # Deleting from the front of a bytearray is cheap in CPython (it moves a start index).
-        del buffer[: 4 + size]
-        return frame
 
     def _decode_frame(self, frame: bytes) -> tuple[int, Response] | None:
         # Every response header version starts with the correlation id.
@@ -317,8 +330,10 @@ class ClientProtocol:
             read_message(ResponseHeader, header_reader, 1)
             body_start = header_reader.position
         if decoder.body is None:
-            # The class's own decode(); see _Decoder.
-            return correlation_id, response_type.decode(memoryview(frame)[body_start:], version)
+            # The class's own decode() (see _Decoder), given bytes: the classes that have one
+            # (Produce, ApiVersions) have short answers, and their fast paths read bytes
+            # without the buffer protocol's view objects.
+            return correlation_id, response_type.decode(frame[body_start:], version)
         reader = Reader(memoryview(frame)[body_start:])
         response: Response = decoder.body.read(reader)
         reader.expect_end(f"{response_type.__name__} v{version}")

@@ -193,9 +193,13 @@ class RecordBatchBuilder:
         self._size_limit = batch_size_limit
         self._estimated_compression_ratio = estimated_compression_ratio
         # The estimate counts uncompressed bytes; scaling the limit instead of every record
-        # keeps the ratio off the hot path.
-        self._limit = self._open_limit = BATCH_HEADER_SIZE + self.records_room(
-            batch_size_limit, estimated_compression_ratio
+        # keeps the ratio off the hot path. (At a ratio of 1.0, records_room() is the limit
+        # less the header: not called, once per new batch on the caller's thread.)
+        self._limit = self._open_limit = (
+            batch_size_limit
+            if estimated_compression_ratio == 1.0
+            else BATCH_HEADER_SIZE
+            + self.records_room(batch_size_limit, estimated_compression_ratio)
         )
         if base_offset == 0 and type(base_offset) is int:
             self._base_offset = 0

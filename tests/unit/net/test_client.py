@@ -388,6 +388,31 @@ def test_poll_fails_an_unanswered_request_at_its_deadline_not_before(
     assert client.connection_state(1) is ConnectionState.DISCONNECTED
 
 
+def test_a_request_sent_after_the_clock_went_back_still_times_out_at_its_deadline(
+    cluster: Cluster, clock: FakeClock, make_client: Callable[..., NetworkClient]
+) -> None:
+    # poll() looks the connections' deadlines up only once a bound found earlier has passed;
+    # a request sent at an earlier time than that bound was found (a fake clock set back)
+    # lowers the bound, so its timeout is not missed.
+    cluster.reachable = {1}
+    cluster.brokers = [(1, 1)]
+    client = make_client([1], request_timeout_ms=500)
+    client.poll(0)
+    client.poll(0)
+    cluster.answer_metadata = False
+    clock.now += 10_000
+    client.poll(0)  # the bound: no deadline before now + 500
+    clock.now -= 10_000
+    outcomes: list[ClientResponse] = []
+    client.send(1, MetadataRequest(topics=[]), outcomes.append)
+    clock.now += 499
+    assert client.poll(0) == []
+    clock.now += 1
+    [response] = client.poll(0)
+    assert outcomes == [response]
+    assert isinstance(response.error, RequestTimeoutError)
+
+
 def test_poll_closes_an_idle_connection_after_connections_max_idle_ms(
     cluster: Cluster, clock: FakeClock, make_client: Callable[..., NetworkClient]
 ) -> None:

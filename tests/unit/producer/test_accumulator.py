@@ -8,6 +8,7 @@ accumulator needs.
 from __future__ import annotations
 
 import doctest
+import math
 import random
 import threading
 import time
@@ -240,6 +241,30 @@ def test_drain_takes_one_batch_per_partition_and_encodes_it() -> None:
     assert [b.topic_partition for b in drained[2]] == [TopicPartition("u", 0)]
     assert all(b.builder.is_sealed for b in drained[1] + drained[2])
     assert accumulator.queue_sizes("t") == {0: 2, 1: 0}
+
+
+def test_drain_finds_a_partition_whose_queue_was_made_after_the_last_drain() -> None:
+    # drain() keeps each node's queues until the metadata or the set of queues changes.
+    accumulator = new_accumulator(linger_ms=0)
+    append(accumulator, T0)
+    assert [b.topic_partition for b in drain_all(accumulator, 0.0)] == [T0]
+    append(accumulator, T1)  # T1's first queue
+    assert [b.topic_partition for b in drain_all(accumulator, 0.0)] == [T1]
+    moved = make_cluster({("t", 0): 2, ("t", 1): 1, ("t", 2): 1, ("u", 0): 2})
+    append(accumulator, T2)  # node 1 leads it in the new metadata only
+    drained = accumulator.drain(moved, {1}, 1 << 20, 0.0)
+    assert [b.topic_partition for b in drained[1]] == [T2]
+
+
+def test_ready_without_any_batch_reports_nothing_and_then_sees_a_new_one() -> None:
+    accumulator = new_accumulator(linger_ms=0)
+    empty = accumulator.ready(CLUSTER, 0.0)
+    assert (empty.ready_nodes, empty.next_ready_check_delay_ms) == (set(), math.inf)
+    append(accumulator, T2)
+    assert accumulator.ready(CLUSTER, 0.0).ready_nodes == {2}
+    (batch,) = drain_all(accumulator, 0.0)
+    accumulator.complete_batch(batch, 0)
+    assert accumulator.ready(CLUSTER, 0.0).ready_nodes == set()
 
 
 def test_drain_respects_max_request_size_but_always_sends_a_first_batch() -> None:

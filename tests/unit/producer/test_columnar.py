@@ -673,3 +673,49 @@ def test_one_shape_in_batches_of_very_many_records_takes_the_general_encoder() -
     assert b"".join(b"".join(c.records) for c in chunks) == encode_records(
         [None] * 50, values, [7] * 50, base_timestamp=7
     )
+
+
+@pytest.mark.parametrize("keys_kind", ["keyless", "9-byte", "varied"])
+@pytest.mark.parametrize("one_timestamp", [False, True])
+@pytest.mark.parametrize("sizes", ["10 KB", "1 KiB-1 MiB", "mixed small"])
+def test_big_values_are_bit_exact(keys_kind: str, one_timestamp: bool, sizes: str) -> None:
+    # Values of 1 KiB to 1 MiB (lengths past the small varint tables), alone or mixed with
+    # small ones, from a sliced array.
+    rng = random.Random(len(keys_kind) + len(sizes) + one_timestamp)
+    count = 60
+    if sizes == "10 KB":
+        lengths = [10_000] * count
+    elif sizes == "1 KiB-1 MiB":
+        lengths = [rng.choice([1024, 8191, 8192, 10_000, 70_000, 1 << 20]) for _ in range(count)]
+    else:
+        lengths = [rng.choice([10, 10_000]) for _ in range(count)]
+    pool = [rng.randbytes(1 << 20)]
+    values: list[bytes | None] = [pool[0][i : i + n] for i, n in enumerate(lengths)]
+    keys: list[bytes | None]
+    if keys_kind == "keyless":
+        keys = [None] * count
+    elif keys_kind == "9-byte":
+        keys = [b"key-%05d" % i for i in range(count)]
+    else:
+        keys = [rng.randbytes(rng.choice([0, 5, 13, 40])) for _ in range(count)]
+    base = 1_700_000_000_000
+    timestamps: Any = (
+        np.full(count, base, np.int64)
+        if one_timestamp
+        else np.array([base + rng.randint(0, 50) for _ in range(count)], np.int64)
+    )
+    # A sliced array: its rows start mid-buffer.
+    value_array = pa.array([b"x" * 3000, *values], pa.binary()).slice(1)
+    source = columnar.ColumnarRecords(
+        None if keys_kind == "keyless" else column(keys),
+        columnar.binary_column(value_array),
+        None,
+        base if one_timestamp else timestamps,
+        np.array([rng.randrange(3) for _ in range(count)], np.int64),
+    )
+    # (The open batch's room takes the first record: check_every_group expects it to.)
+    open_state = OpenBatch(room=1_500_000, first_offset_delta=70, base_timestamp=base - 3)
+    check_every_group(source, keys, values, timestamps, None, open_state, (200_000, 64_000))
+    (chunks,) = source.encode([(0, None)], 64_000)
+    for chunk in chunks:
+        assert chunk.size == len(b"".join(chunk.records))

@@ -65,7 +65,8 @@ def test_uniform_shape_is_bit_exact_against_the_record_encoder(seed: int) -> Non
 
 
 def test_uniform_shape_declines_what_it_does_not_encode() -> None:
-    assert UniformShape.of(0, 9000, keyless=True) is None  # value past 8 Ki
+    assert UniformShape.of(0, 1 << 31, keyless=True) is None  # past an int32
+    assert UniformShape.of(-1, 10, keyless=False) is None
     shape = UniformShape.of(10, 10, keyless=False)
     assert shape is not None
     assert shape.fitting(1000, 0, -1) is None  # negative timestamp delta
@@ -174,6 +175,50 @@ def test_large_records_keep_their_pieces_and_one_partition_keeps_input_order() -
     expected_chunks(source, keys, values, None, None, 10_000)
     empty = ListRecords([], None, None, BASE, None)
     assert empty.groups == []
+
+
+@pytest.mark.parametrize("one_shape", [True, False])
+@pytest.mark.parametrize("keyless", [False, True])
+def test_big_records_are_bit_exact_kept_by_reference_and_not_overshot(
+    one_shape: bool, keyless: bool
+) -> None:
+    rng = random.Random(5)
+    count = 40
+    sizes = (
+        [10_000] * count
+        if one_shape
+        else [rng.choice([8192, 10_000, 30_000]) for _ in range(count)]
+    )
+    values: list[bytes | None] = [rng.randbytes(size) for size in sizes]
+    keys: list[bytes | None] = [None if keyless else b"key-%05d" % i for i in range(count)]
+    chosen = [i % 2 for i in range(count)]
+    source = ListRecords(
+        values,
+        None if keyless else keys,
+        None,
+        BASE,
+        chosen,
+        2,
+        None if keyless else 9,
+        10_000 if one_shape else None,
+    )
+    open_state = OpenBatch(room=25_000, first_offset_delta=3, base_timestamp=BASE - 2)
+    for open_batch, room in ((None, 65_475), (open_state, 65_475), (None, 1), (open_state, 5)):
+        expected_chunks(source, keys, values, None, open_batch, room)
+    (chunks,) = source.encode([(0, None)], 65_475)
+    assert any(piece is values[0] for piece in chunks[0].records)  # not joined, not copied
+    if not one_shape:
+        # A window takes no more records than can fit by their least size.
+        calls: list[int] = []
+        encode = source._encode_window
+
+        def counting(group: int, first: int, count: int, *args: object, **kw: object) -> object:
+            calls.append(count)
+            return encode(group, first, count, *args, **kw)  # type: ignore[arg-type]
+
+        source._encode_window = counting  # type: ignore[method-assign,assignment]
+        (chunks,) = source.encode([(0, None)], 65_475)
+        assert sum(calls) == sum(chunk.record_count for chunk in chunks)
 
 
 def decoded(accumulator: RecordAccumulator, tp: TopicPartition) -> list[tuple[object, ...]]:

@@ -16,6 +16,7 @@ from kafkaline.protocol.api.produce import (
     new_produce_request,
 )
 from kafkaline.protocol.framing import ClientProtocol
+from kafkaline.protocol.primitives import SCATTER_MIN_BYTES, ScatterFrame
 from kafkaline.protocol.schema import Records, compile_struct
 
 _RECORDS = st.one_of(
@@ -99,6 +100,84 @@ def test_new_produce_request_makes_what_the_constructors_make(request: ProduceRe
     assert type(made) is ProduceRequest and made == expected
     for version in (8, 9):
         assert body(made, version) == generic_body(expected, version)
+
+
+# Record sets large enough to be referenced by a ScatterFrame, small ones, and null ones
+# (which send the whole request to the generic encoder after the hand writer has written, and
+# deferred, part of it: what it wrote must be taken back).
+_SCATTER_REQUESTS = st.builds(
+    ProduceRequest,
+    transactional_id=st.none(),
+    acks=st.sampled_from([-1, 1]),
+    timeout_ms=st.integers(0, 2**31 - 1),
+    topic_data=st.lists(
+        st.builds(
+            TopicProduceData,
+            name=st.text(max_size=3),
+            partition_data=st.lists(
+                st.builds(
+                    PartitionProduceData,
+                    index=st.integers(0, 100),
+                    records=st.one_of(
+                        st.binary(min_size=SCATTER_MIN_BYTES, max_size=SCATTER_MIN_BYTES + 300),
+                        st.binary(max_size=200),
+                        st.none(),
+                    ),
+                ),
+                max_size=3,
+            ),
+        ),
+        max_size=3,
+    ),
+)
+
+
+def assembled(frame: ScatterFrame) -> bytes:
+    """The bytes a frame stands for: its own, with the deferred record sets in their places."""
+    out = bytearray()
+    start = 0
+    for position, data in frame.deferred:
+        out += frame[start:position]
+        out += data
+        start = position
+    out += frame[start:]
+    return bytes(out)
+
+
+@settings(max_examples=200, deadline=None)
+@given(request=_SCATTER_REQUESTS, version=st.sampled_from([9, 11]))
+def test_into_a_scatter_frame_it_writes_what_the_generic_encoder_writes(
+    request: ProduceRequest, version: int
+) -> None:
+    frame = ScatterFrame(b"head")
+    ProduceRequest.body_writer(version).write(frame, request)
+    assert assembled(frame) == b"head" + generic_body(request, version)
+    assert all(len(data) >= SCATTER_MIN_BYTES for _, data in frame.deferred)
+
+
+def test_a_request_it_cannot_finish_is_written_by_the_generic_encoder_alone() -> None:
+    big = bytes(SCATTER_MIN_BYTES)
+    request = ProduceRequest(
+        acks=1,
+        timeout_ms=1,
+        topic_data=[
+            TopicProduceData(
+                name="t",
+                partition_data=[
+                    PartitionProduceData(index=0, records=big),
+                    PartitionProduceData(index=1, records=None),
+                ],
+            )
+        ],
+    )
+    frame = ScatterFrame(b"head")
+    ProduceRequest.body_writer(11).write(frame, request)
+    generic = ScatterFrame(b"head")
+    compile_struct(ProduceRequest, 11, True).write(generic, request)
+    # Only what the generic encoder wrote and deferred (the big set once, at its place).
+    assert bytes(frame) == bytes(generic)
+    assert frame.deferred == generic.deferred and len(frame.deferred) == 1
+    assert assembled(frame) == b"head" + generic_body(request, 11)
 
 
 def test_framing_uses_it_and_the_frame_matches_the_generic_encoding() -> None:

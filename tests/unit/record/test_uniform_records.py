@@ -64,7 +64,11 @@ def test_declines_what_is_not_one_shape_in_order() -> None:
     assert declined([], [], [])
     # Offsets past the small-varint table.
     assert encode_uniform_records(timestamps, keys, values, BASE_TS, 8100) is None
-    assert declined(timestamps, [b"k" * 9000] * count, values)  # a field past 8 Ki
+    # A field past 8 Ki is encoded too (its length's varint made once), bit-exact.
+    big_keys: list[bytes | None] = [b"k" * 9000] * count
+    encoded = encode_uniform_records(timestamps, big_keys, values, BASE_TS, 0)
+    assert encoded is not None
+    assert bytes(encoded) == encode_record_chunk(timestamps, big_keys, values, None, BASE_TS, 0)
 
 
 def test_a_builder_filled_by_appends_holds_every_record_in_order() -> None:

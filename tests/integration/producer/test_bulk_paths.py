@@ -498,20 +498,24 @@ def test_partition_counts_with_acks_0_have_unknown_offsets(
         assert result.partition_counts(timeout=30) == {1: (3, -1, -1)}
 
 
+@pytest.mark.parametrize("one_shape", [False, True])
 def test_send_arrow_calls_in_a_row_and_send_from_another_thread_keep_every_record_in_order(
-    broker: LocalBroker, make_topic: TopicFactory
+    broker: LocalBroker, make_topic: TopicFactory, one_shape: bool
 ) -> None:
     # Each send_arrow() call fills the partitions' open batches, held from the Sender while
     # it encodes; linger 1 ms makes the Sender want them meanwhile, and send() from another
     # thread appends to the same batches. Every record must arrive once, bit-exact, and each
-    # stream's records in order within their partition.
+    # stream's records in order within their partition. ``one_shape``: keys of one length,
+    # values of one length (the columnar encoder's scatters, its tables of sizes).
     pa = pytest.importorskip("pyarrow")
     topic = make_topic(3)
     calls, rows = 20, 1500
     arrow_values = [
-        [b"a%d-%d" % (c, i) + os.urandom(40) for i in range(rows)] for c in range(calls)
+        [os.urandom(60) if one_shape else b"a%d-%d" % (c, i) + os.urandom(40) for i in range(rows)]
+        for c in range(calls)
     ]
-    arrow_keys = [[b"k%d" % (i % 97) for i in range(rows)] for _ in range(calls)]
+    key_format = b"k%03d" if one_shape else b"k%d"
+    arrow_keys = [[key_format % (i % 97) for i in range(rows)] for _ in range(calls)]
     single = [(b"k%d" % (i % 97), b"s%d" % i + os.urandom(30)) for i in range(3000)]
     single_meta: list[RecordMetadata] = []
     with producer_for(broker, linger_ms=1) as producer:

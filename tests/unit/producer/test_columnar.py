@@ -48,6 +48,21 @@ def test_murmur2_partitions_match_the_scalar_hash(seed: int) -> None:
     assert columnar.murmur2_partitions(columnar.binary_column(sliced), 6).tolist() == expected
 
 
+@pytest.mark.parametrize("length", [1, 2, 3, 4, 5, 9, 12, 13])
+def test_murmur2_of_keys_of_one_length_read_in_place(length: int) -> None:
+    # Without prefixes wanted, keys of one length are hashed from strided views of the key
+    # buffer (the last key's tail is not read past the buffer's end).
+    rng = random.Random(length)
+    keys = [rng.randbytes(length) for _ in range(300)]
+    array = pa.array(keys, pa.binary())
+    for part, items in ((array, keys), (array.slice(7, 200), keys[7:207])):
+        chosen, prefixes = columnar.murmur2_partitions_and_prefixes(
+            columnar.binary_column(part), 7, prefixes_wanted=False
+        )
+        assert prefixes is None
+        assert chosen.tolist() == [partition_for_key(key, 7) for key in items]
+
+
 def test_murmur2_partitions_of_very_long_keys_one_by_one() -> None:
     keys: list[bytes | None] = [b"x" * 5000, None, b"y" * 2000, b"x" * 5000]
     expected = [partition_for_key(b"x" * 5000, 5), -1, partition_for_key(b"y" * 2000, 5)]
@@ -552,6 +567,112 @@ def test_arrow_slices_bound_rows_and_bytes() -> None:
     part = batch.slice(100, 200)
     sliced = arrow_slices(part, None, "value", None, None, None, max_bytes=26_000)
     assert len(sliced) == 1 and rows(sliced) == values[100:300]
+
+
+@pytest.mark.parametrize(
+    ("key_length", "value_length", "since", "first_delta"),
+    [
+        (9, 100, 3, 40),  # the small workload: one-byte offset deltas, then two
+        (None, 100, 0, 60),  # no key column
+        (-1, 8, 70, 62),  # every key null; the shortest value; a two-byte timestamp delta
+        (0, 30, 2, 8180),  # empty keys; offset deltas crossing 8191 (three bytes)
+        (64, 200, 9000, 5),  # a two-byte key length and timestamp delta: 16-byte heads
+    ],
+)
+def test_one_shape_all_groups_together_bit_exact(
+    key_length: int | None, value_length: int, since: int, first_delta: int
+) -> None:
+    # Records of one shape take _encode_one_shape: all groups at once (each value written
+    # from its input row), open batches first, then new batches cut by the table of sizes.
+    rng = random.Random(value_length)
+    count = 4000
+    now = 1_700_000_000_321
+    keys: list[bytes | None] = [
+        None if key_length is None or key_length < 0 else rng.randbytes(key_length)
+        for _ in range(count)
+    ]
+    values: list[bytes | None] = [rng.randbytes(value_length) for _ in range(count)]
+    partitions = np.array([rng.choice([-1, 0, 1, 2]) for _ in range(count)], np.int64)
+    source = columnar.ColumnarRecords(
+        None if key_length is None else column(keys), column(values), None, now, partitions
+    )
+    shaped = source._encode_one_shape
+    taken: list[bool] = []
+
+    def spy(*args: Any) -> Any:
+        found = shaped(*args)
+        taken.append(found is not None)
+        return found
+
+    source._encode_one_shape = spy  # type: ignore[method-assign, assignment]
+    open_state = OpenBatch(room=3000, first_offset_delta=first_delta, base_timestamp=now - since)
+    requests = [(g, open_state if g % 2 == 0 else None) for g in range(len(source.groups))]
+    rows_in_order: list[int] = []
+    for _, start, stop in source.groups:
+        positions = source.positions(start, stop - start)
+        rows_in_order += list(range(start, stop)) if positions is None else positions.tolist()
+    fresh_room = 10_000
+    for group_requests in (requests, requests[1:3]):  # every row, and a subset of groups
+        encoded = source.encode(group_requests, fresh_room)
+        for (group, open_batch), chunks in zip(group_requests, encoded, strict=True):
+            _, start, stop = source.groups[group]
+            assert chunks[0].start == start and sum(c.record_count for c in chunks) == stop - start
+            for index, chunk in enumerate(chunks):
+                continues = open_batch is not None and index == 0
+                assert chunk.continues_open == continues
+                picked = rows_in_order[chunk.start : chunk.start + chunk.record_count]
+                expected = encode_records(
+                    [keys[r] for r in picked],
+                    [values[r] for r in picked],
+                    [now] * len(picked),
+                    base_timestamp=now - since if continues else now,
+                    first_offset_delta=first_delta if continues else 0,
+                )
+                section = b"".join(chunk.records)
+                assert section == expected and chunk.size == len(expected)
+                assert (chunk.first_timestamp, chunk.max_timestamp) == (now, now)
+                limit = open_state.room if continues else fresh_room
+                assert len(section) <= limit
+                if index + 1 < len(chunks):  # cut exactly: the next record would not fit
+                    assert len(section) + len(expected) // len(picked) > limit
+    assert taken == [True, True]
+
+
+@pytest.mark.parametrize(
+    ("values", "timestamps"),
+    [
+        ([b"v" * 100, None, b"w" * 100], 5),  # a null value
+        ([b"", b"", b""], 5),  # empty values: shorter than the value length's 8-byte write
+        ([b"v" * 100, b"w" * 99, b"x" * 100], 5),  # values of two lengths
+        ([b"v" * 100] * 3, np.array([5, 6, 5], np.int64)),  # timestamps differ
+    ],
+)
+def test_records_of_other_shapes_take_the_general_encoder(
+    values: list[bytes | None], timestamps: Any
+) -> None:
+    keys: list[bytes | None] = [b"k1", b"k2", b"k3"]
+    source = columnar.ColumnarRecords(column(keys), column(values), None, timestamps, 0)
+    assert not source._one_shape
+    (chunks,) = source.encode([(0, None)], 10_000)
+    expected = encode_records(
+        keys,
+        values,
+        [int(t) for t in np.broadcast_to(timestamps, (3,))],
+        base_timestamp=int(np.broadcast_to(timestamps, (3,))[0]),
+    )
+    assert b"".join(b"".join(c.records) for c in chunks) == expected
+
+
+def test_one_shape_in_batches_of_very_many_records_takes_the_general_encoder() -> None:
+    # A batch room for more records than a shape table holds (its memory is bounded).
+    values: list[bytes | None] = [b"%08d" % i for i in range(50)]
+    source = columnar.ColumnarRecords(None, column(values), None, 7, 0)
+    assert source._one_shape
+    assert source._encode_one_shape([(0, None)], 8_000_000) is None
+    (chunks,) = source.encode([(0, None)], 8_000_000)
+    assert b"".join(b"".join(c.records) for c in chunks) == encode_records(
+        [None] * 50, values, [7] * 50, base_timestamp=7
+    )
 
 
 @pytest.mark.parametrize("keys_kind", ["keyless", "9-byte", "varied"])

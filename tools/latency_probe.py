@@ -2,9 +2,10 @@
 benchmark harness).
 
 Sends records one at a time with ``linger_ms=0`` and waits for each (``send(...).get()``), then
-reports the latency percentiles, the CPU time per record of each thread of this process (the
-caller and the producer's I/O thread; Linux only, from ``/proc``), and with ``--stages`` the
-time after ``send()`` was called at which each stage of the round trip was reached::
+reports the latency percentiles, the CPU time (user and system) and context switches per record
+of each thread of this process (the caller and the producer's I/O thread; Linux only, from
+``/proc``), and with ``--stages`` the time after ``send()`` was called at which each stage of
+the round trip was reached::
 
     python tools/latency_probe.py                      # starts a LocalBroker of its own
     python tools/latency_probe.py --records 5000 --stages
@@ -77,19 +78,31 @@ def _stage_stamps() -> Iterator[None]:
             setattr(owner, name, method)
 
 
-def _thread_cpu_ticks() -> dict[str, int]:
-    """Thread id -> user + system CPU ticks, from /proc (empty where there is none)."""
-    ticks: dict[str, int] = {}
+def _thread_counters() -> dict[str, tuple[int, int, int, int]]:
+    """Thread id -> (user CPU ticks, system CPU ticks, voluntary context switches,
+    involuntary ones), from /proc (empty where there is none)."""
+    counters: dict[str, tuple[int, int, int, int]] = {}
     tasks = Path("/proc/self/task")
     if not tasks.is_dir():
-        return ticks
+        return counters
     for task in tasks.iterdir():
         try:
             fields = (task / "stat").read_text().rsplit(")", 1)[1].split()
+            status = (task / "status").read_text()
         except OSError:
             continue  # the thread ended meanwhile
-        ticks[task.name] = int(fields[11]) + int(fields[12])
-    return ticks
+        switches = {
+            name: int(value)
+            for name, _, value in (line.partition(":") for line in status.splitlines())
+            if name in ("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches")
+        }
+        counters[task.name] = (
+            int(fields[11]),
+            int(fields[12]),
+            switches.get("voluntary_ctxt_switches", 0),
+            switches.get("nonvoluntary_ctxt_switches", 0),
+        )
+    return counters
 
 
 def _percentile(sorted_values: list[float], fraction: float) -> float:
@@ -115,7 +128,7 @@ def probe(bootstrap_servers: str, topic: str, records: int, warmup: int, stages:
             producer.send(topic, value, str(index).encode()).get(timeout=30)
         main_thread = str(threading.get_native_id())
         load_before = _load()
-        ticks_before = _thread_cpu_ticks()
+        counters_before = _thread_counters()
         latencies: list[float] = []
         stage_times: dict[str, list[float]] = {}
         with _stage_stamps() if stages else _no_stamps():
@@ -127,7 +140,7 @@ def probe(bootstrap_servers: str, topic: str, records: int, warmup: int, stages:
                 latencies.append((end - start) / 1000)
                 for stage, stamp in _stamps.items():
                     stage_times.setdefault(stage, []).append((stamp - start) / 1000)
-        ticks_after = _thread_cpu_ticks()
+        counters_after = _thread_counters()
     finally:
         producer.close()
 
@@ -140,13 +153,22 @@ def probe(bootstrap_servers: str, topic: str, records: int, warmup: int, stages:
         + f"  mean {statistics.fmean(latencies):.0f}"
     )
     ticks_per_second = os.sysconf("SC_CLK_TCK") if hasattr(os, "sysconf") else 100
-    for thread, before in sorted(ticks_before.items()):
-        if thread not in ticks_after:
+    per_record = 1e6 / ticks_per_second / max(records, 1)
+    for thread, before in sorted(counters_before.items()):
+        after = counters_after.get(thread)
+        if after is None:
             continue
-        cpu_us = (ticks_after[thread] - before) / ticks_per_second * 1e6 / records
+        user, system, voluntary, involuntary = (
+            new - old for new, old in zip(after, before, strict=True)
+        )
         role = "the caller" if thread == main_thread else "the I/O thread, or another"
-        if cpu_us >= 1:
-            print(f"CPU per record, thread {thread} ({role}): {cpu_us:.0f} us")
+        if (user + system) * per_record >= 1:
+            print(
+                f"per record, thread {thread} ({role}): CPU {(user + system) * per_record:.0f} us"
+                f" (user {user * per_record:.0f}, sys {system * per_record:.0f}), context"
+                f" switches {voluntary / max(records, 1):.2f} voluntary,"
+                f" {involuntary / max(records, 1):.2f} involuntary"
+            )
     if stage_times:
         print("stage reached, us after send() was called:   p50     p90     p99")
         ordered = sorted(stage_times.items(), key=lambda item: statistics.median(item[1]))

@@ -55,7 +55,7 @@ from kafkaline.producer.builtin_partitioner import (
     StickyPartition,
 )
 from kafkaline.producer.compression_ratio import CompressionRatioEstimator
-from kafkaline.producer.futures import FutureRecordMetadata, ProduceRequestResult
+from kafkaline.producer.futures import FutureRecordMetadata, ProduceRequestResult, Waiter
 from kafkaline.producer.idempotence import TransactionManager
 from kafkaline.producer.partitioner import ClusterPartitions
 from kafkaline.record import CompressionType, Headers, RecordBatchBuilder
@@ -1291,12 +1291,17 @@ class RecordAccumulator:
     # ------------------------------------------------------------------ outcomes
 
     def complete_batch(
-        self, batch: ProducerBatch, base_offset: int, log_append_time: int = -1
+        self,
+        batch: ProducerBatch,
+        base_offset: int,
+        log_append_time: int = -1,
+        wake_later: list[Waiter] | None = None,
     ) -> bool:
         """Complete ``batch`` from a successful produce response and free its memory.
-        Returns whether this call completed it (see :meth:`ProducerBatch.done`)."""
+        Returns whether this call completed it (see :meth:`ProducerBatch.done`, also for
+        ``wake_later``)."""
         try:
-            return batch.done(base_offset, log_append_time)
+            return batch.done(base_offset, log_append_time, wake_later=wake_later)
         finally:
             self.deallocate(batch)
 

@@ -672,3 +672,60 @@ def test_is_sender_thread_is_true_only_on_its_thread() -> None:
     assert rig.sender.join(5)
     assert answers == [True] and not rig.sender.is_sender_thread()
     assert threading.current_thread() is threading.main_thread()
+
+
+def _blocked_getter(future: FutureRecordMetadata) -> tuple[threading.Thread, list[int]]:
+    offsets: list[int] = []
+    thread = threading.Thread(target=lambda: offsets.append(future.get(10).offset), daemon=True)
+    thread.start()
+    thread.join(0.05)  # let it block in get()
+    assert thread.is_alive()
+    return thread, offsets
+
+
+def test_a_thread_waiting_for_a_batch_wakes_before_the_next_poll_not_in_the_callback(
+    rig: Rig,
+) -> None:
+    (future,) = rig.append(0)
+    rig.run()
+    thread, offsets = _blocked_getter(future)
+    rig.client.respond(0, base_offset=7)  # the response's callback, as in a poll
+    # Done at once for anyone who looks, but the blocked thread is woken only when the
+    # I/O thread is about to block: it would find the GIL held until then.
+    assert future.done()
+    thread.join(0.1)
+    assert thread.is_alive() and offsets == []
+    polls = len(rig.client.polls)
+    rig.run()
+    thread.join(10)
+    assert not thread.is_alive() and offsets == [7]
+    assert len(rig.client.polls) == polls + 1
+
+
+class _RespondThenFailClient(FakeClient):
+    def poll(self, timeout_ms: float, now: float | None = None) -> list[ClientResponse]:
+        if any(not sent.done for sent in self.sent):
+            self.respond(0, base_offset=3)
+            raise RuntimeError("boom after the answer")
+        return super().poll(timeout_ms, now)
+
+
+def test_a_thread_waiting_for_a_completed_batch_wakes_when_the_loop_dies() -> None:
+    rig = make_rig()
+    client = _RespondThenFailClient(rig.client.metadata)
+    accumulator = rig.accumulator
+    sender = Sender(
+        client,
+        accumulator,
+        acks=1,
+        request_timeout_ms=500,
+        max_request_size=1 << 20,
+        retries=1,
+        guarantee_message_order=False,
+    )
+    (future,) = rig.append(0)
+    thread, offsets = _blocked_getter(future)
+    sender.start()
+    assert sender.join(5) and isinstance(sender.failure, SenderFailedError)
+    thread.join(10)
+    assert not thread.is_alive() and offsets == [3]

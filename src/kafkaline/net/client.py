@@ -119,7 +119,12 @@ class _EpollPoller:
     included); the I/O thread selects twice per record sent one at a time. Events are
     translated as EpollSelector translates them (an error or hang-up reports both
     directions, masked by those registered) and the timeout rounded up to a millisecond
-    as it does (no wakeup just before a deadline)."""
+    as it does (no wakeup just before a deadline).
+
+    Measured again against :class:`_SelectorPoller` (records sent one at a time, linger 0,
+    valgrind --separate-threads=yes, (N=2000 - N=0) / 2000): the I/O thread ~290.9k ->
+    ~280.4k instructions per round trip (-3.6%), the caller unchanged (~83k); CPU time in
+    8 alternating pairs at load 5-7 was within the noise. Kept for the instructions."""
 
     __slots__ = ("_epoll", "_registered")
 

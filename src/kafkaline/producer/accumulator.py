@@ -55,7 +55,7 @@ from kafkaline.producer.builtin_partitioner import (
     StickyPartition,
 )
 from kafkaline.producer.compression_ratio import CompressionRatioEstimator
-from kafkaline.producer.futures import FutureRecordMetadata, ProduceRequestResult, Waiter
+from kafkaline.producer.futures import FutureRecordMetadata, ProduceRequestResult
 from kafkaline.producer.idempotence import TransactionManager
 from kafkaline.producer.partitioner import ClusterPartitions
 from kafkaline.record import CompressionType, Headers, RecordBatchBuilder
@@ -1291,17 +1291,12 @@ class RecordAccumulator:
     # ------------------------------------------------------------------ outcomes
 
     def complete_batch(
-        self,
-        batch: ProducerBatch,
-        base_offset: int,
-        log_append_time: int = -1,
-        wake_later: list[Waiter] | None = None,
+        self, batch: ProducerBatch, base_offset: int, log_append_time: int = -1
     ) -> bool:
         """Complete ``batch`` from a successful produce response and free its memory.
-        Returns whether this call completed it (see :meth:`ProducerBatch.done`, also for
-        ``wake_later``)."""
+        Returns whether this call completed it (see :meth:`ProducerBatch.done`)."""
         try:
-            return batch.done(base_offset, log_append_time, wake_later=wake_later)
+            return batch.done(base_offset, log_append_time)
         finally:
             self.deallocate(batch)
 

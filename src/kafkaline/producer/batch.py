@@ -30,7 +30,6 @@ from kafkaline.producer.futures import (
     BatchState,
     FutureRecordMetadata,
     ProduceRequestResult,
-    Waiter,
 )
 from kafkaline.producer.record_metadata import NO_TIMESTAMP, UNKNOWN_OFFSET
 from kafkaline.record import CompressionType, Headers, RecordBatchBuilder, read_record_batches
@@ -292,7 +291,6 @@ class ProducerBatch:
         log_append_time: int = NO_TIMESTAMP,
         exception: Exception | None = None,
         record_errors: Mapping[int, Exception] | None = None,
-        wake_later: list[Waiter] | None = None,
     ) -> bool:
         """Complete the batch from a produce response: the records' offsets are
         ``base_offset + offset delta`` (-1 with acks=0), their timestamps the log-append
@@ -303,18 +301,14 @@ class ProducerBatch:
         Returns ``True`` if this call completed the batch, ``False`` if it had already
         failed or been aborted (the late-response race; logged at debug level). Raises
         :class:`IllegalStateError` if it had already succeeded or been split.
-        ``wake_later``: see :meth:`ProduceRequestResult.complete
-        <kafkaline.producer.futures.ProduceRequestResult.complete>`.
         """
         if exception is None:
             state = SUCCEEDED
-            previous = self.result.complete(
-                state, base_offset, log_append_time, wake_later=wake_later
-            )
+            previous = self.result.complete(state, base_offset, log_append_time)
         else:
             state = FAILED
             previous = self.result.complete(
-                state, UNKNOWN_OFFSET, NO_TIMESTAMP, exception, record_errors, wake_later
+                state, UNKNOWN_OFFSET, NO_TIMESTAMP, exception, record_errors
             )
         return previous is None or self._completed_before(previous, state)
 

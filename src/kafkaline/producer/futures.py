@@ -88,10 +88,7 @@ Callback = Callable[[RecordMetadata], object]
 #: Called with a record's exception when it failed.
 Errback = Callable[[Exception], object]
 
-#: What a thread blocked in :meth:`ProduceRequestResult.wait` waits on: a held lock, released to
-#: wake it (see :meth:`ProduceRequestResult.complete`'s ``wake_later``).
-Waiter = _thread.LockType
-_Waiter = Waiter
+_Waiter = _thread.LockType
 _allocate_lock = _thread.allocate_lock
 
 # A hook kept by a result until it completes: (offset delta in that result, the record's
@@ -222,7 +219,6 @@ class ProduceRequestResult:
         log_append_time: int = NO_TIMESTAMP,
         error: Exception | None = None,
         record_errors: Mapping[int, Exception] | None = None,
-        wake_later: list[Waiter] | None = None,
     ) -> BatchState | None:
         """Complete the batch and run its records' callbacks on this thread.
 
@@ -230,11 +226,6 @@ class ProduceRequestResult:
         required). ``record_errors`` maps offset deltas to their own exceptions (a broker's
         per-record errors), the others get ``error``. Returns ``None`` if this call completed
         the batch, else the state it already had (nothing changes then).
-
-        Threads blocked in :meth:`wait` are woken at once, or with ``wake_later`` their
-        waiters are appended to it and the caller must release each soon (the I/O thread
-        does just before it next blocks: see :class:`~kafkaline.producer.sender.Sender`).
-        The batch is done either way: a :meth:`wait` that starts now returns at once.
         """
         if state is SPLIT:
             raise ValueError("a split completes through redirect()")
@@ -254,11 +245,8 @@ class ProduceRequestResult:
             waiters = self._waiters
             self._waiters = None
         if waiters is not None:
-            if wake_later is not None:
-                wake_later.extend(waiters)
-            else:
-                for waiter in waiters:
-                    waiter.release()
+            for waiter in waiters:
+                waiter.release()
         for offset_delta, future, on_success, on_error in hooks:
             self._run_hook(offset_delta, future, on_success, on_error)
         return None

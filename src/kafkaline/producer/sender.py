@@ -61,7 +61,6 @@ from kafkaline.net.cluster import ClusterMetadata, TopicPartition
 from kafkaline.net.response import ClientResponse, OnComplete
 from kafkaline.producer.accumulator import RecordAccumulator
 from kafkaline.producer.batch import ProducerBatch
-from kafkaline.producer.futures import Waiter
 from kafkaline.producer.idempotence import TransactionManager
 from kafkaline.producer.metrics import SenderCounters
 from kafkaline.producer.transactions import TransactionalManager, TxnRequestHandler
@@ -180,9 +179,6 @@ class Sender:
         # When a queued batch may first expire (see _expired_queued).
         self._queued_expiry_ms = -math.inf
         self._last_cluster: ClusterMetadata | None = None
-        # Threads waiting for batches this thread completed, woken just before it next
-        # blocks (see run_once).
-        self._wake_later: list[Waiter] = []
         self._running = True
         self._forced = False
         self._failure: SenderFailedError | None = None
@@ -262,8 +258,6 @@ class Sender:
             self._client.close()
         except BaseException as error:  # also SystemExit etc.: the records must not hang
             self._die(error)
-        finally:
-            self._wake_waiters()
 
     def _die(self, error: BaseException) -> None:
         if isinstance(error, AuthenticationError):
@@ -309,15 +303,6 @@ class Sender:
         if now is None:
             now = self._client.now()
         poll_timeout = self.send_producer_data(now)
-        if self._wake_later:
-            # Threads waiting for the batches the last poll completed are woken here, just
-            # before this thread blocks in the poll, not when each batch completes: woken
-            # then, a waiter could not run anyway (this thread holds the GIL until it
-            # blocks), it only woke to block again on the GIL, a context switch and a futex
-            # wait and wake more. Records sent one at a time, process CPU (perf stat
-            # task-clock, 3,000-4,000 round trips, 7 alternating pairs at load 4-5): lower
-            # in 6 of 7 pairs, mean ~2,400 -> ~2,150 ms; too noisy for a firm figure.
-            self._wake_waiters()
         # The pass's time, as Java's Sender gives it: the poll reads the clock again after
         # waiting (one clock read less per pass).
         self._client.poll(poll_timeout, now)
@@ -326,12 +311,6 @@ class Sender:
             self._last_cluster = cluster
             if self._on_metadata_update is not None:
                 self._on_metadata_update(cluster)
-
-    def _wake_waiters(self) -> None:
-        waiters = self._wake_later
-        self._wake_later = []
-        for waiter in waiters:
-            waiter.release()
 
     def send_producer_data(self, now: float) -> float:
         """Drain ready batches into produce requests and expire old ones; return how long
@@ -678,7 +657,7 @@ class Sender:
         self._in_flight.discard(batch)
         if self._transactions is not None and batch.result.state is None:
             self._transactions.handle_completed_batch(batch)
-        self._accumulator.complete_batch(batch, base_offset, log_append_time, self._wake_later)
+        self._accumulator.complete_batch(batch, base_offset, log_append_time)
         if self._guarantee_order:  # _unmute(), written out: once per batch
             self._accumulator.unmute(batch.topic_partition)
 

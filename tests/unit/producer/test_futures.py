@@ -107,23 +107,6 @@ def test_get_times_out_with_a_named_error() -> None:
     assert not future.done()
 
 
-def test_complete_with_wake_later_hands_over_the_blocked_waiters() -> None:
-    result = ProduceRequestResult("events", 0)
-    woke: list[bool] = []
-    thread = threading.Thread(target=lambda: woke.append(result.wait(timeout=10)), daemon=True)
-    thread.start()
-    time.sleep(0.05)  # let it block
-    wake_later: list[futures_module.Waiter] = []
-    assert result.complete(SUCCEEDED, base_offset=1, wake_later=wake_later) is None
-    assert result.is_done() and result.wait(0)  # done at once for a new look
-    assert len(wake_later) == 1
-    thread.join(0.1)
-    assert thread.is_alive() and woke == []  # still blocked until its waiter is released
-    wake_later[0].release()
-    thread.join(10)
-    assert woke == [True]
-
-
 def test_many_threads_waiting_all_wake_on_completion() -> None:
     result = ProduceRequestResult("events", 0)
     woke: list[bool] = []

@@ -73,12 +73,18 @@ def as_header(item: object) -> Header:
     return name, value
 
 
-@pytest.fixture(params=["columnar", "python lists"])
+@pytest.fixture(params=["columnar", "python lists", "one shape columnar"])
 def send_batch_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """send_batch() through the columnar encoder (numpy and pyarrow loaded, any size and
-    shape) or through the encoders over Python lists."""
+    shape), through the encoders over Python lists, or with records of one shape (values of
+    8 bytes or more) joined from the lists into the columnar one-shape encoder (numpy
+    loaded; other records take the columnar path)."""
     path: str = request.param
-    if path == "columnar":
+    if path == "one shape columnar":
+        pytest.importorskip("numpy")
+        pytest.importorskip("pyarrow")
+        monkeypatch.setattr(producer_module, "_COLUMNAR_MIN_RECORDS", 0)
+    elif path == "columnar":
         pytest.importorskip("numpy")
         pytest.importorskip("pyarrow")
         monkeypatch.setattr(producer_module, "_COLUMNAR_MIN_RECORDS", 0)
@@ -211,7 +217,7 @@ def test_send_batch_larger_than_a_slice_keeps_positions_and_order(
     metadata still follows input positions, in order within each partition."""
     topic = make_topic(3)
     shaped_keys = [b"k%05d" % (i % 1000) for i in range(70_000)]  # 65,536 records a slice
-    shaped_values = [b"%07d" % i for i in range(70_000)]
+    shaped_values = [b"%08d" % i for i in range(70_000)]
     big_values = [os.urandom(290_000 + 20_000 * (i % 2)) for i in range(60)]  # ~18 MB
     big_keys = [b"big-%d" % (i % 7) for i in range(60)]
     with producer_for(broker, buffer_memory=64 << 20) as producer:

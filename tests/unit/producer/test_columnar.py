@@ -719,3 +719,65 @@ def test_big_values_are_bit_exact(keys_kind: str, one_timestamp: bool, sizes: st
     (chunks,) = source.encode([(0, None)], 64_000)
     for chunk in chunks:
         assert chunk.size == len(b"".join(chunk.records))
+
+
+@pytest.mark.parametrize("length", [0, 1, 4, 9, 10, 13, 1100])
+def test_fixed_width_column_partitions_as_send(length: int) -> None:
+    # send_batch()'s lists of one shape: keys joined into one buffer, no pyarrow array; the
+    # partitions those of send() (keys over 1024 bytes hashed one by one from the buffer).
+    rng = random.Random(length)
+    keys = [rng.randbytes(length) for _ in range(500)]
+    keys_column = columnar.fixed_width_column(keys, length)
+    assert keys_column.array is None
+    assert keys_column.shortest == keys_column.longest == length
+    assert keys_column.lengths.tolist() == [length] * 500
+    assert keys_column.starts.tolist() == [length * i for i in range(500)]
+    chosen, _ = columnar.murmur2_partitions_and_prefixes(keys_column, 6, prefixes_wanted=False)
+    assert chosen.tolist() == [partition_for_key(key, 6) for key in keys]
+
+
+@pytest.mark.parametrize(
+    ("key_length", "value_length", "delta"),
+    [(9, 100, 7), (None, 100, 70), (0, 8, 0), (10, 30, 8150)],
+)
+def test_fixed_width_columns_of_one_shape_are_bit_exact(
+    key_length: int | None, value_length: int, delta: int
+) -> None:
+    rng = random.Random(value_length + delta)
+    count = 9000
+    keys: list[bytes | None] = (
+        [None] * count if key_length is None else [rng.randbytes(key_length) for _ in range(count)]
+    )
+    values: list[bytes | None] = [rng.randbytes(value_length) for _ in range(count)]
+    now = 1_700_000_000_123
+    key_column = None
+    chosen: Any = None  # keyless: sticky, one group
+    if key_length is not None:
+        key_column = columnar.fixed_width_column(keys, key_length)  # type: ignore[arg-type]
+        chosen = columnar.murmur2_partitions_and_prefixes(key_column, 3, False)[0]
+    value_column = columnar.fixed_width_column(values, value_length)  # type: ignore[arg-type]
+    source = columnar.ColumnarRecords(key_column, value_column, None, now, chosen)
+    assert source._one_shape
+    open_state = OpenBatch(room=20_000, first_offset_delta=delta, base_timestamp=now - 5)
+    check_every_group(
+        source, keys, values, np.full(count, now, np.int64), None, open_state, (200_000, 64_000)
+    )
+
+
+def test_fixed_width_columns_in_the_general_encoder() -> None:
+    # A batch room the one-shape encoder declines: the general encoder reads the joined
+    # buffers (made pyarrow buffers on demand).
+    values = [b"%08d" % i for i in range(50)]
+    keys = [b"key%02d" % i for i in range(50)]
+    source = columnar.ColumnarRecords(
+        columnar.fixed_width_column(keys, 5),
+        columnar.fixed_width_column(values, 8),
+        None,
+        7,
+        0,
+    )
+    assert source._encode_one_shape([(0, None)], 8_000_000) is None
+    (chunks,) = source.encode([(0, None)], 8_000_000)
+    assert b"".join(b"".join(c.records) for c in chunks) == encode_records(
+        list(keys), list(values), [7] * 50, base_timestamp=7
+    )

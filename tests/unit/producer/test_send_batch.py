@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import doctest
 import socket
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -414,24 +415,33 @@ def test_binary_array_of_bytes_and_nulls() -> None:
 @pytest.mark.parametrize(
     ("values", "keys", "headers", "path"),
     [
-        ([VALUE] * 300, [b"k%03d" % i for i in range(300)], None, "lists"),  # one shape
-        ([VALUE] * 300, None, None, "lists"),  # one shape, no keys
+        ([VALUE] * 300, [b"k%03d" % i for i in range(300)], None, "shaped"),  # one shape
+        ([VALUE] * 300, None, None, "shaped"),  # one shape, no keys
+        ([b"1234567"] * 300, None, None, "lists"),  # one shape, values under 8 bytes
         ([b"v" * (i % 7) for i in range(300)], None, None, "columns"),  # sizes differ
         ([VALUE] * 300, [b"k%d" % i for i in range(300)], None, "columns"),  # keys differ
         ([VALUE] * 300, None, [[("h", b"x")]] * 300, "columns"),  # headers
         ([VALUE] * 10, None, None, "lists"),  # too few for the columnar path's cost
     ],
 )
-def test_send_batch_with_pyarrow_loaded_keeps_records_of_one_shape_on_the_list_path(
+@pytest.mark.parametrize("numpy_loaded", [True, False])
+def test_send_batch_chooses_its_path_by_shape_and_loaded_modules(
     producer: Producer,
     monkeypatch: pytest.MonkeyPatch,
     values: list[bytes],
     keys: list[bytes] | None,
     headers: list[list[tuple[str, bytes]]] | None,
     path: str,
+    numpy_loaded: bool,
 ) -> None:
+    # Records of one shape take the one-shape columnar encoder where numpy is loaded already
+    # (else the lists' own encoder: importing numpy costs more than it saves in a short
+    # program); other shapes the columnar path where numpy and pyarrow are both loaded.
     pytest.importorskip("numpy")
     pytest.importorskip("pyarrow")
+    if not numpy_loaded:
+        monkeypatch.delitem(sys.modules, "numpy")
+        path = "lists"
     taken: list[str] = []
 
     def spy(name: str) -> object:
@@ -442,5 +452,6 @@ def test_send_batch_with_pyarrow_loaded_keeps_records_of_one_shape_on_the_list_p
 
     monkeypatch.setattr(producer, "_send_lists", spy("lists"))
     monkeypatch.setattr(producer, "_send_columns", spy("columns"))
+    monkeypatch.setattr(producer, "_send_shaped_lists", spy("shaped"))
     producer.send_batch("t", values, keys=keys, headers=headers)
     assert taken == [path]

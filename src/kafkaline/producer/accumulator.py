@@ -323,6 +323,12 @@ class RecordAccumulator:
         self._on_batch_sealed = on_batch_sealed
         # Idempotence: holds back batches whose sequence must wait, numbers the drained ones.
         self._transaction_manager = transaction_manager
+        # New batches that need no argument but their size (see _new_batch).
+        self._plain_batches = (
+            self._compression is _NO_COMPRESSION
+            and compression_level is None
+            and not (transaction_manager is not None and transaction_manager.is_transactional)
+        )
         self._estimator = CompressionRatioEstimator()
         #: topic -> partition -> queue. Copy-on-write under _queues_lock: readers take the
         #: current dicts without a lock, and never see one change under them.
@@ -603,7 +609,11 @@ class RecordAccumulator:
                     pooled = size
                 if new_batch is None or new_batch.topic_partition != queue.tp:
                     new_batch = self._new_batch(queue.tp, now)
-                with queue.lock:
+                # acquire/try/finally rather than `with` (which makes two bound methods), here
+                # and for the incomplete set; see append() for the cost of each.
+                lock = queue.lock
+                lock.acquire()
+                try:
                     if sticky is not None and self._sticky_changed(sticky_partitioner, sticky):
                         continue
                     if self._closed:
@@ -613,27 +623,34 @@ class RecordAccumulator:
                     # (Calls that would do nothing are not made: an empty queue has no last
                     # batch, a topic without sticky partitioner no statistics. Records sent
                     # one at a time make a batch each time.)
-                    if queue.batches:
+                    batches = queue.batches
+                    if batches:
                         future = _try_append_last(queue, timestamp, key, value, headers)
                         if future is not None:
                             if sticky_partitioner is not None:
                                 self._sticky_appended(
                                     sticky_partitioner, sticky, queue, record_size, cluster
                                 )
-                            return future, len(queue.batches) > 1, False
+                            return future, len(batches) > 1, False
                     future = new_batch.try_append(timestamp, key, value, headers)
                     if future is None:  # pragma: no cover - an empty batch takes any record
                         raise IllegalStateError("a record did not fit an empty batch")
                     new_batch.pooled_bytes = pooled
                     pooled = 0  # the batch holds it now, until it is deallocated
-                    queue.batches.append(new_batch)
-                    with self._incomplete_lock:
+                    batches.append(new_batch)
+                    incomplete_lock = self._incomplete_lock
+                    incomplete_lock.acquire()
+                    try:
                         self._incomplete.add(new_batch)
+                    finally:
+                        incomplete_lock.release()
                     if sticky_partitioner is not None:
                         self._sticky_appended(
                             sticky_partitioner, sticky, queue, record_size, cluster
                         )
-                    return future, len(queue.batches) > 1 or new_batch.is_full, True
+                    return future, len(batches) > 1 or new_batch.is_full, True
+                finally:
+                    lock.release()
         finally:
             if pooled:
                 self._pool.deallocate(pooled)
@@ -982,6 +999,9 @@ class RecordAccumulator:
                 return batch, len(queue.batches) > 1
 
     def _new_batch(self, tp: TopicPartition, now: float) -> ProducerBatch:
+        if self._plain_batches:
+            # Positional, the rest left to the defaults: no keyword dict to build and unpack.
+            return ProducerBatch(tp, now, self._batch_size)
         compressed = self._compression is not _NO_COMPRESSION
         return ProducerBatch(
             tp,

@@ -95,13 +95,19 @@ class BufferPool:
                 f"a batch of {size} bytes cannot fit buffer_memory={self.total_memory} bytes, "
                 "the memory for all records waiting to be sent; raise buffer_memory"
             )
-        with self._lock:
+        # acquire/try/finally rather than `with` here and in deallocate() (once per batch
+        # each): `with` makes two bound methods. See deallocate() for the measurement.
+        lock = self._lock
+        lock.acquire()
+        try:
             if self._closed:
                 raise ProducerClosedError("the producer was closed while allocating memory")
             if not self._waiters and self._available >= size:
                 self._available -= size
                 return 0.0
             return self._wait_for(size, max_time_to_block_ms)
+        finally:
+            lock.release()
 
     def _wait_for(self, size: int, max_time_to_block_ms: float) -> float:
         # Called with the lock held; Condition.wait releases it while waiting.
@@ -148,10 +154,14 @@ class BufferPool:
 
     def deallocate(self, size: int) -> None:
         """Give back ``size`` bytes taken by :meth:`allocate`, waking the first waiter."""
-        with self._lock:
+        lock = self._lock
+        lock.acquire()
+        try:
             self._available += size
             if self._waiters:
                 self._waiters[0].notify()
+        finally:
+            lock.release()
 
     def close(self) -> None:
         """Refuse further allocations; threads waiting raise ProducerClosedError."""

@@ -151,10 +151,12 @@ class RecordBatchBuilder:
 
     def __init__(
         self,
+        # The one argument a producer's plain batch passes: positional too, so that it is
+        # called without a keyword dict (see ProducerBatch.__init__).
+        batch_size_limit: int = DEFAULT_BATCH_SIZE_LIMIT,
         *,
         compression: int = CompressionType.NONE,
         compression_level: int | None = None,
-        batch_size_limit: int = DEFAULT_BATCH_SIZE_LIMIT,
         estimated_compression_ratio: float = 1.0,
         base_offset: int = 0,
         partition_leader_epoch: int = NO_PARTITION_LEADER_EPOCH,

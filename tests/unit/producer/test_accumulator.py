@@ -13,6 +13,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Iterable
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -38,6 +39,7 @@ from kafkaline.producer.accumulator import AccumulatorCluster, RecordAccumulator
 from kafkaline.producer.batch import ProducerBatch
 from kafkaline.producer.buffer_pool import BufferPool
 from kafkaline.producer.futures import FutureRecordMetadata
+from kafkaline.producer.idempotence import TransactionManager
 from kafkaline.record import CompressionType, read_record_batches
 
 TS = 1_700_000_000_000
@@ -703,3 +705,38 @@ def wait_until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError("condition not reached in time")
         time.sleep(0.002)
+
+
+class _TransactionalStub(TransactionManager):
+    is_transactional = True
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "compression", "level", "transactional"),
+    [
+        ({}, CompressionType.NONE, None, False),
+        ({"compression": CompressionType.GZIP}, CompressionType.GZIP, None, False),
+        (
+            {"compression": CompressionType.GZIP, "compression_level": 3},
+            CompressionType.GZIP,
+            3,
+            False,
+        ),
+        ({"transaction_manager": TransactionManager()}, CompressionType.NONE, None, False),
+        ({"transaction_manager": _TransactionalStub()}, CompressionType.NONE, None, True),
+    ],
+)
+def test_a_new_batch_carries_the_accumulators_settings(
+    kwargs: dict[str, Any], compression: int, level: int | None, transactional: bool
+) -> None:
+    # A plain accumulator makes its batches by a shorter call (_new_batch): same batches.
+    accumulator = new_accumulator(batch_size=2048, **kwargs)
+    append(accumulator, T0, now=7.0)
+    queue = accumulator._existing_queue(T0)
+    assert queue is not None
+    (batch,) = queue.batches
+    assert batch.builder.compression == compression
+    assert batch.compression_level == level
+    assert batch.is_transactional is transactional
+    assert batch.builder.size_limit == 2048
+    assert (batch.created_ms, batch.last_attempt_ms, batch.record_count) == (7.0, 7.0, 1)

@@ -250,3 +250,12 @@ def test_split_property_every_record_once_in_order(
         part.done(base)
         base += part.record_count
     assert [f.get(0).offset for f in futures] == list(range(len(sizes)))
+
+
+def test_created_ms_and_batch_size_may_be_passed_by_position() -> None:
+    # The accumulator's new batch passes them so (no keyword dict): the same batch.
+    by_position = ProducerBatch(TopicPartition("t", 0), 5.0, 2048)
+    by_keyword = ProducerBatch(TopicPartition("t", 0), created_ms=5.0, batch_size=2048)
+    for batch in (by_position, by_keyword):
+        assert (batch.created_ms, batch.builder.size_limit) == (5.0, 2048)
+        assert batch.builder.compression == CompressionType.NONE

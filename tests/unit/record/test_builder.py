@@ -539,3 +539,10 @@ def test_a_record_that_cannot_fit_is_refused_without_encoding_it(
     assert tight.append(BASE_TS, None, bytes(110)) == 1  # 2 x ~117 fits 240, the bound does not
     assert encoded == [1]
     assert len(tight.build()) <= BATCH_HEADER_SIZE + 240
+
+
+def test_batch_size_limit_may_be_passed_by_position() -> None:
+    assert RecordBatchBuilder(2048).size_limit == 2048
+    assert RecordBatchBuilder(batch_size_limit=2048).size_limit == 2048
+    with pytest.raises(ValueError, match="batch_size_limit"):
+        RecordBatchBuilder(BATCH_HEADER_SIZE)

@@ -826,16 +826,8 @@ class Producer:
         deadline_ms = _monotonic() * 1000.0 + max_block_ms
         try:
             for source, first_row in prepared:
-                encoded_runs, new_or_full = self._append_encoded(topic, source, deadline_ms)
-                wake = wake or new_or_full
-                for result, first_delta, start, run_count in encoded_runs:
-                    positions = source.positions(start, run_count)
-                    if positions is None:
-                        runs.append((result, first_delta, run_count, None, first_row + start))
-                    else:
-                        if first_row:
-                            positions = positions + first_row
-                        runs.append((result, first_delta, run_count, positions, 0))
+                if self._append_columnar(topic, source, first_row, deadline_ms, runs):
+                    wake = True
         except Exception as error:
             replacement = self._send_failed(error, topic, None, None)
             if replacement is not None:
@@ -1156,16 +1148,8 @@ class Producer:
                 if hashed:
                     chosen = columnar.murmur2_partitions_and_prefixes(key_column, count, False)[0]
                 source = columnar.ColumnarRecords(key_column, value_column, None, now, chosen)
-                encoded_runs, woken = self._append_encoded(topic, source, deadline_ms)
-                wake = wake or woken
-                for result, first_delta, start, run_count in encoded_runs:
-                    positions = source.positions(start, run_count)
-                    if positions is None:
-                        runs.append((result, first_delta, run_count, None, first + start))
-                    else:
-                        if first:
-                            positions = positions + first
-                        runs.append((result, first_delta, run_count, positions, 0))
+                if self._append_columnar(topic, source, first, deadline_ms, runs):
+                    wake = True
         except Exception as error:
             replacement = self._send_failed(error, topic, partition, None)
             if replacement is not None:
@@ -1177,6 +1161,28 @@ class Producer:
         return BatchSendResult(
             topic, len(values), runs, [None] * len(values) if keys is None else keys, values, now
         )
+
+    def _append_columnar(
+        self,
+        topic: str,
+        source: Any,  # columnar.ColumnarRecords (its module is imported only with numpy)
+        first_row: int,
+        deadline_ms: float,
+        runs: list[BulkRun],
+    ) -> bool:
+        """Append a columnar source whose first record is input row ``first_row``, adding its
+        runs to ``runs`` (send_arrow()'s and send_batch()'s columnar paths); whether the
+        Sender needs a wakeup."""
+        encoded_runs, wake = self._append_encoded(topic, source, deadline_ms)
+        for result, first_delta, start, run_count in encoded_runs:
+            positions = source.positions(start, run_count)
+            if positions is None:
+                runs.append((result, first_delta, run_count, None, first_row + start))
+            else:
+                if first_row:
+                    positions = positions + first_row
+                runs.append((result, first_delta, run_count, positions, 0))
+        return wake
 
     def _append_encoded(
         self, topic: str, source: EncodedRecordSource, deadline_ms: float

@@ -1068,40 +1068,28 @@ class Producer:
             # is new).
             memo = self._bulk_partition_memo.setdefault(count, {})
             chosen = KeyPartitions(memo, functools.partial(self._bulk_key_partitions, count=count))
-        runs: list[BulkRun] = []
-        wake = False
-        deadline_ms = _monotonic() * 1000.0 + max_block_ms
-        try:
-            # In slices of bounded size: a slice is encoded whole before its batches take
-            # buffer memory, so a call larger than buffer_memory must not be encoded at once.
-            for first, stop in _list_slices(values, longest_value):
-                part_keys = None if keys is None else keys[first:stop]
-                source = ListRecords(
-                    values[first:stop] if first or stop < len(values) else values,
-                    part_keys if first or stop < len(values) else keys,
-                    None if headers is None else headers[first:stop],
-                    now,
-                    chosen[first:stop] if isinstance(chosen, list) else chosen,
-                    count,
-                    key_size,
-                    value_size,
-                )
-                encoded_runs, woken = self._append_encoded(topic, source, deadline_ms)
-                wake = wake or woken
-                for result, first_delta, start, run_count in encoded_runs:
-                    positions = source.positions(start, run_count, first)
-                    runs.append((result, first_delta, run_count, positions, first + start))
-                source.drop_records()
-        except Exception as error:
-            replacement = self._send_failed(error, topic, partition, None)
-            if replacement is not None:
-                raise replacement from error
-            raise
-        finally:
-            if wake:
-                self._wakeup()
-        return BatchSendResult(
-            topic, len(values), runs, [None] * len(values) if keys is None else keys, values, now
+
+        def append_slice(first: int, stop: int, deadline_ms: float, runs: list[BulkRun]) -> bool:
+            part_keys = None if keys is None else keys[first:stop]
+            source = ListRecords(
+                values[first:stop] if first or stop < len(values) else values,
+                part_keys if first or stop < len(values) else keys,
+                None if headers is None else headers[first:stop],
+                now,
+                chosen[first:stop] if isinstance(chosen, list) else chosen,
+                count,
+                key_size,
+                value_size,
+            )
+            encoded_runs, wake = self._append_encoded(topic, source, deadline_ms)
+            for result, first_delta, start, run_count in encoded_runs:
+                positions = source.positions(start, run_count, first)
+                runs.append((result, first_delta, run_count, positions, first + start))
+            source.drop_records()
+            return wake
+
+        return self._send_list_slices(
+            topic, values, keys, partition, longest_value, now, max_block_ms, append_slice
         )
 
     def _send_shaped_lists(
@@ -1130,25 +1118,51 @@ class Producer:
         if partition is not None:
             validate_partition(topic, partition, count, "send_batch()")
         hashed = partition is None and keys is not None and self._key_partition is not None
+
+        def append_slice(first: int, stop: int, deadline_ms: float, runs: list[BulkRun]) -> bool:
+            whole = not first and stop == len(values)
+            value_column = columnar.fixed_width_column(
+                values if whole else values[first:stop], value_size
+            )
+            key_column = None
+            if keys is not None:
+                key_column = columnar.fixed_width_column(
+                    keys if whole else keys[first:stop], key_size
+                )
+            chosen: Any = partition
+            if hashed:
+                chosen = columnar.murmur2_partitions_and_prefixes(key_column, count, False)[0]
+            source = columnar.ColumnarRecords(key_column, value_column, None, now, chosen)
+            return self._append_columnar(topic, source, first, deadline_ms, runs)
+
+        return self._send_list_slices(
+            topic, values, keys, partition, longest_value, now, max_block_ms, append_slice
+        )
+
+    def _send_list_slices(
+        self,
+        topic: str,
+        values: Sequence[bytes | None],
+        keys: Sequence[bytes | None] | None,
+        partition: int | None,
+        longest_value: int,
+        now: int,
+        max_block_ms: float,
+        append_slice: Callable[[int, int, float, list[BulkRun]], bool],
+    ) -> BatchSendResult:
+        """send_batch()'s list paths (:meth:`_send_lists`, :meth:`_send_shaped_lists`) past
+        their preparation: ``append_slice(first, stop, deadline_ms, runs)`` queues the records
+        ``first..stop-1``, adds their runs and says whether the Sender needs a wakeup. In
+        slices of bounded size: a slice is encoded whole before its batches take buffer
+        memory, so a call larger than buffer_memory must not be encoded at once. Errors are
+        translated as every send path does, and the Sender is woken even when one is
+        raised."""
         runs: list[BulkRun] = []
         wake = False
         deadline_ms = _monotonic() * 1000.0 + max_block_ms
         try:
             for first, stop in _list_slices(values, longest_value):
-                whole = not first and stop == len(values)
-                value_column = columnar.fixed_width_column(
-                    values if whole else values[first:stop], value_size
-                )
-                key_column = None
-                if keys is not None:
-                    key_column = columnar.fixed_width_column(
-                        keys if whole else keys[first:stop], key_size
-                    )
-                chosen: Any = partition
-                if hashed:
-                    chosen = columnar.murmur2_partitions_and_prefixes(key_column, count, False)[0]
-                source = columnar.ColumnarRecords(key_column, value_column, None, now, chosen)
-                if self._append_columnar(topic, source, first, deadline_ms, runs):
+                if append_slice(first, stop, deadline_ms, runs):
                     wake = True
         except Exception as error:
             replacement = self._send_failed(error, topic, partition, None)

@@ -235,6 +235,11 @@ def test_mutual_tls_without_a_client_certificate_is_refused(
     # handshake is done: the refusal is an alert the client reads with its first response.
     # (The terminator reads what the client sent before closing, or the close would be a
     # reset that can overtake the alert, and the client would see a lost connection.)
+    # The terminator counts the failure after its handshake call has sent the alert, so the
+    # client can raise first: wait for its thread (a full run once asserted before it counted).
+    counted_by = time.monotonic() + FAST_S
+    while cluster.terminator.handshake_failures == 0 and time.monotonic() < counted_by:
+        time.sleep(0.01)
     assert cluster.terminator.handshake_failures == 1, cluster.terminator.handshake_errors
     assert all("CERTIFICATE" in reason for reason in cluster.terminator.handshake_errors)
 

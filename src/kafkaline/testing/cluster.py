@@ -276,7 +276,7 @@ class LocalCluster:
             listener, node.listener = node.listener, None
             connections = list(node.connections)
         if listener is not None:
-            listener.close()
+            _stop_listening(listener)
         for connection in connections:
             connection.tear_down()
 
@@ -388,7 +388,7 @@ class LocalCluster:
                 node.listener = None
         for listener in listeners:
             if listener is not None:
-                listener.close()
+                _stop_listening(listener)
 
     def _spawn(self, target: Callable[[], None], name: str) -> None:
         thread = threading.Thread(target=target, name=f"kafkaline-cluster-{name}", daemon=True)
@@ -677,6 +677,14 @@ def _listen(port: int) -> socket.socket:
         listener.close()
         raise
     return listener
+
+
+def _stop_listening(listener: socket.socket) -> None:
+    # close() alone leaves the port listening while the accept thread's poll holds the file:
+    # shutdown stops it at once (Linux), so a killed node refuses the very next connect.
+    with contextlib.suppress(OSError):
+        listener.shutdown(socket.SHUT_RDWR)
+    listener.close()
 
 
 def _request_frame(

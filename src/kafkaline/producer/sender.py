@@ -41,7 +41,7 @@ import functools
 import logging
 import math
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
 from kafkaline.errors import (
@@ -57,7 +57,7 @@ from kafkaline.errors import (
     SenderFailedError,
     error_for_code,
 )
-from kafkaline.net.cluster import ClusterMetadata, TopicPartition
+from kafkaline.net.cluster import BrokerNode, ClusterMetadata, TopicPartition
 from kafkaline.net.response import ClientResponse, OnComplete
 from kafkaline.producer.accumulator import RecordAccumulator
 from kafkaline.producer.batch import ProducerBatch
@@ -88,6 +88,12 @@ class SenderMetadata(Protocol):
     def add_topic(self, topic: str, now: float) -> None: ...
 
     def request_update(self) -> int: ...
+
+    def update_leaders(
+        self,
+        leaders: Mapping[TopicPartition, tuple[int, int]],
+        endpoints: Iterable[BrokerNode] = (),
+    ) -> bool: ...
 
 
 class SenderClient(Protocol):
@@ -640,7 +646,13 @@ class Sender:
                     self._complete(found, answer.base_offset, answer.log_append_time_ms)
                 else:
                     broker_error, record_errors = _partition_error(found.topic_partition, answer)
+                    moved = answer.current_leader.leader_id >= 0 and self._take_leader_hint(
+                        found.topic_partition, answer, produce
+                    )
                     self._complete_with_error(found, broker_error, now, record_errors)
+                    if moved:
+                        # The retry goes to the new leader: no backoff (KIP-951).
+                        found.skip_retry_backoff()
         for batch in pending.values():
             self._fail_batch(
                 batch,
@@ -650,6 +662,28 @@ class Sender:
                 ),
             )
             self._unmute(batch)
+
+    def _take_leader_hint(
+        self, tp: TopicPartition, answer: PartitionProduceResponse, produce: ProduceResponse
+    ) -> bool:
+        """Install the new leader a NOT_LEADER_OR_FOLLOWER answer named (Produce v10+,
+        KIP-951), so the retry goes there without waiting for a metadata refresh. Returns
+        whether the leader changed."""
+        hint = answer.current_leader
+        endpoints = [
+            BrokerNode(node.node_id, node.host, node.port, node.rack)
+            for node in produce.node_endpoints
+        ]
+        moved = self._metadata.update_leaders({tp: (hint.leader_id, hint.leader_epoch)}, endpoints)
+        if moved:
+            _log.info(
+                "%s-%d: leader moved to node %d (epoch %d), from the broker's hint",
+                tp.topic,
+                tp.partition,
+                hint.leader_id,
+                hint.leader_epoch,
+            )
+        return moved
 
     # ------------------------------------------------------------------ outcomes
 

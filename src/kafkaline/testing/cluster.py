@@ -265,6 +265,12 @@ class LocalCluster:
         with self._lock:
             return dict(self._refused)
 
+    def connection_count(self, node_id: int) -> int:
+        """Client connections open to ``node_id`` now."""
+        node = self._node(node_id)
+        with self._lock:
+            return len(node.connections)
+
     # ------------------------------------------------------------------ faults
 
     def kill_node(self, node_id: int) -> None:

@@ -312,7 +312,7 @@ def test_the_producer_goes_back_to_the_bootstrap_servers_when_its_broker_dies(
 
 
 def test_without_rebootstrap_the_producer_is_stuck_with_its_dead_broker(
-    isolated: LocalCluster,
+    isolated: LocalCluster, capsys: pytest.CaptureFixture[str]
 ) -> None:
     topic = "no-rebootstrap"
     isolated.create_topic(topic, partitions=PARTITIONS)
@@ -325,10 +325,13 @@ def test_without_rebootstrap_the_producer_is_stuck_with_its_dead_broker(
         delivery_timeout_ms=3_000,
         request_timeout_ms=1_000,
     )
+    counts = tally(outcome)
+    with capsys.disabled():
+        report("metadata_recovery_strategy=none", outcome, counts, isolated)
     # The records sent after the kill have nowhere to go: they time out.
     assert outcome.failed
     assert len(outcome.acked) + len(outcome.failed) == 600
-    assert tally(outcome).lost == []
+    assert counts.lost == []
 
 
 # ---------------------------------------------------------------------- leader hints

@@ -723,7 +723,7 @@ class NetworkClient:
             ", ".join(f"{host}:{port}" for host, port in self._settings.bootstrap_servers),
         )
         self.rebootstrap_count += 1
-        bootstrap = ClusterMetadata.bootstrap(self._settings.bootstrap_servers)
+        bootstrap = self.metadata.cluster.rebootstrapped(self._settings.bootstrap_servers)
         self.metadata.rebootstrap(bootstrap, now)
         self._sync_nodes(bootstrap, now)
 

@@ -176,6 +176,26 @@ class ClusterMetadata:
             is_bootstrap=True,
         )
 
+    def rebootstrapped(self, addresses: Sequence[tuple[str, int]]) -> ClusterMetadata:
+        """The bootstrap view (see :meth:`bootstrap`) that still knows this snapshot's topics
+        and partitions, though none of their leaders (KIP-899's re-bootstrap): ``send()`` can
+        still choose partitions while the client finds a broker again.
+
+        >>> cluster = ClusterMetadata([BrokerNode(1, "b1", 9092)], [PartitionMetadata("t", 0, 1)])
+        >>> again = cluster.rebootstrapped([("a", 9092)])
+        >>> again.is_bootstrap, again.partition_count("t"), again.leader_for(TopicPartition("t", 0))
+        (True, 1, None)
+        """
+        return ClusterMetadata(
+            [BrokerNode(-(index + 1), host, port) for index, (host, port) in enumerate(addresses)],
+            self._by_partition.values(),
+            topic_errors=self._topic_errors,
+            topic_ids=self._topic_ids,
+            internal_topics=self._internal_topics,
+            cluster_id=self._cluster_id,
+            is_bootstrap=True,
+        )
+
     @classmethod
     def from_response(
         cls, response: MetadataResponse, previous: ClusterMetadata | None = None

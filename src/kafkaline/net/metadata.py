@@ -274,8 +274,9 @@ class Metadata:
             return any(before.leader_for(tp) != cluster.leader_for(tp) for tp in leaders)
 
     def rebootstrap(self, bootstrap: ClusterMetadata, now: float) -> None:
-        """Forget every broker and go back to ``bootstrap`` (KIP-899), then refresh at once:
-        none of the known brokers could be reached."""
+        """Forget every broker and go back to ``bootstrap`` (KIP-899; see
+        :meth:`ClusterMetadata.rebootstrapped`), then refresh at once: none of the known
+        brokers could be reached."""
         with self._condition:
             self.cluster = bootstrap
             self._update_requested = True

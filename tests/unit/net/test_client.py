@@ -18,6 +18,7 @@ import pytest
 from kafkaline.config import ExponentialBackoff
 from kafkaline.errors import IllegalStateError, KafkaConnectionError, RequestTimeoutError
 from kafkaline.net import ClientResponse, ConnectionState, NetworkClient, NetworkSettings
+from kafkaline.net.cluster import TopicPartition
 from kafkaline.net.transport import ResolvedAddress, Transport
 from kafkaline.protocol import CLIENT_VERSIONS, Response
 from kafkaline.protocol.api import (
@@ -493,10 +494,16 @@ def test_when_no_known_broker_is_reachable_the_client_goes_back_to_the_bootstrap
 ) -> None:
     cluster.reachable = {1, 2}
     cluster.brokers = [(7, 1)]  # each broker names only itself
+    cluster.topics = {"t": 2}
     client = make_client([1, 2], connections_max_idle_ms=1_000)
+    client.metadata.add_topic("t", clock.now)
     lose_node_seven(cluster, clock, client)
     client.poll(0)  # node 7 refused: no known broker left, back to ports 1 and 2
     assert client.rebootstrap_count == 1
+    # The topics stay known (send() can still choose partitions), their leaders do not.
+    assert client.metadata.cluster.is_bootstrap
+    assert client.metadata.cluster.partition_count("t") == 2
+    assert client.metadata.cluster.leader_for(TopicPartition("t", 0)) is None
     for _ in range(3):
         client.poll(0)
     assert client.node_ids == (8,)

@@ -16,7 +16,13 @@ from confluent_kafka.admin import AdminClient
 from kafka import KafkaProducer
 
 from kafkaline.errors import ConfigError
-from kafkaline.protocol.api import MetadataRequest, MetadataResponse, ProduceRequest
+from kafkaline.protocol.api import (
+    FindCoordinatorRequest,
+    FindCoordinatorResponse,
+    MetadataRequest,
+    MetadataResponse,
+    ProduceRequest,
+)
 from kafkaline.protocol.api.produce import (
     PartitionProduceData,
     ProduceResponse,
@@ -100,7 +106,11 @@ def test_independent_clients_write_through_every_node_and_read_one_log(
 
 def test_librdkafka_keeps_producing_while_a_node_dies(cluster: LocalCluster) -> None:
     rdkafka = ConfluentProducer(
-        {"bootstrap.servers": cluster.bootstrap_servers, "linger.ms": 5, "acks": "all"}
+        {
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "linger.ms": 5,
+            "enable.idempotence": True,  # exactly once, so the log can be compared exactly
+        }
     )
     delivered: list[bytes] = []
     failed: list[str] = []
@@ -165,6 +175,66 @@ def test_a_node_that_does_not_lead_refuses_produce_and_names_the_leader(
     assert answer.responses[0].partition_responses[0].error_code == 0
     assert cluster.refused_by_node() == {1: 2}
     assert read_all(cluster, 1) == [b"raw"]
+
+
+def test_a_request_for_partitions_of_several_leaders_is_split_by_the_node(
+    cluster: LocalCluster,
+) -> None:
+    def batch(value: bytes) -> bytes:
+        builder = RecordBatchBuilder()
+        builder.append(int(time.time() * 1000), None, value)
+        return builder.build()
+
+    def request(acks: int) -> ProduceRequest:
+        return ProduceRequest(
+            acks=acks,
+            timeout_ms=5000,
+            topic_data=[
+                TopicProduceData(
+                    name=TOPIC,
+                    partition_data=[
+                        PartitionProduceData(index=p, records=batch(b"p%d-acks%d" % (p, acks)))
+                        for p in (0, 1, 3)
+                    ],
+                )
+            ],
+        )
+
+    with BlockingConnection("127.0.0.1", cluster.port(1)) as conn:
+        conn.send_only(request(0), 11)  # acks=0: what node 1 leads is written, the rest dropped
+        answer = conn.request(request(-1), 11, ProduceResponse)
+    by_partition = {p.index: p for p in answer.responses[0].partition_responses}
+    assert sorted(by_partition) == [0, 1, 3]
+    assert by_partition[0].error_code == by_partition[3].error_code == 0
+    assert by_partition[1].error_code == 6
+    assert by_partition[1].current_leader.leader_id == 2
+    assert [n.node_id for n in answer.node_endpoints] == [2]
+    assert sorted(read_all(cluster, 4)) == [b"p0-acks-1", b"p0-acks0", b"p3-acks-1", b"p3-acks0"]
+    assert cluster.refused_produce_requests == 2
+
+
+def test_the_coordinator_is_a_live_node(cluster: LocalCluster) -> None:
+    def coordinator(node: int, version: int) -> tuple[int, int]:
+        with BlockingConnection("127.0.0.1", cluster.port(node)) as conn:
+            if version < 4:
+                answer = conn.request(
+                    FindCoordinatorRequest(key="group", key_type=0),
+                    version,
+                    FindCoordinatorResponse,
+                )
+                return answer.node_id, answer.port
+            answer = conn.request(
+                FindCoordinatorRequest(key_type=0, coordinator_keys=["group"]),
+                version,
+                FindCoordinatorResponse,
+            )
+            (item,) = answer.coordinators
+            return item.node_id, item.port
+
+    assert coordinator(2, 3) == (1, cluster.port(1))
+    assert coordinator(3, 4) == (1, cluster.port(1))
+    cluster.kill_node(1)
+    assert coordinator(3, 4) == (2, cluster.port(2))
 
 
 def test_each_node_names_only_itself_in_self_scope(

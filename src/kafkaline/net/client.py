@@ -25,7 +25,9 @@ The client keeps metadata fresh by itself: each :meth:`NetworkClient.poll` sends
 MetadataRequest to the least loaded node when :class:`~kafkaline.net.metadata.Metadata` says
 one is due, and adds or removes connections as the brokers in the metadata change. Before the
 first metadata, the bootstrap servers are the nodes (ids -1, -2, ...), tried in turn until one
-answers.
+answers. With ``metadata_recovery_strategy="rebootstrap"`` (the default, KIP-899) the client goes
+back to them when no known broker can be reached, or when refreshes have failed for
+``metadata_recovery_rebootstrap_trigger_ms`` (KIP-1102).
 """
 
 from __future__ import annotations

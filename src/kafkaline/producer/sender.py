@@ -14,9 +14,11 @@ One pass of the loop (:meth:`Sender.run_once`, Java's ``Sender.runOnce``)::
 Responses complete batches on this thread: success with the broker's base offset (records
 get ``base_offset + index``, -1 with acks=0) and log-append time; a retriable error
 re-enqueues the batch with backoff while ``retries`` and ``delivery_timeout_ms`` allow (and
-asks for fresh metadata when the error says the metadata is stale); MESSAGE_TOO_LARGE splits a
-batch of several records (KIP-126); any other error fails the batch with the broker's named
-error, whose message names the topic-partition.
+asks for fresh metadata when the error says the metadata is stale; a NOT_LEADER_OR_FOLLOWER
+that names the new leader, Produce v10+, KIP-951, moves the partition there at once and the
+retry skips its backoff); MESSAGE_TOO_LARGE splits a batch of several records (KIP-126); any
+other error fails the batch with the broker's named error, whose message names the
+topic-partition.
 
 With idempotence (a :class:`~kafkaline.producer.idempotence.TransactionManager`), nothing is
 drained until InitProducerId gave a producer id; the accumulator's drain numbers batches and

@@ -61,6 +61,7 @@ if TYPE_CHECKING:
 __all__ = [
     "ACKS_ALL",
     "COMPRESSION_TYPES",
+    "METADATA_RECOVERY_STRATEGIES",
     "SASL_MECHANISMS",
     "SECURITY_PROTOCOLS",
     "SETTINGS",
@@ -342,6 +343,17 @@ def split_servers(text: str) -> list[str]:
     return [item.strip() for item in text.split(",") if item.strip()]
 
 
+#: What the client does when no broker it knows is reachable (KIP-899): "rebootstrap" goes
+#: back to the bootstrap servers, "none" keeps trying the known brokers.
+METADATA_RECOVERY_STRATEGIES: Final[tuple[str, ...]] = ("none", "rebootstrap")
+
+
+def _metadata_recovery_strategy(key: str, value: object) -> str:
+    if isinstance(value, str) and value in METADATA_RECOVERY_STRATEGIES:
+        return value
+    raise _invalid(key, value, f"must be one of {', '.join(METADATA_RECOVERY_STRATEGIES)}")
+
+
 def _bootstrap_servers(key: str, value: object) -> tuple[str, ...]:
     if isinstance(value, str):
         servers = split_servers(value)
@@ -546,6 +558,14 @@ SETTINGS: Final[tuple[Setting, ...]] = (
          "Unacknowledged requests per broker connection; at most 5 with idempotence."),
     _row("metadata_max_age_ms", "metadata.max.age.ms", "int", _I64, "300000",
          "Refresh cluster metadata at least this often."),
+    _row("metadata_recovery_strategy", "metadata.recovery.strategy", "str",
+         _metadata_recovery_strategy, "rebootstrap",
+         "When no known broker is reachable: rebootstrap goes back to bootstrap_servers "
+         "(KIP-899), none keeps trying the known brokers."),
+    _row("metadata_recovery_rebootstrap_trigger_ms",
+         "metadata.recovery.rebootstrap.trigger.ms", "int", _I64, "300000",
+         "With rebootstrap: also go back to bootstrap_servers when metadata refreshes have "
+         "failed for this long (KIP-1102)."),
     _row("connections_max_idle_ms", "connections.max.idle.ms", "int", _int_in(-1, INT64_MAX),
          "540000", "Close connections idle this long; -1 never closes them."),
     _row("send_buffer_bytes", "send.buffer.bytes", "int", _int_in(-1, INT32_MAX), "131072",
@@ -736,6 +756,8 @@ class ProducerConfig:
     reconnect_backoff_max_ms: int | None = None
     max_in_flight_requests_per_connection: int = 5
     metadata_max_age_ms: int = 5 * 60 * 1000
+    metadata_recovery_strategy: Literal["none", "rebootstrap"] = "rebootstrap"
+    metadata_recovery_rebootstrap_trigger_ms: int = 5 * 60 * 1000
     connections_max_idle_ms: int = 9 * 60 * 1000
     send_buffer_bytes: int = 128 * 1024
     receive_buffer_bytes: int = 32 * 1024

@@ -56,6 +56,8 @@ JAVA_DEFAULTS: dict[str, object] = {
     "reconnect.backoff.max.ms": 1000,
     "max.in.flight.requests.per.connection": 5,
     "metadata.max.age.ms": 300000,
+    "metadata.recovery.strategy": "rebootstrap",
+    "metadata.recovery.rebootstrap.trigger.ms": 300000,
     "connections.max.idle.ms": 540000,
     "send.buffer.bytes": 131072,
     "receive.buffer.bytes": 32768,
@@ -168,6 +170,9 @@ BAD_VALUES: list[tuple[str, object, str]] = [
     ("reconnect_backoff_max_ms", -1, "must be an integer >= 0"),
     ("max_in_flight_requests_per_connection", 0, "must be an integer >= 1"),
     ("metadata_max_age_ms", -1, "must be an integer >= 0"),
+    ("metadata_recovery_strategy", "REBOOTSTRAP", "must be one of none, rebootstrap"),
+    ("metadata_recovery_strategy", None, "must be one of none, rebootstrap"),
+    ("metadata_recovery_rebootstrap_trigger_ms", -1, "must be an integer >= 0"),
     ("connections_max_idle_ms", -2, "must be an integer >= -1"),
     ("send_buffer_bytes", -2, "must be an integer >= -1"),
     ("receive_buffer_bytes", -2, "must be an integer >= -1"),
@@ -827,3 +832,29 @@ def test_valid_security_configurations() -> None:
     assert make(security_protocol="SSL", ssl_context=context).ssl_context is context
     assert make(security_protocol="ssl").security_protocol == "SSL"
     assert make().security_protocol == "PLAINTEXT" and make().ssl_check_hostname is True
+
+
+def test_metadata_recovery_settings_from_java_properties_reach_the_network_settings() -> None:
+    from kafkaline.net.settings import NetworkSettings
+
+    config = ProducerConfig.from_properties(
+        {
+            "bootstrap.servers": SERVERS,
+            "metadata.recovery.strategy": "none",
+            "metadata.recovery.rebootstrap.trigger.ms": "1000",
+        }
+    )
+    settings = NetworkSettings.from_config(config)
+    assert (
+        settings.metadata_recovery_strategy,
+        settings.metadata_recovery_rebootstrap_trigger_ms,
+    ) == (
+        "none",
+        1000,
+    )
+    assert (
+        NetworkSettings.from_config(
+            ProducerConfig.from_kwargs(bootstrap_servers=SERVERS)
+        ).metadata_recovery_strategy
+        == "rebootstrap"
+    )

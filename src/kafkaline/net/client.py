@@ -25,7 +25,9 @@ The client keeps metadata fresh by itself: each :meth:`NetworkClient.poll` sends
 MetadataRequest to the least loaded node when :class:`~kafkaline.net.metadata.Metadata` says
 one is due, and adds or removes connections as the brokers in the metadata change. Before the
 first metadata, the bootstrap servers are the nodes (ids -1, -2, ...), tried in turn until one
-answers.
+answers. With ``metadata_recovery_strategy="rebootstrap"`` (the default, KIP-899) the client goes
+back to them when no known broker can be reached, or when refreshes have failed for
+``metadata_recovery_rebootstrap_trigger_ms`` (KIP-1102).
 """
 
 from __future__ import annotations
@@ -250,6 +252,8 @@ class NetworkClient:
         self._metadata_callback = _InternalCallback(self._handle_metadata_response)
         self._next_node_offset = 0
         self._closed = False
+        #: How often the client went back to the bootstrap servers (KIP-899).
+        self.rebootstrap_count = 0
         self._fatal_error: AuthenticationError | None = None
         # No connection deadline (setup, request or idle timeout) comes before this time: see
         # _deadline_bound_at. Every deadline made at time t is at least t + _deadline_span.
@@ -362,6 +366,8 @@ class NetworkClient:
         connecting to it."""
         conn = self._connections.get(node_id)
         if conn is None:
+            # A broker first named by a leader hint (KIP-951) rather than by a refresh.
+            self._sync_nodes(self.metadata.cluster, now)
             conn = self._connection(node_id)  # raises naming the known nodes
         # is_ready(), written out: the Sender asks once per node with a ready batch.
         if conn.can_send() and self.metadata.time_to_next_update(now) != 0:
@@ -681,6 +687,52 @@ class NetworkClient:
             return wait
         if now + self._deadline_span < self._deadline_bound:
             self._deadline_bound = now + self._deadline_span  # a clock that went back (tests)
+        if self._should_rebootstrap(now, unreachable=False):
+            failing = self.metadata.failing_for_ms(now)
+            self._rebootstrap(now, f"metadata refreshes have failed for {failing:.0f} ms")
+        wait = self._send_metadata_request(now)
+        if wait != math.inf and self._should_rebootstrap(now, unreachable=True):
+            # No known broker can be reached: go back to the bootstrap servers (KIP-899).
+            self._rebootstrap(now, "no known broker is reachable")
+            wait = self._send_metadata_request(now)
+        return wait
+
+    def _should_rebootstrap(self, now: float, *, unreachable: bool) -> bool:
+        """Whether to forget the known brokers for the bootstrap servers: every one of them
+        is in reconnect backoff (``unreachable``), or refreshes have failed for
+        ``metadata_recovery_rebootstrap_trigger_ms`` (KIP-1102). Never from the bootstrap
+        view itself: its connections keep their backoff."""
+        settings = self._settings
+        if (
+            settings.metadata_recovery_strategy != "rebootstrap"
+            or self.metadata.cluster.is_bootstrap
+        ):
+            return False
+        return (
+            unreachable
+            or self.metadata.failing_for_ms(now)
+            >= settings.metadata_recovery_rebootstrap_trigger_ms
+        )
+
+    def _rebootstrap(self, now: float, reason: str) -> None:
+        known = ", ".join(
+            f"{conn.node_id}@{conn.host}:{conn.port}" for conn in self._connections.values()
+        )
+        _log.warning(
+            "%s (known: %s): going back to the bootstrap servers %s",
+            reason,
+            known,
+            ", ".join(f"{host}:{port}" for host, port in self._settings.bootstrap_servers),
+        )
+        self.rebootstrap_count += 1
+        bootstrap = self.metadata.cluster.rebootstrapped(self._settings.bootstrap_servers)
+        self.metadata.rebootstrap(bootstrap, now)
+        self._sync_nodes(bootstrap, now)
+
+    def _send_metadata_request(self, now: float) -> float:
+        """Send the due metadata request to the least loaded node, connecting if needed;
+        the time to wait (infinity: until socket events) or, when every node is in
+        reconnect backoff, until the first may connect again."""
         # A connection that fails at once (refused) goes into backoff; try the next node.
         for _ in range(len(self._connections)):
             node_id = self.least_loaded_node(now)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from types import MappingProxyType
 from typing import NamedTuple
 
@@ -176,6 +176,26 @@ class ClusterMetadata:
             is_bootstrap=True,
         )
 
+    def rebootstrapped(self, addresses: Sequence[tuple[str, int]]) -> ClusterMetadata:
+        """The bootstrap view (see :meth:`bootstrap`) that still knows this snapshot's topics
+        and partitions, though none of their leaders (KIP-899's re-bootstrap): ``send()`` can
+        still choose partitions while the client finds a broker again.
+
+        >>> cluster = ClusterMetadata([BrokerNode(1, "b1", 9092)], [PartitionMetadata("t", 0, 1)])
+        >>> again = cluster.rebootstrapped([("a", 9092)])
+        >>> again.is_bootstrap, again.partition_count("t"), again.leader_for(TopicPartition("t", 0))
+        (True, 1, None)
+        """
+        return ClusterMetadata(
+            [BrokerNode(-(index + 1), host, port) for index, (host, port) in enumerate(addresses)],
+            self._by_partition.values(),
+            topic_errors=self._topic_errors,
+            topic_ids=self._topic_ids,
+            internal_topics=self._internal_topics,
+            cluster_id=self._cluster_id,
+            is_bootstrap=True,
+        )
+
     @classmethod
     def from_response(
         cls, response: MetadataResponse, previous: ClusterMetadata | None = None
@@ -233,6 +253,50 @@ class ClusterMetadata:
             internal_topics=internal,
             cluster_id=response.cluster_id,
             controller_id=response.controller_id,
+        )
+
+    def with_leaders(
+        self,
+        leaders: Mapping[TopicPartition, tuple[int, int]],
+        endpoints: Iterable[BrokerNode] = (),
+    ) -> ClusterMetadata | None:
+        """A copy in which each partition of ``leaders`` (-> ``(leader id, leader epoch)``)
+        is led by that node, from a broker's hint (KIP-951); None when no hint changes
+        anything. A hint is taken only for a known partition, with an epoch newer than the
+        one known, naming a node that is known or among ``endpoints`` (which are added to
+        the brokers), as the Java client does.
+
+        >>> cluster = ClusterMetadata([BrokerNode(1, "b1", 9092)],
+        ...                           [PartitionMetadata("t", 0, leader=1, leader_epoch=3)])
+        >>> moved = cluster.with_leaders({TopicPartition("t", 0): (2, 4)},
+        ...                              [BrokerNode(2, "b2", 9092)])
+        >>> moved.leader_for(TopicPartition("t", 0)).host
+        'b2'
+        >>> cluster.with_leaders({TopicPartition("t", 0): (2, 3)}) is None  # not newer
+        True
+        """
+        brokers = dict(self._brokers)
+        hinted = {node.node_id: node for node in endpoints}
+        changed: dict[TopicPartition, PartitionMetadata] = {}
+        for tp, (leader, epoch) in leaders.items():
+            known = self._by_partition.get(tp)
+            if known is None or epoch <= known.leader_epoch or leader == NO_LEADER:
+                continue
+            node = hinted.get(leader) or brokers.get(leader)
+            if node is None:
+                continue
+            brokers[leader] = node
+            changed[tp] = replace(known, leader=leader, leader_epoch=epoch, error_code=0)
+        if not changed:
+            return None
+        return ClusterMetadata(
+            brokers.values(),
+            [changed.get(tp, item) for tp, item in self._by_partition.items()],
+            topic_errors=self._topic_errors,
+            topic_ids=self._topic_ids,
+            internal_topics=self._internal_topics,
+            cluster_id=self._cluster_id,
+            controller_id=self._controller_id,
         )
 
     # ------------------------------------------------------------------ brokers

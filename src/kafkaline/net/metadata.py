@@ -22,11 +22,11 @@ from __future__ import annotations
 
 import math
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Mapping
 
 from kafkaline.config import ExponentialBackoff, UniformRandom
 from kafkaline.errors import IllegalStateError, KafkaError, KafkaTimeoutError, ProtocolError
-from kafkaline.net.cluster import ClusterMetadata
+from kafkaline.net.cluster import BrokerNode, ClusterMetadata, TopicPartition
 from kafkaline.protocol.api import MetadataRequest, MetadataResponse
 from kafkaline.protocol.api.metadata import MetadataRequestTopic
 
@@ -78,6 +78,8 @@ class Metadata:
         self._last_success_ms = -math.inf
         self._backoff_ms = 0.0
         self._failed_attempts = 0
+        # When the refreshes began to fail (the first failure since the last success).
+        self._failing_since_ms = math.inf
         self._last_error: KafkaError | None = None
         self._closed = False
         # When the next refresh is due (monotonic ms; infinity while one is in flight), worked
@@ -97,6 +99,10 @@ class Metadata:
         """The topics asked for in metadata requests."""
         with self._condition:
             return frozenset(self._topics)
+
+    def failing_for_ms(self, now: float) -> float:
+        """How long refreshes have failed without a success in between (0: not failing)."""
+        return max(now - self._failing_since_ms, 0.0)
 
     @property
     def last_error(self) -> KafkaError | None:
@@ -216,6 +222,7 @@ class Metadata:
             self._last_refresh_ms = now
             self._last_success_ms = now
             self._failed_attempts = 0
+            self._failing_since_ms = math.inf
             self._backoff_ms = self._refresh_backoff.next_delay(0, self._rng)
             self._last_error = None
             self._update_requested = self._request_version > sent_version or self._incomplete(
@@ -242,10 +249,42 @@ class Metadata:
             self._in_flight_version = None
             self._last_refresh_ms = now
             self._backoff_ms = self._refresh_backoff.next_delay(self._failed_attempts, self._rng)
+            if self._failed_attempts == 0:
+                self._failing_since_ms = now
             self._failed_attempts += 1
             self._last_error = error
             self._update_due()
             self._condition.notify_all()
+
+    def update_leaders(
+        self,
+        leaders: Mapping[TopicPartition, tuple[int, int]],
+        endpoints: Iterable[BrokerNode] = (),
+    ) -> bool:
+        """Install the leaders a broker named in its answer (KIP-951: ``(leader id, leader
+        epoch)`` per partition, and where to reach them) without waiting for a refresh.
+        Returns whether any partition's leader changed (a newer epoch of the same leader is
+        installed too, but is no change); see :meth:`ClusterMetadata.with_leaders`."""
+        with self._condition:
+            before = self.cluster
+            cluster = before.with_leaders(leaders, endpoints)
+            if cluster is None:
+                return False
+            self.cluster = cluster
+            return any(before.leader_for(tp) != cluster.leader_for(tp) for tp in leaders)
+
+    def rebootstrap(self, bootstrap: ClusterMetadata, now: float) -> None:
+        """Forget every broker and go back to ``bootstrap`` (KIP-899; see
+        :meth:`ClusterMetadata.rebootstrapped`), then refresh at once: none of the known
+        brokers could be reached."""
+        with self._condition:
+            self.cluster = bootstrap
+            self._update_requested = True
+            self._request_version += 1
+            self._failed_attempts = 0
+            self._failing_since_ms = math.inf
+            self._backoff_ms = 0.0
+            self._update_due()
 
     # ------------------------------------------------------------------ other threads
 

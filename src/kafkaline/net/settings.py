@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from kafkaline.config import ExponentialBackoff, ProducerConfig
+from kafkaline.config import METADATA_RECOVERY_STRATEGIES, ExponentialBackoff, ProducerConfig
 from kafkaline.errors import ConfigError
 from kafkaline.net.transport import SocketOptions
 from kafkaline.protocol import DEFAULT_MAX_FRAME_SIZE
@@ -48,6 +48,11 @@ class NetworkSettings:
         default_factory=lambda: ExponentialBackoff(initial_ms=100, max_ms=1000)
     )
     topic_expiry_ms: int = DEFAULT_TOPIC_EXPIRY_MS
+    #: "rebootstrap": when no known broker is reachable, go back to the bootstrap servers
+    #: (KIP-899); "none": keep trying the known brokers.
+    metadata_recovery_strategy: str = "rebootstrap"
+    #: With "rebootstrap": also go back when refreshes have failed this long (KIP-1102).
+    metadata_recovery_rebootstrap_trigger_ms: int = 5 * 60 * 1000
     #: Never ask the broker to create a topic by asking for its metadata unless the user asked.
     allow_auto_topic_creation: bool = False
     socket_options: SocketOptions = field(default_factory=SocketOptions)
@@ -64,6 +69,7 @@ class NetworkSettings:
             "connection_setup_timeout_ms",
             "metadata_max_age_ms",
             "topic_expiry_ms",
+            "metadata_recovery_rebootstrap_trigger_ms",
         ):
             if getattr(self, name) < 0:
                 raise ConfigError(f"{name}={getattr(self, name)!r} is invalid: must be >= 0")
@@ -71,6 +77,11 @@ class NetworkSettings:
             raise ConfigError(
                 "max_in_flight_requests_per_connection="
                 f"{self.max_in_flight_requests_per_connection!r} is invalid: must be >= 1"
+            )
+        if self.metadata_recovery_strategy not in METADATA_RECOVERY_STRATEGIES:
+            raise ConfigError(
+                f"metadata_recovery_strategy={self.metadata_recovery_strategy!r} is invalid: "
+                f"must be one of {', '.join(METADATA_RECOVERY_STRATEGIES)}"
             )
         if self.connections_max_idle_ms < -1:
             raise ConfigError(
@@ -101,6 +112,8 @@ class NetworkSettings:
             connection_setup_timeout_ms=connection_setup_timeout_ms,
             reconnect_backoff=config.reconnect_backoff,
             metadata_max_age_ms=config.metadata_max_age_ms,
+            metadata_recovery_strategy=config.metadata_recovery_strategy,
+            metadata_recovery_rebootstrap_trigger_ms=config.metadata_recovery_rebootstrap_trigger_ms,
             metadata_refresh_backoff=config.retry_backoff,
             allow_auto_topic_creation=allow_auto_topic_creation,
             socket_options=SocketOptions(

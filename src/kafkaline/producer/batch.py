@@ -285,6 +285,11 @@ class ProducerBatch:
         self.last_attempt_ms = max(self.last_attempt_ms, now)
         self.retry_backoff_ms = retry_backoff_ms
 
+    def skip_retry_backoff(self) -> None:
+        """Let a re-enqueued batch go again at once: its partition has a new leader, which
+        a broker named (KIP-951), so there is nothing to wait for."""
+        self.retry_backoff_ms = 0.0
+
     # ------------------------------------------------------------------ completing
 
     def done(

@@ -14,9 +14,11 @@ One pass of the loop (:meth:`Sender.run_once`, Java's ``Sender.runOnce``)::
 Responses complete batches on this thread: success with the broker's base offset (records
 get ``base_offset + index``, -1 with acks=0) and log-append time; a retriable error
 re-enqueues the batch with backoff while ``retries`` and ``delivery_timeout_ms`` allow (and
-asks for fresh metadata when the error says the metadata is stale); MESSAGE_TOO_LARGE splits a
-batch of several records (KIP-126); any other error fails the batch with the broker's named
-error, whose message names the topic-partition.
+asks for fresh metadata when the error says the metadata is stale; a NOT_LEADER_OR_FOLLOWER
+that names the new leader, Produce v10+, KIP-951, moves the partition there at once and the
+retry skips its backoff); MESSAGE_TOO_LARGE splits a batch of several records (KIP-126); any
+other error fails the batch with the broker's named error, whose message names the
+topic-partition.
 
 With idempotence (a :class:`~kafkaline.producer.idempotence.TransactionManager`), nothing is
 drained until InitProducerId gave a producer id; the accumulator's drain numbers batches and
@@ -41,7 +43,7 @@ import functools
 import logging
 import math
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
 from kafkaline.errors import (
@@ -57,7 +59,7 @@ from kafkaline.errors import (
     SenderFailedError,
     error_for_code,
 )
-from kafkaline.net.cluster import ClusterMetadata, TopicPartition
+from kafkaline.net.cluster import BrokerNode, ClusterMetadata, TopicPartition
 from kafkaline.net.response import ClientResponse, OnComplete
 from kafkaline.producer.accumulator import RecordAccumulator
 from kafkaline.producer.batch import ProducerBatch
@@ -88,6 +90,12 @@ class SenderMetadata(Protocol):
     def add_topic(self, topic: str, now: float) -> None: ...
 
     def request_update(self) -> int: ...
+
+    def update_leaders(
+        self,
+        leaders: Mapping[TopicPartition, tuple[int, int]],
+        endpoints: Iterable[BrokerNode] = (),
+    ) -> bool: ...
 
 
 class SenderClient(Protocol):
@@ -640,7 +648,13 @@ class Sender:
                     self._complete(found, answer.base_offset, answer.log_append_time_ms)
                 else:
                     broker_error, record_errors = _partition_error(found.topic_partition, answer)
+                    moved = answer.current_leader.leader_id >= 0 and self._take_leader_hint(
+                        found.topic_partition, answer, produce
+                    )
                     self._complete_with_error(found, broker_error, now, record_errors)
+                    if moved:
+                        # The retry goes to the new leader: no backoff (KIP-951).
+                        found.skip_retry_backoff()
         for batch in pending.values():
             self._fail_batch(
                 batch,
@@ -650,6 +664,28 @@ class Sender:
                 ),
             )
             self._unmute(batch)
+
+    def _take_leader_hint(
+        self, tp: TopicPartition, answer: PartitionProduceResponse, produce: ProduceResponse
+    ) -> bool:
+        """Install the new leader a NOT_LEADER_OR_FOLLOWER answer named (Produce v10+,
+        KIP-951), so the retry goes there without waiting for a metadata refresh. Returns
+        whether the leader changed."""
+        hint = answer.current_leader
+        endpoints = [
+            BrokerNode(node.node_id, node.host, node.port, node.rack)
+            for node in produce.node_endpoints
+        ]
+        moved = self._metadata.update_leaders({tp: (hint.leader_id, hint.leader_epoch)}, endpoints)
+        if moved:
+            _log.info(
+                "%s-%d: leader moved to node %d (epoch %d), from the broker's hint",
+                tp.topic,
+                tp.partition,
+                hint.leader_id,
+                hint.leader_epoch,
+            )
+        return moved
 
     # ------------------------------------------------------------------ outcomes
 

@@ -6,11 +6,18 @@
 ...     print(broker.bootstrap_servers)
 127.0.0.1:40771
 
+Several nodes in front of one broker (leaders, kills, NOT_LEADER_OR_FOLLOWER)::
+
+>>> with LocalCluster(brokers=3) as cluster:                 # doctest: +SKIP
+...     cluster.create_topic("events", partitions=6)
+...     cluster.kill_node(2)
+
 Importing this package starts nothing.
 """
 
 from kafkaline.errors import BrokerBinaryNotFound
 from kafkaline.testing.broker import STORAGE_KINDS, LocalBroker, TopicFactory, resolve_broker_bin
+from kafkaline.testing.cluster import METADATA_SCOPES, LocalCluster
 from kafkaline.testing.errors import (
     BrokerStartError,
     BrokerStartTimeoutError,
@@ -25,6 +32,7 @@ from kafkaline.testing.tls_terminator import (
 )
 
 __all__ = [
+    "METADATA_SCOPES",
     "STORAGE_KINDS",
     "BrokerBinaryNotFound",
     "BrokerStartError",
@@ -32,6 +40,7 @@ __all__ = [
     "FaultProxy",
     "LocalBroker",
     "LocalBrokerError",
+    "LocalCluster",
     "TestCertificates",
     "TlsTerminator",
     "TopicCommandError",

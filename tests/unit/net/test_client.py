@@ -18,6 +18,7 @@ import pytest
 from kafkaline.config import ExponentialBackoff
 from kafkaline.errors import IllegalStateError, KafkaConnectionError, RequestTimeoutError
 from kafkaline.net import ClientResponse, ConnectionState, NetworkClient, NetworkSettings
+from kafkaline.net.cluster import TopicPartition
 from kafkaline.net.transport import ResolvedAddress, Transport
 from kafkaline.protocol import CLIENT_VERSIONS, Response
 from kafkaline.protocol.api import (
@@ -471,3 +472,101 @@ def test_wakeups_while_one_is_pending_write_one_byte_and_the_poll_after_returns_
     started = time.monotonic()
     client.poll(10_000)
     assert time.monotonic() - started < 5
+
+
+def lose_node_seven(cluster: Cluster, clock: FakeClock, client: NetworkClient) -> None:
+    """Node 7 (port 1), the only broker the client knows, goes away for good; the broker at
+    bootstrap port 2 (node 8) stays. Its idle connection is closed and a refresh is due."""
+    client.poll(0)
+    client.poll(0)
+    assert client.node_ids == (7,)
+    cluster.reachable = {2}
+    cluster.brokers = [(8, 2)]
+    clock.now += 1_000  # connections_max_idle_ms: the connection to node 7 is closed
+    client.poll(0)
+    assert client.connection_state(7) is ConnectionState.DISCONNECTED
+    client.metadata.request_update()
+    clock.now += 1_000
+
+
+def test_when_no_known_broker_is_reachable_the_client_goes_back_to_the_bootstrap_servers(
+    cluster: Cluster, clock: FakeClock, make_client: Callable[..., NetworkClient]
+) -> None:
+    cluster.reachable = {1, 2}
+    cluster.brokers = [(7, 1)]  # each broker names only itself
+    cluster.topics = {"t": 2}
+    client = make_client([1, 2], connections_max_idle_ms=1_000)
+    client.metadata.add_topic("t", clock.now)
+    lose_node_seven(cluster, clock, client)
+    client.poll(0)  # node 7 refused: no known broker left, back to ports 1 and 2
+    assert client.rebootstrap_count == 1
+    # The topics stay known (send() can still choose partitions), their leaders do not.
+    assert client.metadata.cluster.is_bootstrap
+    assert client.metadata.cluster.partition_count("t") == 2
+    assert client.metadata.cluster.leader_for(TopicPartition("t", 0)) is None
+    for _ in range(3):
+        client.poll(0)
+    assert client.node_ids == (8,)
+    assert client.metadata.cluster.brokers[8].port == 2
+    assert (2, MetadataRequest.API_KEY) in cluster.requests
+
+
+def test_without_rebootstrap_the_client_keeps_trying_the_known_broker(
+    cluster: Cluster, clock: FakeClock, make_client: Callable[..., NetworkClient]
+) -> None:
+    cluster.reachable = {1, 2}
+    cluster.brokers = [(7, 1)]
+    client = make_client([1, 2], connections_max_idle_ms=1_000, metadata_recovery_strategy="none")
+    lose_node_seven(cluster, clock, client)
+    for _ in range(20):
+        client.poll(0)
+        clock.now += 500
+    assert client.rebootstrap_count == 0
+    assert client.node_ids == (7,)
+    assert isinstance(client.connection_error(7), KafkaConnectionError)
+
+
+def test_the_bootstrap_view_is_not_rebootstrapped_again_and_keeps_its_backoff(
+    cluster: Cluster, clock: FakeClock, make_client: Callable[..., NetworkClient]
+) -> None:
+    cluster.reachable = {1}
+    cluster.brokers = [(7, 1)]
+    client = make_client([1, 2], connections_max_idle_ms=1_000)
+    lose_node_seven(cluster, clock, client)
+    cluster.reachable = set()  # nobody at all
+    client.poll(0)
+    assert client.rebootstrap_count == 1
+    attempts = len(cluster.transports)
+    for _ in range(10):
+        client.poll(0)  # the clock stands: every bootstrap address is in backoff
+    assert client.rebootstrap_count == 1
+    assert len(cluster.transports) == attempts
+
+
+def test_refreshes_failing_for_the_trigger_time_also_rebootstrap(
+    cluster: Cluster, clock: FakeClock, make_client: Callable[..., NetworkClient]
+) -> None:
+    cluster.reachable = {1, 2}
+    cluster.brokers = [(7, 1)]
+    client = make_client(
+        [1, 2], request_timeout_ms=500, metadata_recovery_rebootstrap_trigger_ms=2_000
+    )
+    client.poll(0)
+    client.poll(0)
+    assert client.node_ids == (7,)
+    cluster.answer_metadata = False  # node 7 is reachable but never answers Metadata
+    client.metadata.request_update()
+    started = clock.now
+    while client.rebootstrap_count == 0 and clock.now - started < 10_000:
+        clock.now += 250
+        client.poll(0)
+    assert client.rebootstrap_count == 1
+    # The first refresh failed at its request timeout (500 ms); 2 s of failures later, at
+    # the next refresh the backoff allows, the client went back.
+    assert 2_500 <= clock.now - started <= 3_500 + 1_000
+    cluster.answer_metadata = True
+    cluster.brokers = [(8, 2)]
+    for _ in range(5):
+        clock.now += 100
+        client.poll(0)
+    assert 8 in client.node_ids

@@ -192,3 +192,54 @@ def test_repr_counts() -> None:
     assert repr(cluster) == (
         "<ClusterMetadata 2 broker(s), 1 topic(s), 1 partition(s), 1 topic error(s)>"
     )
+
+
+def hinted_cluster() -> ClusterMetadata:
+    return ClusterMetadata(
+        [BrokerNode(1, "b1", 9092), BrokerNode(2, "b2", 9092)],
+        [
+            PartitionMetadata("t", 0, leader=1, leader_epoch=5, replicas=(1, 2), isr=(1, 2)),
+            PartitionMetadata("t", 1, leader=2, leader_epoch=5),
+        ],
+        topic_errors={"gone": 3},
+        cluster_id="c",
+        controller_id=1,
+    )
+
+
+def test_a_leader_hint_with_a_newer_epoch_moves_the_partition_and_keeps_the_rest() -> None:
+    cluster = hinted_cluster()
+    moved = cluster.with_leaders({TopicPartition("t", 0): (2, 6)})
+    assert moved is not None
+    assert moved.leader_for(TopicPartition("t", 0)) == BrokerNode(2, "b2", 9092)
+    partition = moved.partition(TopicPartition("t", 0))
+    assert partition is not None
+    assert (partition.leader_epoch, partition.replicas, partition.isr) == (6, (1, 2), (1, 2))
+    assert moved.partitions_for_node(2) == (TopicPartition("t", 0), TopicPartition("t", 1))
+    assert (moved.topic_errors, moved.cluster_id, moved.controller_id) == ({"gone": 3}, "c", 1)
+    assert cluster.leader_for(TopicPartition("t", 0)) == BrokerNode(1, "b1", 9092)  # unchanged
+
+
+def test_a_leader_hint_can_name_a_new_broker_by_its_endpoint() -> None:
+    moved = hinted_cluster().with_leaders(
+        {TopicPartition("t", 1): (3, 6)}, [BrokerNode(3, "b3", 9093)]
+    )
+    assert moved is not None
+    assert moved.leader_for(TopicPartition("t", 1)) == BrokerNode(3, "b3", 9093)
+    assert sorted(moved.brokers) == [1, 2, 3]
+
+
+@pytest.mark.parametrize(
+    "hint",
+    [
+        {TopicPartition("t", 0): (2, 5)},  # not newer
+        {TopicPartition("t", 0): (2, 4)},  # older
+        {TopicPartition("t", 0): (9, 6)},  # a node nobody named
+        {TopicPartition("t", 0): (NO_LEADER, 6)},
+        {TopicPartition("t", 7): (2, 6)},  # an unknown partition
+    ],
+)
+def test_a_leader_hint_that_is_not_newer_or_names_no_known_node_is_ignored(
+    hint: dict[TopicPartition, tuple[int, int]],
+) -> None:
+    assert hinted_cluster().with_leaders(hint) is None

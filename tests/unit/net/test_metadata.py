@@ -16,7 +16,7 @@ from kafkaline.errors import (
     ProtocolError,
     TopicAuthorizationFailedError,
 )
-from kafkaline.net.cluster import ClusterMetadata, TopicPartition
+from kafkaline.net.cluster import BrokerNode, ClusterMetadata, TopicPartition
 from kafkaline.net.metadata import Metadata
 from kafkaline.protocol.api import MetadataResponse
 from kafkaline.protocol.api.metadata import (
@@ -289,3 +289,31 @@ def test_close_wakes_waiters() -> None:
     thread.join(timeout=5)
     assert not thread.is_alive()
     assert "closed while waiting for metadata of topic 't'" in str(errors[0])
+
+
+def test_a_leader_hint_is_installed_without_a_refresh() -> None:
+    metadata = make_metadata(clock=0.0)
+    refresh(metadata, 0.0, metadata_response({"t": 2}))
+    version = metadata.update_version
+    # A newer epoch of the same leader is taken, but is no move.
+    assert not metadata.update_leaders({TopicPartition("t", 0): (1, 0)})
+    assert metadata.update_leaders({TopicPartition("t", 0): (2, 3)}, [BrokerNode(2, "b2", 9092)])
+    leader = metadata.cluster.leader_for(TopicPartition("t", 0))
+    assert leader is not None and leader.node_id == 2
+    assert metadata.update_version == version  # a hint is not a refresh
+
+
+def test_rebootstrap_goes_back_to_the_bootstrap_view_and_refreshes_at_once() -> None:
+    metadata = make_metadata(clock=0.0)
+    refresh(metadata, 0.0, metadata_response({"t": 2}))
+    metadata.new_request(10.0)
+    metadata.failed_update(10.0, KafkaConnectionError("refused"))
+    metadata.failed_update(20.0, KafkaConnectionError("refused"))
+    assert metadata.failing_for_ms(510.0) == 500.0
+    assert metadata.time_to_next_update(20.0) > 0  # backing off
+    metadata.rebootstrap(ClusterMetadata.bootstrap([("b", 9092), ("c", 9092)]), 30.0)
+    assert metadata.cluster.is_bootstrap and sorted(metadata.cluster.brokers) == [-2, -1]
+    assert metadata.time_to_next_update(30.0) == 0
+    assert metadata.failing_for_ms(40.0) == 0.0
+    refresh(metadata, 40.0, metadata_response({"t": 2}))
+    assert metadata.failing_for_ms(1_000.0) == 0.0

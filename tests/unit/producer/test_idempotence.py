@@ -7,6 +7,7 @@ named error before), and fenced producers failing for good."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 import pytest
@@ -55,6 +56,17 @@ class FakeMetadata:
 
     def request_update(self) -> int:
         return 0
+
+    def update_leaders(
+        self,
+        leaders: Mapping[TopicPartition, tuple[int, int]],
+        endpoints: Iterable[BrokerNode] = (),
+    ) -> bool:
+        cluster = self.cluster.with_leaders(leaders, endpoints)
+        if cluster is None:
+            return False
+        self.cluster = cluster
+        return True
 
 
 @dataclass

@@ -6,7 +6,7 @@ and the thread's life: graceful and forced close, and dying loudly."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import pytest
@@ -34,6 +34,8 @@ from kafkaline.protocol import Request
 from kafkaline.protocol.api import ProduceRequest, ProduceResponse
 from kafkaline.protocol.api.produce import (
     BatchIndexAndErrorMessage,
+    LeaderIdAndEpoch,
+    NodeEndpoint,
     PartitionProduceResponse,
     TopicProduceResponse,
 )
@@ -62,6 +64,17 @@ class FakeMetadata:
     def request_update(self) -> int:
         self.update_requests += 1
         return 0
+
+    def update_leaders(
+        self,
+        leaders: Mapping[TopicPartition, tuple[int, int]],
+        endpoints: Iterable[BrokerNode] = (),
+    ) -> bool:
+        cluster = self.cluster.with_leaders(leaders, endpoints)
+        if cluster is None:
+            return False
+        self.cluster = cluster
+        return True
 
 
 @dataclass
@@ -348,6 +361,58 @@ def test_retriable_error_reenqueues_with_backoff_and_asks_for_metadata(rig: Rig)
     assert len(rig.client.sent) == 2
     rig.client.respond(1, base_offset=5)
     assert [future.get(0).offset for future in futures] == [5, 6]
+
+
+def not_leader_with_hint(leader: int, epoch: int, port: int = 9092) -> ProduceResponse:
+    """NOT_LEADER_OR_FOLLOWER for partition 0 naming the new leader (Produce v10+, KIP-951)."""
+    partition = PartitionProduceResponse(
+        index=0, error_code=NotLeaderOrFollowerError.code, base_offset=-1
+    )
+    partition.current_leader = LeaderIdAndEpoch(leader_id=leader, leader_epoch=epoch)
+    return ProduceResponse(
+        responses=[TopicProduceResponse(name=TOPIC, partition_responses=[partition])],
+        node_endpoints=[NodeEndpoint(node_id=leader, host=f"b{leader}", port=port)],
+    )
+
+
+def test_a_leader_hint_sends_the_retry_to_the_new_leader_at_once(rig: Rig) -> None:
+    futures = rig.append(0, count=2)
+    rig.run()
+    assert rig.client.sent[0].node == 1
+    rig.client._complete(0, not_leader_with_hint(leader=2, epoch=1), None)
+    leader = rig.client.metadata.cluster.leader_for(TopicPartition(TOPIC, 0))
+    assert leader is not None and leader.node_id == 2
+    rig.run()  # no backoff, no metadata refresh waited for
+    assert [sent.node for sent in rig.client.sent] == [1, 2]
+    rig.client.respond(1, base_offset=7)
+    assert [future.get(0).offset for future in futures] == [7, 8]
+
+
+def test_a_leader_hint_can_name_a_broker_the_metadata_does_not_know(rig: Rig) -> None:
+    rig.client.ready_nodes.add(3)
+    futures = rig.append(0)
+    rig.run()
+    rig.client._complete(0, not_leader_with_hint(leader=3, epoch=1, port=9093), None)
+    rig.run()
+    assert [sent.node for sent in rig.client.sent] == [1, 3]
+    assert rig.client.metadata.cluster.brokers[3].port == 9093
+    rig.client.respond(1)
+    assert futures[0].get(0).offset == 100
+
+
+def test_a_stale_leader_hint_changes_nothing_and_the_retry_backs_off(rig: Rig) -> None:
+    rig.client.metadata.cluster = ClusterMetadata(
+        [BrokerNode(1, "b1", 9092), BrokerNode(2, "b2", 9092)],
+        [PartitionMetadata(TOPIC, p, leader=1, leader_epoch=4) for p in range(2)],
+    )
+    rig.append(0)
+    rig.run()
+    rig.client._complete(0, not_leader_with_hint(leader=2, epoch=3), None)
+    rig.run()
+    assert len(rig.client.sent) == 1  # backing off, for node 1 still
+    rig.advance(100)
+    rig.run()
+    assert [sent.node for sent in rig.client.sent] == [1, 1]
 
 
 def test_connection_error_is_retried_and_asks_for_metadata(rig: Rig) -> None:

@@ -1190,6 +1190,15 @@ class DeliveryTimeoutError(KafkaTimeoutError):
     batch; the message says how old the batch was and the limit."""
 
 
+class DeliveryOutcomeUnknownError(KafkaError):
+    """An idempotent producer's record whose delivery cannot be proven either way: a try got
+    no definite answer (a lost connection, a request timeout, an error the broker may give
+    after writing), and the producer then had to take a new producer id or epoch. Sending it
+    again under the new one could write it twice, so it fails instead: it may or may not be
+    in the log. ``__cause__`` is the last uncertain answer (Java fails such batches too,
+    before it bumps the epoch)."""
+
+
 # --------------------------------------------------------------------------- producer errors
 # Appended by the Producer and its Sender: argument checks in send(), and the producer's life
 # (its I/O thread failing, a fork).

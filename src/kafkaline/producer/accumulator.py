@@ -1355,6 +1355,17 @@ class RecordAccumulator:
             else:
                 queue.batches.appendleft(batch)
 
+    def remove_queued(self, batch: ProducerBatch) -> bool:
+        """Take a queued batch (e.g. one waiting for a retry) out of its queue, for the caller
+        to fail; returns whether it was queued."""
+        queue = self._queue(batch.topic, batch.partition)
+        with queue.lock:
+            try:
+                queue.batches.remove(batch)
+            except ValueError:
+                return False
+        return True
+
     def split_and_reenqueue(self, batch: ProducerBatch, split_size: int | None = None) -> int:
         """Split a batch the broker found too large (MESSAGE_TOO_LARGE) into batches of
         ``split_size`` bytes (default ``batch_size``), put them at the head of its queue in

@@ -61,7 +61,7 @@ from kafkaline.net.cluster import ClusterMetadata, TopicPartition
 from kafkaline.net.response import ClientResponse, OnComplete
 from kafkaline.producer.accumulator import RecordAccumulator
 from kafkaline.producer.batch import ProducerBatch
-from kafkaline.producer.idempotence import TransactionManager
+from kafkaline.producer.idempotence import TransactionManager, leaves_outcome_unknown
 from kafkaline.producer.metrics import SenderCounters
 from kafkaline.producer.transactions import TransactionalManager, TxnRequestHandler
 from kafkaline.protocol import Request
@@ -172,6 +172,9 @@ class Sender:
         # Idempotence (None: off). Its fatal error is acted on once, see _abort_on_fatal.
         self._transactions = transaction_manager
         self._fatal_handled = False
+        # Produce requests sent and not answered: a new producer id/epoch is asked for only
+        # when none is left, so every batch it renumbers has its final answer.
+        self._produce_requests_in_flight = 0
         # Batches sent and not answered: they expire at delivery_timeout_ms too (Java's
         # inFlightBatches); checked no sooner than the earliest expiry among them.
         self._in_flight: set[ProducerBatch] = set()
@@ -406,7 +409,12 @@ class Sender:
     # ------------------------------------------------------------------ idempotence
 
     def _wait_for_producer_id(self, transactions: TransactionManager, now: float) -> float:
-        timeout = self._send_init_producer_id(transactions, now)
+        # Their answers (which end the poll) decide which batches may be renumbered.
+        timeout = (
+            math.inf
+            if self._produce_requests_in_flight
+            else self._send_init_producer_id(transactions, now)
+        )
         for batch in self._expired_queued(now) + self._expired_in_flight(now):
             self._fail_batch(batch, batch.delivery_timeout_error(self._delivery_timeout_ms, now))
         return max(
@@ -500,9 +508,14 @@ class Sender:
             if answer.error_code
             else None
         )
-        transactions.handle_init_producer_id(
+        to_fail = transactions.handle_init_producer_id(
             broker_error, answer.producer_id, answer.producer_epoch, response.api_version, now
         )
+        for batch, outcome_unknown in to_fail:
+            # Queued for a retry it must not get: it fails before any batch under the new id
+            # is drained.
+            self._accumulator.remove_queued(batch)
+            self._fail_batch(batch, outcome_unknown)
 
     def _abort_on_fatal(self, error: KafkaError) -> None:
         if self._fatal_handled:
@@ -583,6 +596,7 @@ class Sender:
             for batch in by_partition.values():
                 self._complete_with_error(batch, error, now)
             return
+        self._produce_requests_in_flight += 1
         self._counters.record_request(records=records, size_bytes=size, queue_times_ms=queue_times)
         for topic in topic_data:
             # Keeps the topic in the metadata requests (unused topics expire from them).
@@ -591,6 +605,7 @@ class Sender:
     def _handle_produce_response(
         self, batches: Mapping[TopicPartition, ProducerBatch], response: ClientResponse
     ) -> None:
+        self._produce_requests_in_flight -= 1
         now = response.completed_at_ms
         error = response.error
         produce: ProduceResponse | None = None
@@ -611,7 +626,11 @@ class Sender:
                 error,
                 ", ".join(f"{tp.topic}-{tp.partition}" for tp in batches),
             )
+            transactions = self._transactions
             for batch in batches.values():
+                if transactions is not None:
+                    # The request may have been written before the connection went.
+                    transactions.note_unknown_outcome(batch, error)
                 self._complete_with_error(batch, error, now)
             return
         if produce is None:  # acks=0: written to the socket, no answer will come
@@ -640,6 +659,8 @@ class Sender:
                     self._complete(found, answer.base_offset, answer.log_append_time_ms)
                 else:
                     broker_error, record_errors = _partition_error(found.topic_partition, answer)
+                    if self._transactions is not None and leaves_outcome_unknown(broker_error):
+                        self._transactions.note_unknown_outcome(found, broker_error)
                     self._complete_with_error(found, broker_error, now, record_errors)
         for batch in pending.values():
             self._fail_batch(

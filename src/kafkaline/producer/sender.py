@@ -697,7 +697,17 @@ class Sender:
         elif transactions is not None and isinstance(error, DuplicateSequenceNumberError):
             # The broker has this batch already (an earlier try was written): a success
             # whose offset it does not say, as in Java.
-            _log.info("%s-%d: duplicate of a batch already written", tp.topic, tp.partition)
+            producer_id, epoch = batch.producer_id_and_epoch
+            _log.info(
+                "%s-%d: duplicate of a batch already written (producer id %d, epoch %d, "
+                "sequence %d, %d records)",
+                tp.topic,
+                tp.partition,
+                producer_id,
+                epoch,
+                batch.base_sequence,
+                batch.record_count,
+            )
             self._complete(batch, -1, -1)
             return
         elif transactions is not None and transactions.error_is_fatal(error):

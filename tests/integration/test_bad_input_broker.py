@@ -14,12 +14,13 @@ from dataclasses import dataclass
 import pyarrow as pa  # type: ignore[import-untyped]  # pyarrow ships no type information
 import pytest
 
-from kafkaline import Producer, RecordMetadata
+from kafkaline import FutureRecordMetadata, Producer, RecordMetadata
 from kafkaline.errors import (
     IllegalStateError,
     InvalidPartitionError,
     InvalidRecordTimestampError,
     KafkaTimeoutError,
+    ProducerClosedError,
 )
 from kafkaline.testing import LocalBroker
 
@@ -178,3 +179,78 @@ def test_catalogue_size(capsys: pytest.CaptureFixture[str]) -> None:
     # The parametrised cases plus the three callback tests above.
     with capsys.disabled():
         print(f"\n[bad input] {len(BROKER_CASES) + 3} cases against the broker")
+
+
+def test_get_from_a_delivery_callback_on_a_pending_record_raises_at_once(
+    broker: LocalBroker, topic: str
+) -> None:
+    # Issue 16, item 4: the record is sent by the thread the callback runs on, so get() there
+    # would wait for ever (and close() after it too); it must fail at once with a named error.
+    outcome: dict[str, object] = {}
+    called = threading.Event()
+    with Producer(bootstrap_servers=broker.bootstrap_servers) as producer:
+
+        def get_inside(_: RecordMetadata) -> None:
+            pending = producer.send(topic, b"sent from the callback")
+            started = time.monotonic()
+            for timeout in (None, 5.0):
+                try:
+                    pending.get(timeout)
+                except Exception as error:  # what the user's callback would see
+                    outcome[f"error-{timeout}"] = error
+            outcome["seconds"] = time.monotonic() - started
+            outcome["pending"] = pending
+            called.set()
+
+        producer.send(topic, b"v").add_callback(get_inside)
+        assert called.wait(10), "the callback never ran"
+        producer.flush(10)
+        # The I/O thread is alive and well afterwards, and the record was sent.
+        assert producer.send(topic, b"next").get(10).offset >= 0
+        pending = outcome["pending"]
+        assert isinstance(pending, FutureRecordMetadata)
+        assert pending.get(10).offset >= 0
+    for timeout in (None, 5.0):
+        error = outcome.get(f"error-{timeout}")
+        assert isinstance(error, IllegalStateError), outcome
+        assert f"a record sent to {topic}-" in str(error)
+        assert "from a callback on the producer's I/O thread" in str(error)
+        assert "wait for itself" in str(error)
+    assert isinstance(outcome["seconds"], float) and outcome["seconds"] < 0.1
+
+
+def test_close_with_a_timeout_returns_while_a_callback_blocks(
+    broker: LocalBroker, topic: str
+) -> None:
+    # Issue 16, item 4: close(timeout) aborts what is left when the timeout runs out and
+    # returns soon after, even if a callback never returns (it used to join the I/O thread
+    # without bound).
+    release = threading.Event()
+    blocking = threading.Event()
+    producer = Producer(bootstrap_servers=broker.bootstrap_servers)
+
+    def block(_: RecordMetadata) -> None:
+        blocking.set()
+        release.wait(30)
+
+    closed_after: list[float] = []
+
+    def close_in_thread() -> None:
+        started = time.monotonic()
+        producer.close(1)
+        closed_after.append(time.monotonic() - started)
+
+    try:
+        producer.send(topic, b"v").add_callback(block)
+        assert blocking.wait(10), "the callback never ran"
+        later = producer.send(topic, b"stuck behind the callback")
+        closer = threading.Thread(target=close_in_thread)
+        closer.start()
+        closer.join(5)
+        assert not closer.is_alive(), "close(1) did not return within 5 s"
+        assert closed_after and 0.9 <= closed_after[0] < 2.0, closed_after
+    finally:
+        release.set()
+        producer.close(5)
+    # The record queued behind the blocked callback completes once the thread goes on.
+    assert isinstance(later.exception(10), ProducerClosedError)

@@ -388,8 +388,10 @@ class Producer:
         ``timeout`` (seconds; ``None``: as long as it takes, bounded by
         ``delivery_timeout_ms``) limits the wait; what is still unsent then is aborted.
         ``close(0)`` aborts at once: unsent records fail with
-        :class:`~kafkaline.errors.ProducerClosedError`. Idempotent. Called from a callback
-        on the I/O thread, it cannot wait for that thread: it closes forcefully.
+        :class:`~kafkaline.errors.ProducerClosedError`. With a ``timeout`` it returns at most
+        about half a second after it, even if a callback blocks the I/O thread (the records
+        left fail once that callback returns). Idempotent. Called from a callback on the I/O
+        thread, it cannot wait for that thread: it closes forcefully.
         """
         if self._gate is _State.FORKED:
             self._closed = True  # the thread and sockets belong to the parent
@@ -1834,7 +1836,17 @@ def _stop_sender(sender: Sender, timeout: float | None) -> None:
             timeout,
         )
         sender.force_close()
-        sender.join()
+        # Bounded: a callback that blocks (on the I/O thread) must not hold close() for ever.
+        if not sender.join(_CLOSE_GRACE_S):
+            _log.warning(
+                "the producer's I/O thread is still busy %s s after the close timeout (a "
+                "callback that does not return?); close() returns without it",
+                _CLOSE_GRACE_S,
+            )
+
+
+#: How long close(timeout) waits for the I/O thread after aborting, past its timeout.
+_CLOSE_GRACE_S = 0.5
 
 
 def _acknowledge_to(interceptors: InterceptorChain, future: FutureRecordMetadata) -> None:

@@ -61,6 +61,7 @@ from kafkaline.net.cluster import ClusterMetadata, TopicPartition
 from kafkaline.net.response import ClientResponse, OnComplete
 from kafkaline.producer.accumulator import RecordAccumulator
 from kafkaline.producer.batch import ProducerBatch
+from kafkaline.producer.futures import mark_io_thread
 from kafkaline.producer.idempotence import TransactionManager, leaves_outcome_unknown
 from kafkaline.producer.metrics import SenderCounters
 from kafkaline.producer.transactions import TransactionalManager, TxnRequestHandler
@@ -244,6 +245,7 @@ class Sender:
     # ------------------------------------------------------------------ the loop
 
     def _run(self) -> None:
+        mark_io_thread()
         try:
             while self._running:
                 self.run_once()

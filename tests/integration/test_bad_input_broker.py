@@ -16,13 +16,14 @@ import pytest
 
 from kafkaline import FutureRecordMetadata, Producer, RecordMetadata
 from kafkaline.errors import (
+    BufferExhaustedError,
     IllegalStateError,
     InvalidPartitionError,
     InvalidRecordTimestampError,
     KafkaTimeoutError,
     ProducerClosedError,
 )
-from kafkaline.testing import LocalBroker
+from kafkaline.testing import LocalBroker, TopicFactory
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(60)]
 
@@ -254,3 +255,59 @@ def test_close_with_a_timeout_returns_while_a_callback_blocks(
         producer.close(5)
     # The record queued behind the blocked callback completes once the thread goes on.
     assert isinstance(later.exception(10), ProducerClosedError)
+
+
+def test_callbacks_needing_metadata_or_memory_fail_at_once(
+    broker: LocalBroker, topic: str, make_topic: TopicFactory
+) -> None:
+    # Issue 16, item 5: a callback runs on the I/O thread, which is the thread that fetches
+    # metadata and frees memory: send() to a topic not used yet, partitions_for() of one, and
+    # send() with buffer_memory used up fail at once there, saying why (they used to stall
+    # every delivery for max_block_ms, then blame a topic that exists).
+    new_topic, other_new_topic = make_topic(), make_topic()
+    outcome: dict[str, object] = {}
+    called = threading.Event()
+
+    def attempt(name: str, call: Callable[[], object]) -> None:
+        started = time.monotonic()
+        try:
+            call()
+        except Exception as error:  # what the user's callback would see
+            outcome[name] = error
+        outcome[f"{name}-seconds"] = time.monotonic() - started
+
+    with Producer(
+        bootstrap_servers=broker.bootstrap_servers,
+        buffer_memory=64 * 1024,
+        batch_size=16 * 1024,
+        max_block_ms=30_000,
+    ) as producer:
+
+        def inside(_: RecordMetadata) -> None:
+            attempt("send-new-topic", lambda: producer.send(new_topic, b"v"))
+            attempt("partitions-for", lambda: producer.partitions_for(other_new_topic))
+
+            def fill() -> None:
+                for i in range(100):  # 1 MB into 64 KiB: nothing leaves while we are here
+                    producer.send(topic, b"x" * 10_000, partition=i % 3)
+
+            attempt("buffer-full", fill)
+            called.set()
+
+        producer.send(topic, b"v").add_callback(inside)
+        assert called.wait(20), "the callback never ran"
+        producer.flush(30)
+        # Outside callbacks the same calls work: the topics exist.
+        assert len(producer.partitions_for(other_new_topic)) == 3
+        assert producer.send(new_topic, b"v").get(10).offset >= 0
+    for name, kind, says in [
+        ("send-new-topic", IllegalStateError, f"partitions of topic {new_topic!r}"),
+        ("partitions-for", IllegalStateError, f"partitions of topic {other_new_topic!r}"),
+        ("buffer-full", BufferExhaustedError, "buffer_memory=65536 bytes are used up"),
+    ]:
+        error = outcome.get(name)
+        assert isinstance(error, kind), (name, outcome)
+        assert says in str(error)
+        assert "callback on the producer's I/O thread" in str(error)
+        seconds = outcome[f"{name}-seconds"]
+        assert isinstance(seconds, float) and seconds < 1.0, (name, seconds)

@@ -75,6 +75,11 @@ def mark_io_thread() -> None:
     _io_thread.active = True
 
 
+def on_io_thread() -> bool:
+    """Whether the calling thread is a producer's I/O thread (so: inside a callback)."""
+    return getattr(_io_thread, "active", False) is True
+
+
 class BatchState(enum.Enum):
     """How a batch ended (Java's ``ProducerBatch.FinalState``, plus SPLIT)."""
 
@@ -182,7 +187,7 @@ class ProduceRequestResult:
             return True
         if timeout is not None and timeout <= 0:
             return self._state is not None  # as Event.wait(0): no waiting
-        if getattr(_io_thread, "active", False):
+        if on_io_thread():
             raise IllegalStateError(
                 f"a record sent to {self.topic}-{self.partition} is not acknowledged yet, and "
                 "get() (or another wait for it) was called from a callback on the producer's "

@@ -79,7 +79,7 @@ from kafkaline.producer.bulk import (
     gather,
     group_by_partition,
 )
-from kafkaline.producer.futures import FutureRecordMetadata
+from kafkaline.producer.futures import FutureRecordMetadata, on_io_thread
 from kafkaline.producer.idempotence import TransactionManager
 from kafkaline.producer.interceptors import InterceptorChain
 from kafkaline.producer.list_records import KeyPartitions, ListRecords
@@ -1442,6 +1442,14 @@ class Producer:
         cluster = metadata.cluster
         remaining = self._max_block_ms
         if not cluster.has_topic(topic):
+            if on_io_thread():
+                raise IllegalStateError(
+                    f"the partitions of topic {topic!r} are not known yet (they are being "
+                    "fetched now), and were needed in a callback on the producer's I/O thread, "
+                    "which is the thread that fetches them: it cannot wait for them there "
+                    "(every delivery would stall for max_block_ms). Send to a new topic, or "
+                    "ask partitions_for() it, from another thread first"
+                )
             started = _monotonic()
             cluster = metadata.wait_for_topic(topic, remaining)
             remaining = max(0.0, remaining - (_monotonic() - started) * 1000.0)

@@ -55,7 +55,9 @@ from kafkaline.errors import (
     IllegalStateError,
     InvalidPartitionError,
     InvalidRecordTimestampError,
+    InvalidTopicNameError,
     KafkaError,
+    KafkaTimeoutError,
     ProducerClosedError,
     ProducerForkedError,
     RecordTooLargeError,
@@ -493,7 +495,7 @@ class Producer:
                 try:
                     positive = self._key_hashes[key]
                     partition_count = self._partition_counts[topic]
-                except KeyError:
+                except (KeyError, TypeError):  # TypeError: a topic that is no str, named below
                     pass
                 else:
                     key_size = len(key)
@@ -512,6 +514,7 @@ class Producer:
             elif (
                 key is None
                 and value_size <= self._payload_limit
+                and type(topic) is str  # a list or dict cannot be looked up: named below
                 and topic in self._partition_counts
             ):
                 # Without key: the topic's sticky partition, while no switch is due.
@@ -797,6 +800,8 @@ class Producer:
         if self._transactional is not None:
             self._transactional.check_send_allowed()
         np: Any = importlib.import_module("numpy")
+        if type(topic) is not str:  # a list or dict would fail the lookup below, unnamed
+            check_topic_name(topic)
         count = self._partition_counts.get(topic)
         max_block_ms = self._max_block_ms
         if count is None:
@@ -1216,6 +1221,8 @@ class Producer:
         (waiting for its metadata) and the ``max_block_ms`` left for buffer memory."""
         if self._transactional is not None:
             self._transactional.check_send_allowed()
+        if type(topic) is not str:  # a list or dict would fail the lookup below, unnamed
+            check_topic_name(topic)
         if partition is not None and (type(partition) is not int or partition < 0):
             raise InvalidPartitionError(
                 f"partition={partition!r} given to send_batch() is invalid: must be None or "
@@ -1451,7 +1458,14 @@ class Producer:
                     "ask partitions_for() it, from another thread first"
                 )
             started = _monotonic()
-            cluster = metadata.wait_for_topic(topic, remaining)
+            try:
+                cluster = metadata.wait_for_topic(topic, remaining)
+            except KafkaTimeoutError as error:
+                # No broker answered: say why (README's error table promises it).
+                last = _last_connection_error(client) if error.__cause__ is None else None
+                if last is None:
+                    raise
+                raise KafkaTimeoutError(f"{error}; last connection error: {last}") from last
             remaining = max(0.0, remaining - (_monotonic() - started) * 1000.0)
         count = cluster.partition_count(topic)
         self._cluster = metadata.cluster
@@ -1469,6 +1483,12 @@ class Producer:
         closed, failed or forked meanwhile (a wait for metadata or memory ended by it)."""
         if interceptors is not None and isinstance(topic, str) and topic:
             interceptors.on_send_error(ProducerRecord(topic), partition, error)
+        if not isinstance(topic, str):
+            # send() looks an unhashable topic (a list, a dict) up before naming it.
+            try:
+                check_topic_name(topic)
+            except InvalidTopicNameError as named:
+                return named
         gate = self._gate
         if isinstance(error, IllegalStateError) and gate is not None:
             replacement = self._gate_error(gate)
@@ -1823,6 +1843,15 @@ def _check_lengths(count: int, keys: Sized | None, headers: Sized | None) -> Non
         raise ValueError(f"send_batch() got {len(keys)} keys for {count} values")
     if headers is not None and len(headers) != count:
         raise ValueError(f"send_batch() got {len(headers)} headers for {count} values")
+
+
+def _last_connection_error(client: NetworkClient) -> KafkaError | None:
+    """Why the last failed connection of ``client`` failed, if one did."""
+    try:
+        failures = [client.connection_error(node) for node in client.node_ids]
+    except (KeyError, RuntimeError):  # the I/O thread changed the connections meanwhile
+        return None
+    return next((failure for failure in reversed(failures) if failure is not None), None)
 
 
 def _stop_sender(sender: Sender, timeout: float | None) -> None:

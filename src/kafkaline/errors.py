@@ -15,7 +15,7 @@ This module imports nothing from the rest of the package, so every layer may use
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 
 class KafkaError(Exception):
@@ -1182,7 +1182,16 @@ class ProducerClosedError(IllegalStateError):
 
 class BufferExhaustedError(KafkaTimeoutError):
     """``buffer_memory`` stayed used up by records waiting to be sent for longer than
-    ``max_block_ms``: send() gave up waiting for room (Java's ``BufferExhaustedException``)."""
+    ``max_block_ms``: send() gave up waiting for room (Java's ``BufferExhaustedException``).
+
+    Raised by ``send_batch()`` or ``send_arrow()`` part way, it says which of the call's
+    records were queued before it: :attr:`queued` maps their input indices to their futures
+    (they are sent as usual); the others were not queued. Empty when raised by ``send()``."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)
+        #: Input index -> future of the records a bulk call queued before running out.
+        self.queued: dict[int, Any] = {}
 
 
 class DeliveryTimeoutError(KafkaTimeoutError):

@@ -52,6 +52,7 @@ from typing import Any
 from kafkaline.config import ProducerConfig
 from kafkaline.errors import (
     AuthenticationError,
+    BufferExhaustedError,
     IllegalStateError,
     InvalidPartitionError,
     InvalidRecordTimestampError,
@@ -67,7 +68,12 @@ from kafkaline.errors import (
 )
 from kafkaline.net.client import NetworkClient
 from kafkaline.net.cluster import ClusterMetadata, PartitionMetadata
-from kafkaline.producer.accumulator import EncodedRecordSource, EncodedRun, RecordAccumulator
+from kafkaline.producer.accumulator import (
+    BulkSegment,
+    EncodedRecordSource,
+    EncodedRun,
+    RecordAccumulator,
+)
 from kafkaline.producer.batch import ProducerBatch
 from kafkaline.producer.bulk import (
     TO_MILLISECONDS,
@@ -617,8 +623,10 @@ class Producer:
         sticky partitioner without key), in input order within each partition, all with the
         same timestamp (now). Checks and errors are those of :meth:`send`, raised before
         anything is queued and naming the record's index (``TypeError: values[3] is of type
-        str ...``); only a wait for buffer memory can fail midway, and then the records
-        before stay queued.
+        str ...``); only a wait for buffer memory can fail midway: the
+        :class:`~kafkaline.errors.BufferExhaustedError` then says which records were queued
+        before it (``error.queued``: input index -> future; they are sent as usual) and the
+        rest were not. Not all-or-nothing: the queued ones may already be on their way.
 
         >>> result = producer.send_batch("t", [b"a", b"b"], keys=[b"k1", b"k2"])  # doctest: +SKIP
         >>> [m.partition for m in result.get(timeout=10)]                         # doctest: +SKIP
@@ -715,7 +723,9 @@ class Producer:
         TypeError, a partition the topic does not have
         :class:`~kafkaline.errors.InvalidPartitionError`, a negative timestamp
         :class:`~kafkaline.errors.InvalidRecordTimestampError`, all naming the column.
-        Serializers are not applied (the columns are bytes already). Needs pyarrow
+        Serializers are not applied (the columns are bytes already). Running out of buffer
+        memory part way raises :class:`~kafkaline.errors.BufferExhaustedError` saying which
+        rows were queued (``error.queued``, as :meth:`send_batch`). Needs pyarrow
         (kafkaline's ``spark`` extra).
 
         >>> batch = pyarrow.record_batch({"key": [b"k"], "value": [b"v"]})  # doctest: +SKIP
@@ -831,27 +841,34 @@ class Producer:
         runs: list[BulkRun] = []
         wake = False
         deadline_ms = _monotonic() * 1000.0 + max_block_ms
+        sources = [source for source, _ in prepared]
+
+        def result() -> BatchSendResult:
+            return BatchSendResult.of_sizes(
+                topic,
+                row,
+                runs,
+                _concatenate(np, [source.key_sizes for source in sources]),
+                _concatenate(np, [source.value_sizes for source in sources]),
+                now
+                if timestamp_column is None
+                else _concatenate(np, [s.timestamps for s in sources]),
+            )
+
         try:
             for source, first_row in prepared:
                 if self._append_columnar(topic, source, first_row, deadline_ms, runs):
                     wake = True
         except Exception as error:
             replacement = self._send_failed(error, topic, None, None)
+            _report_queued(error, result())
             if replacement is not None:
                 raise replacement from error
             raise
         finally:
             if wake:
                 self._wakeup()
-        sources = [source for source, _ in prepared]
-        return BatchSendResult.of_sizes(
-            topic,
-            row,
-            runs,
-            _concatenate(np, [source.key_sizes for source in sources]),
-            _concatenate(np, [source.value_sizes for source in sources]),
-            now if timestamp_column is None else _concatenate(np, [s.timestamps for s in sources]),
-        )
+        return result()
 
     def _columnar_slice(
         self,
@@ -1088,10 +1105,13 @@ class Producer:
                 key_size,
                 value_size,
             )
-            encoded_runs, wake = self._append_encoded(topic, source, deadline_ms)
-            for result, first_delta, start, run_count in encoded_runs:
-                positions = source.positions(start, run_count, first)
-                runs.append((result, first_delta, run_count, positions, first + start))
+            encoded_runs: list[EncodedRun] = []
+            try:
+                _, wake = self._append_encoded(topic, source, deadline_ms, encoded_runs)
+            finally:  # also what was queued before an error, for the error to report
+                for result, first_delta, start, run_count in encoded_runs:
+                    positions = source.positions(start, run_count, first)
+                    runs.append((result, first_delta, run_count, positions, first + start))
             source.drop_records()
             return wake
 
@@ -1173,6 +1193,17 @@ class Producer:
                     wake = True
         except Exception as error:
             replacement = self._send_failed(error, topic, partition, None)
+            _report_queued(
+                error,
+                BatchSendResult(
+                    topic,
+                    len(values),
+                    runs,
+                    [None] * len(values) if keys is None else keys,
+                    values,
+                    now,
+                ),
+            )
             if replacement is not None:
                 raise replacement from error
             raise
@@ -1194,25 +1225,39 @@ class Producer:
         """Append a columnar source whose first record is input row ``first_row``, adding its
         runs to ``runs`` (send_arrow()'s and send_batch()'s columnar paths); whether the
         Sender needs a wakeup."""
-        encoded_runs, wake = self._append_encoded(topic, source, deadline_ms)
-        for result, first_delta, start, run_count in encoded_runs:
-            positions = source.positions(start, run_count)
-            if positions is None:
-                runs.append((result, first_delta, run_count, None, first_row + start))
-            else:
-                if first_row:
-                    positions = positions + first_row
-                runs.append((result, first_delta, run_count, positions, 0))
+        encoded_runs: list[EncodedRun] = []
+        try:
+            _, wake = self._append_encoded(topic, source, deadline_ms, encoded_runs)
+        finally:  # also what was queued before an error, for the error to report
+            for result, first_delta, start, run_count in encoded_runs:
+                positions = source.positions(start, run_count)
+                if positions is None:
+                    runs.append((result, first_delta, run_count, None, first_row + start))
+                else:
+                    if first_row:
+                        positions = positions + first_row
+                    runs.append((result, first_delta, run_count, positions, 0))
         return wake
 
     def _append_encoded(
-        self, topic: str, source: EncodedRecordSource, deadline_ms: float
+        self,
+        topic: str,
+        source: EncodedRecordSource,
+        deadline_ms: float,
+        into: list[EncodedRun] | None = None,
     ) -> tuple[list[EncodedRun], bool]:
         """``RecordAccumulator.append_encoded`` for a bulk call waiting for buffer memory
-        until ``deadline_ms`` (monotonic milliseconds) at the latest."""
+        until ``deadline_ms`` (monotonic milliseconds) at the latest; ``into`` collects the
+        runs queued (also when it raises)."""
         now_ms = _monotonic() * 1000.0
         return self._accumulator.append_encoded(
-            topic, source, max(0.0, deadline_ms - now_ms), now_ms, self._cluster, self._wakeup
+            topic,
+            source,
+            max(0.0, deadline_ms - now_ms),
+            now_ms,
+            self._cluster,
+            self._wakeup,
+            into,
         )
 
     def _begin_bulk(self, topic: str, partition: int | None) -> tuple[int, float]:
@@ -1305,36 +1350,41 @@ class Producer:
                     if not isinstance(timestamp, int):
                         group_timestamps = gather(timestamp, positions)
                 now_ms = _monotonic() * 1000.0
-                segments, new_or_full = append_many(
-                    topic,
-                    group_partition,
-                    group_timestamps,
-                    group_keys,
-                    group_values,
-                    group_headers,
-                    max(0.0, deadline_ms - now_ms),
-                    now_ms,
-                    self._cluster,
-                    self._wakeup,
-                )
-                wake = wake or new_or_full
-                offset = 0
-                for result, first_delta, run_count in segments:
-                    if positions is None:
-                        runs.append((result, first_delta, run_count, None, offset))
-                    else:
-                        runs.append(
-                            (
-                                result,
-                                first_delta,
-                                run_count,
-                                positions[offset : offset + run_count],
-                                0,
+                segments: list[BulkSegment] = []
+                try:
+                    _, new_or_full = append_many(
+                        topic,
+                        group_partition,
+                        group_timestamps,
+                        group_keys,
+                        group_values,
+                        group_headers,
+                        max(0.0, deadline_ms - now_ms),
+                        now_ms,
+                        self._cluster,
+                        self._wakeup,
+                        segments,
+                    )
+                finally:  # also what was queued before an error, for the error to report
+                    offset = 0
+                    for result, first_delta, run_count in segments:
+                        if positions is None:
+                            runs.append((result, first_delta, run_count, None, offset))
+                        else:
+                            runs.append(
+                                (
+                                    result,
+                                    first_delta,
+                                    run_count,
+                                    positions[offset : offset + run_count],
+                                    0,
+                                )
                             )
-                        )
-                    offset += run_count
+                        offset += run_count
+                wake = wake or new_or_full
         except Exception as error:
             replacement = self._send_failed(error, topic, partition, None)
+            _report_queued(error, BatchSendResult(topic, total, runs, key_list, values, timestamp))
             if replacement is not None:
                 raise replacement from error
             raise
@@ -1843,6 +1893,19 @@ def _check_lengths(count: int, keys: Sized | None, headers: Sized | None) -> Non
         raise ValueError(f"send_batch() got {len(keys)} keys for {count} values")
     if headers is not None and len(headers) != count:
         raise ValueError(f"send_batch() got {len(headers)} headers for {count} values")
+
+
+def _report_queued(error: Exception, partial: BatchSendResult) -> None:
+    """A bulk call ran out of buffer memory part way: the error says which records it queued
+    (their input indices and futures), as ``queued`` (see BufferExhaustedError)."""
+    if isinstance(error, BufferExhaustedError):
+        futures = partial.futures()
+        error.queued = {index: f for index, f in enumerate(futures) if f is not None}
+        error.args = (
+            f"{error.args[0] if error.args else error}; {len(error.queued)} of {len(futures)} "
+            "records of this call were queued before it (their futures: the error's "
+            "'queued', by input index), the rest were not",
+        )
 
 
 def _last_connection_error(client: NetworkClient) -> KafkaError | None:

@@ -273,6 +273,26 @@ def _int_in(low: int, high: int) -> _Validator:
     return lambda key, value: _check_int(key, value, low, high)
 
 
+def _request_timeout(key: str, value: object) -> int:
+    number = _check_int(key, value, 0, INT32_MAX)
+    if number == 0:
+        # Every request would time out at once, and every send fail far from the cause.
+        raise _invalid(key, value, "every request would time out at once; must be >= 1")
+    return number
+
+
+def _connections_max_idle(key: str, value: object) -> int:
+    number = _check_int(key, value, -1, INT64_MAX)
+    if number == 0:
+        raise _invalid(
+            key,
+            value,
+            "every connection would close as soon as it is idle, before its first request; "
+            "use -1 to keep idle connections open, or a time >= 1",
+        )
+    return number
+
+
 def _bool(key: str, value: object) -> bool:
     if type(value) is not bool:
         raise _invalid(key, value, "must be True or False")
@@ -535,7 +555,7 @@ SETTINGS: Final[tuple[Setting, ...]] = (
          "How long send() may block for metadata or buffer memory before it fails."),
     _row("max_request_size", "max.request.size", "int", _I32, "1048576",
          "Largest produce request in bytes, and so the largest uncompressed record."),
-    _row("request_timeout_ms", "request.timeout.ms", "int", _I32, "30000",
+    _row("request_timeout_ms", "request.timeout.ms", "int", _request_timeout, "30000",
          "How long to wait for a broker's response before the request is retried or fails."),
     _row("delivery_timeout_ms", "delivery.timeout.ms", "optional_int",
          _optional_int_in(0, INT32_MAX), "120000",
@@ -566,8 +586,8 @@ SETTINGS: Final[tuple[Setting, ...]] = (
          "metadata.recovery.rebootstrap.trigger.ms", "int", _I64, "300000",
          "With rebootstrap: also go back to bootstrap_servers when metadata refreshes have "
          "failed for this long (KIP-1102)."),
-    _row("connections_max_idle_ms", "connections.max.idle.ms", "int", _int_in(-1, INT64_MAX),
-         "540000", "Close connections idle this long; -1 never closes them."),
+    _row("connections_max_idle_ms", "connections.max.idle.ms", "int", _connections_max_idle,
+         "540000", "Close connections idle this long; -1 never closes them (0 is refused)."),
     _row("send_buffer_bytes", "send.buffer.bytes", "int", _int_in(-1, INT32_MAX), "131072",
          "Socket send buffer (SO_SNDBUF); -1 keeps the OS default."),
     _row("receive_buffer_bytes", "receive.buffer.bytes", "int", _int_in(-1, INT32_MAX),

@@ -15,7 +15,7 @@ This module imports nothing from the rest of the package, so every layer may use
 
 from __future__ import annotations
 
-from typing import ClassVar
+from typing import Any, ClassVar
 
 
 class KafkaError(Exception):
@@ -1182,12 +1182,30 @@ class ProducerClosedError(IllegalStateError):
 
 class BufferExhaustedError(KafkaTimeoutError):
     """``buffer_memory`` stayed used up by records waiting to be sent for longer than
-    ``max_block_ms``: send() gave up waiting for room (Java's ``BufferExhaustedException``)."""
+    ``max_block_ms``: send() gave up waiting for room (Java's ``BufferExhaustedException``).
+
+    Raised by ``send_batch()`` or ``send_arrow()`` part way, it says which of the call's
+    records were queued before it: :attr:`queued` maps their input indices to their futures
+    (they are sent as usual); the others were not queued. Empty when raised by ``send()``."""
+
+    def __init__(self, *args: object) -> None:
+        super().__init__(*args)
+        #: Input index -> future of the records a bulk call queued before running out.
+        self.queued: dict[int, Any] = {}
 
 
 class DeliveryTimeoutError(KafkaTimeoutError):
     """A record was not acknowledged within ``delivery_timeout_ms`` of being added to its
     batch; the message says how old the batch was and the limit."""
+
+
+class DeliveryOutcomeUnknownError(KafkaError):
+    """An idempotent producer's record whose delivery cannot be proven either way: a try got
+    no definite answer (a lost connection, a request timeout, an error the broker may give
+    after writing), and the producer then had to take a new producer id or epoch. Sending it
+    again under the new one could write it twice, so it fails instead: it may or may not be
+    in the log. ``__cause__`` is the last uncertain answer (Java fails such batches too,
+    before it bumps the epoch)."""
 
 
 # --------------------------------------------------------------------------- producer errors

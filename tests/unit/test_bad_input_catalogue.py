@@ -25,7 +25,9 @@ from kafkaline.errors import (
     InvalidPartitionError,
     InvalidRecordTimestampError,
     InvalidTopicNameError,
+    KafkaConnectionError,
     KafkaError,
+    KafkaTimeoutError,
     ProducerClosedError,
     RecordTooLargeError,
 )
@@ -145,6 +147,24 @@ CASES: list[Case] = [
         settings(request_timeout_ms=-1),
         ConfigError,
         ("request_timeout_ms=-1",),
+    ),
+    Case(
+        "request-timeout-zero",
+        settings(request_timeout_ms=0),
+        ConfigError,
+        ("request_timeout_ms=0", "every request would time out at once", ">= 1"),
+    ),
+    Case(
+        "connections-max-idle-zero",
+        settings(connections_max_idle_ms=0),
+        ConfigError,
+        ("connections_max_idle_ms=0", "as soon as it is idle", "-1"),
+    ),
+    Case(
+        "connections-max-idle-zero-property",
+        properties({"connections.max.idle.ms": "0"}),
+        ConfigError,
+        ("connections.max.idle.ms=0", "as soon as it is idle"),
     ),
     Case(
         "in-flight-zero",
@@ -354,6 +374,23 @@ CASES: list[Case] = [
     ),
     Case("topic-not-str", send(5, b"v"), InvalidTopicNameError, ("topic must be a str, not int",)),
     Case("topic-none", send(None, b"v"), InvalidTopicNameError, ("not NoneType",)),
+    # Unhashable topics (issue 16, item 7): named like the others, not "unhashable type".
+    Case("topic-list", send(["t"], b"v"), InvalidTopicNameError, ("must be a str, not list",)),
+    Case("topic-list-keyed", send(["t"], b"v", key=b"k"), InvalidTopicNameError, ("not list",)),
+    Case("topic-dict", send({"t": 1}, b"v"), InvalidTopicNameError, ("not dict",)),
+    Case("topic-bytearray", send(bytearray(b"t"), b"v"), InvalidTopicNameError, ("bytearray",)),
+    Case(
+        "send-batch-topic-list",
+        lambda p: p.send_batch(["t"], [b"v"]),  # type: ignore[arg-type]
+        InvalidTopicNameError,
+        ("must be a str, not list",),
+    ),
+    Case(
+        "send-arrow-topic-dict",
+        lambda p: p.send_arrow({"t": 1}, pa.record_batch({"value": [b"v"]}), key=None),  # type: ignore[arg-type]
+        InvalidTopicNameError,
+        ("must be a str, not dict",),
+    ),
     # ---------------------------------------------------------------- headers
     Case(
         "headers-str",
@@ -387,6 +424,18 @@ CASES: list[Case] = [
         ("(str, bytes or None) pair",),
     ),
     Case("header-not-pair", send("t", b"v", headers=["a"]), TypeError, ("header 'a' is invalid",)),
+    Case(
+        "header-name-not-utf8",
+        send("t", b"v", headers=[("ok", b"1"), ("bad\udc80", b"x")]),
+        ValueError,
+        ("header ('bad\\udc80', ...) is invalid", "cannot be encoded as UTF-8"),
+    ),
+    Case(
+        "send-batch-header-name-not-utf8",
+        lambda p: p.send_batch("t", [b"v"], headers=[[("\ud800", b"x")]]),
+        ValueError,
+        ("header ('\\ud800', ...) is invalid", "UTF-8"),
+    ),
     # ---------------------------------------------------------------- timestamps
     Case(
         "timestamp-negative",
@@ -563,6 +612,20 @@ def test_catalogue_size(capsys: pytest.CaptureFixture[str]) -> None:
     assert len(CASES) >= 40
     with capsys.disabled():
         print(f"\n[bad input] {len(CASES)} cases in the unit catalogue")
+
+
+def test_a_metadata_timeout_with_no_broker_reachable_says_why() -> None:
+    # Issue 16, item 7: README's error table promises the last error with the timeout.
+    with (
+        Producer(bootstrap_servers=NOBODY, max_block_ms=1500) as producer,
+        pytest.raises(KafkaTimeoutError) as raised,
+    ):
+        producer.send("events", b"v")
+    message = str(raised.value)
+    assert "topic 'events' not present in metadata after 1500 ms" in message
+    assert f"last connection error: cannot connect to broker at {NOBODY}" in message
+    assert isinstance(raised.value.__cause__, KafkaConnectionError)
+    assert "refused" in str(raised.value.__cause__)
 
 
 def test_a_refused_send_leaves_the_producer_usable(producer: Producer) -> None:

@@ -667,6 +667,7 @@ class RecordAccumulator:
         now: float = 0.0,
         cluster: ClusterPartitions | None = None,
         wakeup: Callable[[], None] | None = None,
+        into: list[BulkSegment] | None = None,
     ) -> tuple[list[BulkSegment], bool]:
         """Bulk :meth:`append`: add the records of parallel sequences (serialized, types
         checked by the caller; ``timestamp`` one for all or one per record) in order, filling
@@ -682,10 +683,11 @@ class RecordAccumulator:
         how many. ``wakeup`` (the Sender's) is called whenever a new batch is queued behind
         another (which is then ready), so that the Sender sends full batches (and frees their
         memory) during a call larger than ``buffer_memory``, as a send() loop wakes it at every
-        full batch.
+        full batch. ``into``, if given, is the segments list (so that a caller sees what was
+        queued when this raises).
         """
         count = len(values)
-        segments: list[BulkSegment] = []
+        segments: list[BulkSegment] = [] if into is None else into
         sticky_partitioner: BuiltInPartitioner | None = None
         if partition is None:
             if cluster is None:
@@ -776,6 +778,7 @@ class RecordAccumulator:
         now: float = 0.0,
         cluster: ClusterPartitions | None = None,
         wakeup: Callable[[], None] | None = None,
+        into: list[EncodedRun] | None = None,
     ) -> tuple[list[EncodedRun], bool]:
         """Bulk append of records that encode themselves (``send_arrow()``'s path): fill each
         group's open batch, then queue new batches of whole encoded chunks; return ``(runs,
@@ -788,7 +791,8 @@ class RecordAccumulator:
         meanwhile (``ready()`` and ``drain()`` skip it) and let go as soon as it is filled,
         before any new batch waits for memory. Appending to it checks under the lock that
         nothing changed meanwhile, else (another thread appended) the group is encoded again
-        for new batches only.
+        for new batches only. ``into``, if given, is the runs list (so that a caller sees
+        what was queued when this raises).
         """
         groups = source.groups
         sticky_partitioner: BuiltInPartitioner | None = None
@@ -827,7 +831,7 @@ class RecordAccumulator:
                 plans.append(_EncodedPlan(index, queue, sticky, open_batch, state))
             return self._append_encoded_plans(
                 topic, source, plans, sticky_partitioner, cluster, fresh_room,
-                max_time_to_block_ms, now, wakeup,
+                max_time_to_block_ms, now, wakeup, [] if into is None else into,
             )  # fmt: skip
         finally:
             # Normally released already; here after an error (the records are not queued),
@@ -859,13 +863,13 @@ class RecordAccumulator:
         max_time_to_block_ms: float,
         now: float,
         wakeup: Callable[[], None] | None,
+        runs: list[EncodedRun],
     ) -> tuple[list[EncodedRun], bool]:
         """:meth:`append_encoded` once the open batches are held: encode; fill the open
         batches and let the Sender have them (before any wait for memory, which only the
         Sender can free); then queue new batches, each partition's after its open one."""
         groups = source.groups
         encoded = source.encode([(plan.group, plan.state) for plan in plans], fresh_room)
-        runs: list[EncodedRun] = []
         # A held batch the Sender skipped may be due now: the caller wakes the Sender.
         wake = any(plan.held for plan in plans)
         queued = 0
@@ -1354,6 +1358,17 @@ class RecordAccumulator:
                 _insert_in_sequence_order(queue.batches, batch)
             else:
                 queue.batches.appendleft(batch)
+
+    def remove_queued(self, batch: ProducerBatch) -> bool:
+        """Take a queued batch (e.g. one waiting for a retry) out of its queue, for the caller
+        to fail; returns whether it was queued."""
+        queue = self._queue(batch.topic, batch.partition)
+        with queue.lock:
+            try:
+                queue.batches.remove(batch)
+            except ValueError:
+                return False
+        return True
 
     def split_and_reenqueue(self, batch: ProducerBatch, split_size: int | None = None) -> int:
         """Split a batch the broker found too large (MESSAGE_TOO_LARGE) into batches of

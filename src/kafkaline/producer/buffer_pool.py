@@ -27,6 +27,7 @@ from collections import deque
 from collections.abc import Callable
 
 from kafkaline.errors import BufferExhaustedError, ProducerClosedError, RecordTooLargeError
+from kafkaline.producer.futures import on_io_thread
 
 __all__ = ["BufferPool"]
 
@@ -111,6 +112,14 @@ class BufferPool:
 
     def _wait_for(self, size: int, max_time_to_block_ms: float) -> float:
         # Called with the lock held; Condition.wait releases it while waiting.
+        if on_io_thread():
+            raise BufferExhaustedError(
+                f"buffer_memory={self.total_memory} bytes are used up ({self._available} bytes "
+                f"free, {size} needed), and send() was called from a callback on the producer's "
+                "I/O thread, which frees memory by sending: it cannot wait there (every "
+                "delivery would stall for max_block_ms). Send from another thread, or raise "
+                "buffer_memory"
+            )
         turn = threading.Condition(self._lock)
         self._waiters.append(turn)
         taken = 0

@@ -46,7 +46,7 @@ import time
 from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from kafkaline.errors import KafkaTimeoutError
+from kafkaline.errors import IllegalStateError, KafkaTimeoutError
 from kafkaline.producer.record_metadata import NO_TIMESTAMP, UNKNOWN_OFFSET, RecordMetadata
 
 __all__ = [
@@ -63,6 +63,21 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
+
+
+#: Set on the producers' I/O threads (:func:`mark_io_thread`): a wait there for a record that
+#: is not done would wait for the thread that completes it, from inside a callback of it.
+_io_thread = threading.local()
+
+
+def mark_io_thread() -> None:
+    """Mark the calling thread as a producer's I/O thread (the Sender does, when it starts)."""
+    _io_thread.active = True
+
+
+def on_io_thread() -> bool:
+    """Whether the calling thread is a producer's I/O thread (so: inside a callback)."""
+    return getattr(_io_thread, "active", False) is True
 
 
 class BatchState(enum.Enum):
@@ -172,6 +187,13 @@ class ProduceRequestResult:
             return True
         if timeout is not None and timeout <= 0:
             return self._state is not None  # as Event.wait(0): no waiting
+        if on_io_thread():
+            raise IllegalStateError(
+                f"a record sent to {self.topic}-{self.partition} is not acknowledged yet, and "
+                "get() (or another wait for it) was called from a callback on the producer's "
+                "I/O thread: it would wait for itself, as that thread completes the record. "
+                "Wait in another thread, or use add_callback()"
+            )
         # A bare lock, acquired here and released by the completing thread, rather than a
         # threading.Event: Event.wait/set run Condition's Python code (another lock, a
         # deque, more acquires per wait). Records sent one at a time and each waited for
@@ -429,7 +451,9 @@ class FutureRecordMetadata(_RecordHandle):
     def get(self, timeout: float | None = None) -> RecordMetadata:
         """Wait up to ``timeout`` seconds (``None``: for ever) and return the record's
         metadata. Raises the send's error (the same error for every record of a failed
-        batch), or :class:`~kafkaline.errors.KafkaTimeoutError` if not done in time."""
+        batch), or :class:`~kafkaline.errors.KafkaTimeoutError` if not done in time. Called
+        from a callback (on the producer's I/O thread) for a record not done yet, it raises
+        :class:`~kafkaline.errors.IllegalStateError` at once: that thread completes it."""
         result, delta = self._wait(timeout)
         error = result.record_error(delta)
         if error is not None:

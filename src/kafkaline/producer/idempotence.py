@@ -24,6 +24,13 @@ record, counted per partition. The rules kept here, as in the Java client:
   gets a new id. A batch that fails after it was given a sequence leaves a gap too: the epoch
   is bumped (or the id reset) in the same way, as Java does for the idempotent producer.
   Other partitions move to the new id/epoch once their in-flight batches are done.
+* Never twice: a batch one of whose tries got no definite answer (:meth:`note_unknown_outcome`:
+  a lost connection, a request timeout, an error a broker may give after writing) may be in
+  the log already. It is retried only under the id/epoch and sequence it was sent with, which
+  the broker can recognise; when its partition moves to a new id/epoch it fails with
+  :class:`~kafkaline.errors.DeliveryOutcomeUnknownError` instead of being renumbered (Java
+  fails such unresolved batches too). The Sender sends InitProducerId for a bump only once no
+  produce request is in flight, so every renumbered batch has its final answer by then.
 * INVALID_PRODUCER_EPOCH and PRODUCER_FENCED (and fatal InitProducerId errors) are fatal:
   :attr:`fatal_error` is set and ``on_fatal_error`` called; the Sender then fails every
   pending batch with it and the producer refuses sends.
@@ -46,11 +53,34 @@ from typing import NamedTuple
 
 from kafkaline.config import ExponentialBackoff, UniformRandom
 from kafkaline.errors import (
+    ClusterAuthorizationFailedError,
+    CorruptMessageError,
+    DeliveryOutcomeUnknownError,
+    DuplicateSequenceNumberError,
+    FencedLeaderEpochError,
     InvalidProducerEpochError,
+    InvalidRecordError,
+    InvalidRequiredAcksError,
+    InvalidTimestampError,
+    InvalidTopicError,
+    InvalidTxnStateError,
+    KafkaConnectionError,
     KafkaError,
+    LeaderNotAvailableError,
+    MessageTooLargeError,
+    NotEnoughReplicasError,
+    NotLeaderOrFollowerError,
     OutOfOrderSequenceNumberError,
     ProducerFencedError,
+    RecordListTooLargeError,
+    TopicAuthorizationFailedError,
+    TransactionalIdAuthorizationFailedError,
+    UnknownLeaderEpochError,
     UnknownProducerIdError,
+    UnknownTopicOrPartitionError,
+    UnsupportedCompressionTypeError,
+    UnsupportedForMessageFormatError,
+    UnsupportedVersionError,
 )
 from kafkaline.net.cluster import TopicPartition
 from kafkaline.producer.batch import ProducerBatch
@@ -66,6 +96,42 @@ _SEQUENCE_LIMIT = 1 << 31
 _IDEMPOTENT_TRANSACTION_TIMEOUT_MS = (1 << 31) - 1
 #: Errors after which the producer cannot go on (the broker fenced this producer id/epoch).
 _FATAL_PRODUCE_ERRORS = (InvalidProducerEpochError, ProducerFencedError)
+#: Broker answers that prove the batch was not appended by that try (the broker checks these
+#: before it writes). Any other error, and any connection error, leaves the outcome unknown.
+_NOT_WRITTEN_ERRORS: tuple[type[KafkaError], ...] = (
+    ClusterAuthorizationFailedError,
+    CorruptMessageError,
+    DuplicateSequenceNumberError,
+    FencedLeaderEpochError,
+    InvalidProducerEpochError,
+    InvalidRecordError,
+    InvalidRequiredAcksError,
+    InvalidTimestampError,
+    InvalidTopicError,
+    InvalidTxnStateError,
+    LeaderNotAvailableError,
+    MessageTooLargeError,
+    NotEnoughReplicasError,
+    NotLeaderOrFollowerError,
+    OutOfOrderSequenceNumberError,
+    ProducerFencedError,
+    RecordListTooLargeError,
+    TopicAuthorizationFailedError,
+    TransactionalIdAuthorizationFailedError,
+    UnknownLeaderEpochError,
+    UnknownProducerIdError,
+    UnknownTopicOrPartitionError,
+    UnsupportedCompressionTypeError,
+    UnsupportedForMessageFormatError,
+    UnsupportedVersionError,
+)
+
+
+def leaves_outcome_unknown(error: KafkaError) -> bool:
+    """Whether a produce try that ended with ``error`` may have been written all the same
+    (a lost connection or a timeout after sending, or a broker error other than those it
+    checks before writing)."""
+    return isinstance(error, KafkaConnectionError) or not isinstance(error, _NOT_WRITTEN_ERRORS)
 
 
 class ProducerIdAndEpoch(NamedTuple):
@@ -78,7 +144,13 @@ class ProducerIdAndEpoch(NamedTuple):
 class _PartitionEntry:
     """One partition's sequence state."""
 
-    __slots__ = ("in_flight", "last_acked_sequence", "next_sequence", "producer_id_and_epoch")
+    __slots__ = (
+        "in_flight",
+        "last_acked_sequence",
+        "next_sequence",
+        "producer_id_and_epoch",
+        "unknown_outcome",
+    )
 
     def __init__(self, producer_id_and_epoch: ProducerIdAndEpoch) -> None:
         self.producer_id_and_epoch = producer_id_and_epoch
@@ -86,10 +158,26 @@ class _PartitionEntry:
         self.last_acked_sequence = -1
         #: Batches with a sequence and no final answer, in sequence order.
         self.in_flight: list[ProducerBatch] = []
+        #: Those of them a try of which may have been written, with that try's error.
+        self.unknown_outcome: dict[ProducerBatch, KafkaError] = {}
 
-    def renumber(self, producer_id_and_epoch: ProducerIdAndEpoch) -> None:
+    def renumber(
+        self, producer_id_and_epoch: ProducerIdAndEpoch
+    ) -> list[tuple[ProducerBatch, KafkaError]]:
         """Start the sequences at 0 under a new id/epoch, in-flight batches first (Java's
-        ``startSequencesAtBeginning``)."""
+        ``startSequencesAtBeginning``). Batches of unknown outcome are not renumbered (they
+        could be written twice): they are dropped and returned with their last uncertain
+        error, for the caller to fail."""
+        dropped = [
+            (batch, self.unknown_outcome[batch])
+            for batch in self.in_flight
+            if batch in self.unknown_outcome
+        ]
+        if dropped:
+            self.in_flight = [
+                batch for batch in self.in_flight if batch not in self.unknown_outcome
+            ]
+            self.unknown_outcome.clear()
         sequence = 0
         for batch in self.in_flight:
             batch.set_producer_state(
@@ -99,6 +187,7 @@ class _PartitionEntry:
         self.producer_id_and_epoch = producer_id_and_epoch
         self.next_sequence = sequence
         self.last_acked_sequence = -1
+        return dropped
 
 
 class TransactionManager:
@@ -176,9 +265,10 @@ class TransactionManager:
         producer_epoch: int,
         api_version: int,
         now: float,
-    ) -> None:
+    ) -> list[tuple[ProducerBatch, DeliveryOutcomeUnknownError]]:
         """Take InitProducerId's outcome: ``error`` is the connection error or the broker's
-        named error (None on success)."""
+        named error (None on success). Returns the batches the caller must fail, each with
+        its error: those of unknown outcome in the partitions moved to the new id/epoch."""
         self._init_in_flight = False
         if error is None:
             self.supports_epoch_bump = api_version >= 3
@@ -187,30 +277,33 @@ class TransactionManager:
             self._producer_id_and_epoch = new
             self._init_attempts = 0
             self._bump_from = None
+            to_fail: list[tuple[ProducerBatch, DeliveryOutcomeUnknownError]] = []
             for tp in self._partitions_to_renumber:
                 entry = self._partitions.get(tp)
                 if entry is not None:
-                    entry.renumber(new)
+                    for batch, uncertain in entry.renumber(new):
+                        to_fail.append((batch, _unknown_outcome_error(batch, uncertain, new)))
             self._partitions_to_renumber.clear()
-            return
+            return to_fail
         if error.retriable:
             delay = self._retry_backoff.next_delay(self._init_attempts, self._rng)
             self._init_attempts += 1
             self._init_not_before_ms = now + delay
             _log.warning("InitProducerId failed, retrying in %.0f ms: %s", delay, error)
-            return
+            return []
         if self._bump_from is not None:
             # A broker that refuses the KIP-360 form (Tansu 0.6 answers UNKNOWN_SERVER_ERROR):
             # a fresh id is as good, sequences restart at 0 under it.
             _log.warning("epoch bump refused (%s): asking for a new producer id", error)
             self._bump_from = None
-            return
+            return []
         fatal = type(error)(
             f"the idempotent producer could not get a producer id (InitProducerId): {error}; "
             "this producer cannot send: close it and create a new one"
         )
         fatal.__cause__ = error
         self.transition_to_fatal(fatal)
+        return []
 
     def transition_to_fatal(self, error: KafkaError) -> None:
         """Make ``error`` fatal: every later send fails with it."""
@@ -275,7 +368,19 @@ class TransactionManager:
         if entry is None or batch not in entry.in_flight:
             return
         index = entry.in_flight.index(batch)
-        entry.in_flight[index : index + 1] = [part for part in parts if part.has_sequence]
+        kept = [part for part in parts if part.has_sequence]
+        entry.in_flight[index : index + 1] = kept
+        uncertain = entry.unknown_outcome.pop(batch, None)
+        if uncertain is not None:
+            for part in kept:
+                entry.unknown_outcome[part] = uncertain
+
+    def note_unknown_outcome(self, batch: ProducerBatch, error: KafkaError) -> None:
+        """A try of ``batch`` ended with ``error``, which does not say whether the broker
+        wrote it (see :func:`leaves_outcome_unknown`): it must never get a new sequence."""
+        entry = self._partitions.get(batch.topic_partition)
+        if entry is not None and batch in entry.in_flight:
+            entry.unknown_outcome[batch] = error
 
     # ------------------------------------------------------------------ answers
 
@@ -340,6 +445,7 @@ class TransactionManager:
             entry.in_flight.remove(batch)
         except ValueError:
             return None
+        entry.unknown_outcome.pop(batch, None)
         return entry
 
     # ------------------------------------------------------------------ inspecting
@@ -353,3 +459,20 @@ class TransactionManager:
         """Base sequences of the partition's batches without a final answer, in order."""
         entry = self._partitions.get(tp)
         return [batch.base_sequence for batch in entry.in_flight] if entry is not None else []
+
+
+def _unknown_outcome_error(
+    batch: ProducerBatch,
+    uncertain: KafkaError,
+    new: ProducerIdAndEpoch,
+) -> DeliveryOutcomeUnknownError:
+    producer_id, epoch = batch.producer_id_and_epoch
+    error = DeliveryOutcomeUnknownError(
+        f"{batch.record_count} record(s) for {batch.topic}-{batch.partition} "
+        f"(sent as producer id {producer_id}, epoch {epoch}, sequence {batch.base_sequence}) "
+        f"got no definite answer (last: {uncertain}) and the producer moved to producer id "
+        f"{new.producer_id}, epoch {new.epoch}: sending them again under it could write them "
+        "twice, so they fail; they may or may not be in the log"
+    )
+    error.__cause__ = uncertain
+    return error

@@ -52,10 +52,13 @@ from typing import Any
 from kafkaline.config import ProducerConfig
 from kafkaline.errors import (
     AuthenticationError,
+    BufferExhaustedError,
     IllegalStateError,
     InvalidPartitionError,
     InvalidRecordTimestampError,
+    InvalidTopicNameError,
     KafkaError,
+    KafkaTimeoutError,
     ProducerClosedError,
     ProducerForkedError,
     RecordTooLargeError,
@@ -65,7 +68,12 @@ from kafkaline.errors import (
 )
 from kafkaline.net.client import NetworkClient
 from kafkaline.net.cluster import ClusterMetadata, PartitionMetadata
-from kafkaline.producer.accumulator import EncodedRecordSource, EncodedRun, RecordAccumulator
+from kafkaline.producer.accumulator import (
+    BulkSegment,
+    EncodedRecordSource,
+    EncodedRun,
+    RecordAccumulator,
+)
 from kafkaline.producer.batch import ProducerBatch
 from kafkaline.producer.bulk import (
     TO_MILLISECONDS,
@@ -79,7 +87,7 @@ from kafkaline.producer.bulk import (
     gather,
     group_by_partition,
 )
-from kafkaline.producer.futures import FutureRecordMetadata
+from kafkaline.producer.futures import FutureRecordMetadata, on_io_thread
 from kafkaline.producer.idempotence import TransactionManager
 from kafkaline.producer.interceptors import InterceptorChain
 from kafkaline.producer.list_records import KeyPartitions, ListRecords
@@ -388,8 +396,10 @@ class Producer:
         ``timeout`` (seconds; ``None``: as long as it takes, bounded by
         ``delivery_timeout_ms``) limits the wait; what is still unsent then is aborted.
         ``close(0)`` aborts at once: unsent records fail with
-        :class:`~kafkaline.errors.ProducerClosedError`. Idempotent. Called from a callback
-        on the I/O thread, it cannot wait for that thread: it closes forcefully.
+        :class:`~kafkaline.errors.ProducerClosedError`. With a ``timeout`` it returns at most
+        about half a second after it, even if a callback blocks the I/O thread (the records
+        left fail once that callback returns). Idempotent. Called from a callback on the I/O
+        thread, it cannot wait for that thread: it closes forcefully.
         """
         if self._gate is _State.FORKED:
             self._closed = True  # the thread and sockets belong to the parent
@@ -491,7 +501,7 @@ class Producer:
                 try:
                     positive = self._key_hashes[key]
                     partition_count = self._partition_counts[topic]
-                except KeyError:
+                except (KeyError, TypeError):  # TypeError: a topic that is no str, named below
                     pass
                 else:
                     key_size = len(key)
@@ -510,6 +520,7 @@ class Producer:
             elif (
                 key is None
                 and value_size <= self._payload_limit
+                and type(topic) is str  # a list or dict cannot be looked up: named below
                 and topic in self._partition_counts
             ):
                 # Without key: the topic's sticky partition, while no switch is due.
@@ -612,8 +623,10 @@ class Producer:
         sticky partitioner without key), in input order within each partition, all with the
         same timestamp (now). Checks and errors are those of :meth:`send`, raised before
         anything is queued and naming the record's index (``TypeError: values[3] is of type
-        str ...``); only a wait for buffer memory can fail midway, and then the records
-        before stay queued.
+        str ...``); only a wait for buffer memory can fail midway: the
+        :class:`~kafkaline.errors.BufferExhaustedError` then says which records were queued
+        before it (``error.queued``: input index -> future; they are sent as usual) and the
+        rest were not. Not all-or-nothing: the queued ones may already be on their way.
 
         >>> result = producer.send_batch("t", [b"a", b"b"], keys=[b"k1", b"k2"])  # doctest: +SKIP
         >>> [m.partition for m in result.get(timeout=10)]                         # doctest: +SKIP
@@ -710,7 +723,9 @@ class Producer:
         TypeError, a partition the topic does not have
         :class:`~kafkaline.errors.InvalidPartitionError`, a negative timestamp
         :class:`~kafkaline.errors.InvalidRecordTimestampError`, all naming the column.
-        Serializers are not applied (the columns are bytes already). Needs pyarrow
+        Serializers are not applied (the columns are bytes already). Running out of buffer
+        memory part way raises :class:`~kafkaline.errors.BufferExhaustedError` saying which
+        rows were queued (``error.queued``, as :meth:`send_batch`). Needs pyarrow
         (kafkaline's ``spark`` extra).
 
         >>> batch = pyarrow.record_batch({"key": [b"k"], "value": [b"v"]})  # doctest: +SKIP
@@ -795,6 +810,8 @@ class Producer:
         if self._transactional is not None:
             self._transactional.check_send_allowed()
         np: Any = importlib.import_module("numpy")
+        if type(topic) is not str:  # a list or dict would fail the lookup below, unnamed
+            check_topic_name(topic)
         count = self._partition_counts.get(topic)
         max_block_ms = self._max_block_ms
         if count is None:
@@ -824,27 +841,34 @@ class Producer:
         runs: list[BulkRun] = []
         wake = False
         deadline_ms = _monotonic() * 1000.0 + max_block_ms
+        sources = [source for source, _ in prepared]
+
+        def result() -> BatchSendResult:
+            return BatchSendResult.of_sizes(
+                topic,
+                row,
+                runs,
+                _concatenate(np, [source.key_sizes for source in sources]),
+                _concatenate(np, [source.value_sizes for source in sources]),
+                now
+                if timestamp_column is None
+                else _concatenate(np, [s.timestamps for s in sources]),
+            )
+
         try:
             for source, first_row in prepared:
                 if self._append_columnar(topic, source, first_row, deadline_ms, runs):
                     wake = True
         except Exception as error:
             replacement = self._send_failed(error, topic, None, None)
+            _report_queued(error, result())
             if replacement is not None:
                 raise replacement from error
             raise
         finally:
             if wake:
                 self._wakeup()
-        sources = [source for source, _ in prepared]
-        return BatchSendResult.of_sizes(
-            topic,
-            row,
-            runs,
-            _concatenate(np, [source.key_sizes for source in sources]),
-            _concatenate(np, [source.value_sizes for source in sources]),
-            now if timestamp_column is None else _concatenate(np, [s.timestamps for s in sources]),
-        )
+        return result()
 
     def _columnar_slice(
         self,
@@ -1081,10 +1105,13 @@ class Producer:
                 key_size,
                 value_size,
             )
-            encoded_runs, wake = self._append_encoded(topic, source, deadline_ms)
-            for result, first_delta, start, run_count in encoded_runs:
-                positions = source.positions(start, run_count, first)
-                runs.append((result, first_delta, run_count, positions, first + start))
+            encoded_runs: list[EncodedRun] = []
+            try:
+                _, wake = self._append_encoded(topic, source, deadline_ms, encoded_runs)
+            finally:  # also what was queued before an error, for the error to report
+                for result, first_delta, start, run_count in encoded_runs:
+                    positions = source.positions(start, run_count, first)
+                    runs.append((result, first_delta, run_count, positions, first + start))
             source.drop_records()
             return wake
 
@@ -1166,6 +1193,17 @@ class Producer:
                     wake = True
         except Exception as error:
             replacement = self._send_failed(error, topic, partition, None)
+            _report_queued(
+                error,
+                BatchSendResult(
+                    topic,
+                    len(values),
+                    runs,
+                    [None] * len(values) if keys is None else keys,
+                    values,
+                    now,
+                ),
+            )
             if replacement is not None:
                 raise replacement from error
             raise
@@ -1187,25 +1225,39 @@ class Producer:
         """Append a columnar source whose first record is input row ``first_row``, adding its
         runs to ``runs`` (send_arrow()'s and send_batch()'s columnar paths); whether the
         Sender needs a wakeup."""
-        encoded_runs, wake = self._append_encoded(topic, source, deadline_ms)
-        for result, first_delta, start, run_count in encoded_runs:
-            positions = source.positions(start, run_count)
-            if positions is None:
-                runs.append((result, first_delta, run_count, None, first_row + start))
-            else:
-                if first_row:
-                    positions = positions + first_row
-                runs.append((result, first_delta, run_count, positions, 0))
+        encoded_runs: list[EncodedRun] = []
+        try:
+            _, wake = self._append_encoded(topic, source, deadline_ms, encoded_runs)
+        finally:  # also what was queued before an error, for the error to report
+            for result, first_delta, start, run_count in encoded_runs:
+                positions = source.positions(start, run_count)
+                if positions is None:
+                    runs.append((result, first_delta, run_count, None, first_row + start))
+                else:
+                    if first_row:
+                        positions = positions + first_row
+                    runs.append((result, first_delta, run_count, positions, 0))
         return wake
 
     def _append_encoded(
-        self, topic: str, source: EncodedRecordSource, deadline_ms: float
+        self,
+        topic: str,
+        source: EncodedRecordSource,
+        deadline_ms: float,
+        into: list[EncodedRun] | None = None,
     ) -> tuple[list[EncodedRun], bool]:
         """``RecordAccumulator.append_encoded`` for a bulk call waiting for buffer memory
-        until ``deadline_ms`` (monotonic milliseconds) at the latest."""
+        until ``deadline_ms`` (monotonic milliseconds) at the latest; ``into`` collects the
+        runs queued (also when it raises)."""
         now_ms = _monotonic() * 1000.0
         return self._accumulator.append_encoded(
-            topic, source, max(0.0, deadline_ms - now_ms), now_ms, self._cluster, self._wakeup
+            topic,
+            source,
+            max(0.0, deadline_ms - now_ms),
+            now_ms,
+            self._cluster,
+            self._wakeup,
+            into,
         )
 
     def _begin_bulk(self, topic: str, partition: int | None) -> tuple[int, float]:
@@ -1214,6 +1266,8 @@ class Producer:
         (waiting for its metadata) and the ``max_block_ms`` left for buffer memory."""
         if self._transactional is not None:
             self._transactional.check_send_allowed()
+        if type(topic) is not str:  # a list or dict would fail the lookup below, unnamed
+            check_topic_name(topic)
         if partition is not None and (type(partition) is not int or partition < 0):
             raise InvalidPartitionError(
                 f"partition={partition!r} given to send_batch() is invalid: must be None or "
@@ -1296,36 +1350,41 @@ class Producer:
                     if not isinstance(timestamp, int):
                         group_timestamps = gather(timestamp, positions)
                 now_ms = _monotonic() * 1000.0
-                segments, new_or_full = append_many(
-                    topic,
-                    group_partition,
-                    group_timestamps,
-                    group_keys,
-                    group_values,
-                    group_headers,
-                    max(0.0, deadline_ms - now_ms),
-                    now_ms,
-                    self._cluster,
-                    self._wakeup,
-                )
-                wake = wake or new_or_full
-                offset = 0
-                for result, first_delta, run_count in segments:
-                    if positions is None:
-                        runs.append((result, first_delta, run_count, None, offset))
-                    else:
-                        runs.append(
-                            (
-                                result,
-                                first_delta,
-                                run_count,
-                                positions[offset : offset + run_count],
-                                0,
+                segments: list[BulkSegment] = []
+                try:
+                    _, new_or_full = append_many(
+                        topic,
+                        group_partition,
+                        group_timestamps,
+                        group_keys,
+                        group_values,
+                        group_headers,
+                        max(0.0, deadline_ms - now_ms),
+                        now_ms,
+                        self._cluster,
+                        self._wakeup,
+                        segments,
+                    )
+                finally:  # also what was queued before an error, for the error to report
+                    offset = 0
+                    for result, first_delta, run_count in segments:
+                        if positions is None:
+                            runs.append((result, first_delta, run_count, None, offset))
+                        else:
+                            runs.append(
+                                (
+                                    result,
+                                    first_delta,
+                                    run_count,
+                                    positions[offset : offset + run_count],
+                                    0,
+                                )
                             )
-                        )
-                    offset += run_count
+                        offset += run_count
+                wake = wake or new_or_full
         except Exception as error:
             replacement = self._send_failed(error, topic, partition, None)
+            _report_queued(error, BatchSendResult(topic, total, runs, key_list, values, timestamp))
             if replacement is not None:
                 raise replacement from error
             raise
@@ -1440,8 +1499,23 @@ class Producer:
         cluster = metadata.cluster
         remaining = self._max_block_ms
         if not cluster.has_topic(topic):
+            if on_io_thread():
+                raise IllegalStateError(
+                    f"the partitions of topic {topic!r} are not known yet (they are being "
+                    "fetched now), and were needed in a callback on the producer's I/O thread, "
+                    "which is the thread that fetches them: it cannot wait for them there "
+                    "(every delivery would stall for max_block_ms). Send to a new topic, or "
+                    "ask partitions_for() it, from another thread first"
+                )
             started = _monotonic()
-            cluster = metadata.wait_for_topic(topic, remaining)
+            try:
+                cluster = metadata.wait_for_topic(topic, remaining)
+            except KafkaTimeoutError as error:
+                # No broker answered: say why (README's error table promises it).
+                last = _last_connection_error(client) if error.__cause__ is None else None
+                if last is None:
+                    raise
+                raise KafkaTimeoutError(f"{error}; last connection error: {last}") from last
             remaining = max(0.0, remaining - (_monotonic() - started) * 1000.0)
         count = cluster.partition_count(topic)
         self._cluster = metadata.cluster
@@ -1459,6 +1533,12 @@ class Producer:
         closed, failed or forked meanwhile (a wait for metadata or memory ended by it)."""
         if interceptors is not None and isinstance(topic, str) and topic:
             interceptors.on_send_error(ProducerRecord(topic), partition, error)
+        if not isinstance(topic, str):
+            # send() looks an unhashable topic (a list, a dict) up before naming it.
+            try:
+                check_topic_name(topic)
+            except InvalidTopicNameError as named:
+                return named
         gate = self._gate
         if isinstance(error, IllegalStateError) and gate is not None:
             replacement = self._gate_error(gate)
@@ -1815,6 +1895,28 @@ def _check_lengths(count: int, keys: Sized | None, headers: Sized | None) -> Non
         raise ValueError(f"send_batch() got {len(headers)} headers for {count} values")
 
 
+def _report_queued(error: Exception, partial: BatchSendResult) -> None:
+    """A bulk call ran out of buffer memory part way: the error says which records it queued
+    (their input indices and futures), as ``queued`` (see BufferExhaustedError)."""
+    if isinstance(error, BufferExhaustedError):
+        futures = partial.futures()
+        error.queued = {index: f for index, f in enumerate(futures) if f is not None}
+        error.args = (
+            f"{error.args[0] if error.args else error}; {len(error.queued)} of {len(futures)} "
+            "records of this call were queued before it (their futures: the error's "
+            "'queued', by input index), the rest were not",
+        )
+
+
+def _last_connection_error(client: NetworkClient) -> KafkaError | None:
+    """Why the last failed connection of ``client`` failed, if one did."""
+    try:
+        failures = [client.connection_error(node) for node in client.node_ids]
+    except (KeyError, RuntimeError):  # the I/O thread changed the connections meanwhile
+        return None
+    return next((failure for failure in reversed(failures) if failure is not None), None)
+
+
 def _stop_sender(sender: Sender, timeout: float | None) -> None:
     if sender.is_sender_thread():
         _log.warning(
@@ -1834,7 +1936,17 @@ def _stop_sender(sender: Sender, timeout: float | None) -> None:
             timeout,
         )
         sender.force_close()
-        sender.join()
+        # Bounded: a callback that blocks (on the I/O thread) must not hold close() for ever.
+        if not sender.join(_CLOSE_GRACE_S):
+            _log.warning(
+                "the producer's I/O thread is still busy %s s after the close timeout (a "
+                "callback that does not return?); close() returns without it",
+                _CLOSE_GRACE_S,
+            )
+
+
+#: How long close(timeout) waits for the I/O thread after aborting, past its timeout.
+_CLOSE_GRACE_S = 0.5
 
 
 def _acknowledge_to(interceptors: InterceptorChain, future: FutureRecordMetadata) -> None:

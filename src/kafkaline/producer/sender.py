@@ -63,7 +63,8 @@ from kafkaline.net.cluster import BrokerNode, ClusterMetadata, TopicPartition
 from kafkaline.net.response import ClientResponse, OnComplete
 from kafkaline.producer.accumulator import RecordAccumulator
 from kafkaline.producer.batch import ProducerBatch
-from kafkaline.producer.idempotence import TransactionManager
+from kafkaline.producer.futures import mark_io_thread
+from kafkaline.producer.idempotence import TransactionManager, leaves_outcome_unknown
 from kafkaline.producer.metrics import SenderCounters
 from kafkaline.producer.transactions import TransactionalManager, TxnRequestHandler
 from kafkaline.protocol import Request
@@ -180,6 +181,9 @@ class Sender:
         # Idempotence (None: off). Its fatal error is acted on once, see _abort_on_fatal.
         self._transactions = transaction_manager
         self._fatal_handled = False
+        # Produce requests sent and not answered: a new producer id/epoch is asked for only
+        # when none is left, so every batch it renumbers has its final answer.
+        self._produce_requests_in_flight = 0
         # Batches sent and not answered: they expire at delivery_timeout_ms too (Java's
         # inFlightBatches); checked no sooner than the earliest expiry among them.
         self._in_flight: set[ProducerBatch] = set()
@@ -249,6 +253,7 @@ class Sender:
     # ------------------------------------------------------------------ the loop
 
     def _run(self) -> None:
+        mark_io_thread()
         try:
             while self._running:
                 self.run_once()
@@ -414,7 +419,12 @@ class Sender:
     # ------------------------------------------------------------------ idempotence
 
     def _wait_for_producer_id(self, transactions: TransactionManager, now: float) -> float:
-        timeout = self._send_init_producer_id(transactions, now)
+        # Their answers (which end the poll) decide which batches may be renumbered.
+        timeout = (
+            math.inf
+            if self._produce_requests_in_flight
+            else self._send_init_producer_id(transactions, now)
+        )
         for batch in self._expired_queued(now) + self._expired_in_flight(now):
             self._fail_batch(batch, batch.delivery_timeout_error(self._delivery_timeout_ms, now))
         return max(
@@ -508,9 +518,14 @@ class Sender:
             if answer.error_code
             else None
         )
-        transactions.handle_init_producer_id(
+        to_fail = transactions.handle_init_producer_id(
             broker_error, answer.producer_id, answer.producer_epoch, response.api_version, now
         )
+        for batch, outcome_unknown in to_fail:
+            # Queued for a retry it must not get: it fails before any batch under the new id
+            # is drained.
+            self._accumulator.remove_queued(batch)
+            self._fail_batch(batch, outcome_unknown)
 
     def _abort_on_fatal(self, error: KafkaError) -> None:
         if self._fatal_handled:
@@ -591,6 +606,7 @@ class Sender:
             for batch in by_partition.values():
                 self._complete_with_error(batch, error, now)
             return
+        self._produce_requests_in_flight += 1
         self._counters.record_request(records=records, size_bytes=size, queue_times_ms=queue_times)
         for topic in topic_data:
             # Keeps the topic in the metadata requests (unused topics expire from them).
@@ -599,6 +615,7 @@ class Sender:
     def _handle_produce_response(
         self, batches: Mapping[TopicPartition, ProducerBatch], response: ClientResponse
     ) -> None:
+        self._produce_requests_in_flight -= 1
         now = response.completed_at_ms
         error = response.error
         produce: ProduceResponse | None = None
@@ -619,7 +636,11 @@ class Sender:
                 error,
                 ", ".join(f"{tp.topic}-{tp.partition}" for tp in batches),
             )
+            transactions = self._transactions
             for batch in batches.values():
+                if transactions is not None:
+                    # The request may have been written before the connection went.
+                    transactions.note_unknown_outcome(batch, error)
                 self._complete_with_error(batch, error, now)
             return
         if produce is None:  # acks=0: written to the socket, no answer will come
@@ -648,6 +669,8 @@ class Sender:
                     self._complete(found, answer.base_offset, answer.log_append_time_ms)
                 else:
                     broker_error, record_errors = _partition_error(found.topic_partition, answer)
+                    if self._transactions is not None and leaves_outcome_unknown(broker_error):
+                        self._transactions.note_unknown_outcome(found, broker_error)
                     moved = answer.current_leader.leader_id >= 0 and self._take_leader_hint(
                         found.topic_partition, answer, produce
                     )
@@ -712,7 +735,17 @@ class Sender:
         elif transactions is not None and isinstance(error, DuplicateSequenceNumberError):
             # The broker has this batch already (an earlier try was written): a success
             # whose offset it does not say, as in Java.
-            _log.info("%s-%d: duplicate of a batch already written", tp.topic, tp.partition)
+            producer_id, epoch = batch.producer_id_and_epoch
+            _log.info(
+                "%s-%d: duplicate of a batch already written (producer id %d, epoch %d, "
+                "sequence %d, %d records)",
+                tp.topic,
+                tp.partition,
+                producer_id,
+                epoch,
+                batch.base_sequence,
+                batch.record_count,
+            )
             self._complete(batch, -1, -1)
             return
         elif transactions is not None and transactions.error_is_fatal(error):

@@ -143,5 +143,12 @@ def headers_size_bound(headers: Sequence[tuple[str, bytes | None]]) -> int:
     """An upper bound of the encoded size of ``headers`` (varint lengths at 5 bytes)."""
     size = 5
     for name, value in headers:
-        size += 10 + len(name.encode("utf-8")) + (0 if value is None else len(value))
+        try:
+            encoded = name.encode("utf-8")
+        except UnicodeEncodeError as error:
+            raise ValueError(
+                f"header ({name!r}, ...) is invalid: its name cannot be encoded as UTF-8, as "
+                f"Kafka sends header names ({error.reason} at position {error.start})"
+            ) from error
+        size += 10 + len(encoded) + (0 if value is None else len(value))
     return size

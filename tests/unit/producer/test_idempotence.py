@@ -15,6 +15,7 @@ import pytest
 from kafkaline.config import ExponentialBackoff
 from kafkaline.errors import (
     ClusterAuthorizationFailedError,
+    DeliveryOutcomeUnknownError,
     DuplicateSequenceNumberError,
     InvalidProducerEpochError,
     KafkaConnectionError,
@@ -23,6 +24,7 @@ from kafkaline.errors import (
     OutOfOrderSequenceNumberError,
     ProducerFencedError,
     UnknownProducerIdError,
+    UnknownServerError,
 )
 from kafkaline.net.cluster import BrokerNode, ClusterMetadata, PartitionMetadata, TopicPartition
 from kafkaline.net.response import ClientResponse, OnComplete
@@ -432,11 +434,14 @@ def test_a_sequence_gap_bumps_the_epoch_and_renumbers_from_zero(rig: Rig) -> Non
     b = rig.produce()
     rig.client.answer_produce(a, {0: OutOfOrderSequenceNumberError.code})  # the broker lost 0
     rig.run()
+    # Not while b is in flight: its answer decides whether it may be renumbered.
+    assert rig.client.pending(InitProducerIdRequest) == []
+    rig.client.answer_produce(b, {0: OutOfOrderSequenceNumberError.code})
+    rig.run()
     (bump,) = rig.client.pending(InitProducerIdRequest)
     request = rig.client.sent[bump].request
     assert isinstance(request, InitProducerIdRequest)
     assert (request.producer_id, request.producer_epoch) == (7, 0)  # KIP-360
-    rig.client.answer_produce(b, {0: OutOfOrderSequenceNumberError.code})
     rig.client.answer_init(bump, pid=7, epoch=1)
     rig.advance(100)
     first = rig.produce()
@@ -502,6 +507,100 @@ def test_a_refused_epoch_bump_falls_back_to_a_new_producer_id(rig: Rig) -> None:
     batch = rig.client.batches(rig.produce())[0]
     assert (batch.producer_id, batch.producer_epoch, batch.base_sequence) == (9, 0, 0)
     assert rig.transactions.producer_id_and_epoch == ProducerIdAndEpoch(9, 0)
+
+
+# ---------------------------------------------------------------------- never twice
+
+
+def test_a_batch_of_unknown_outcome_is_never_sent_under_a_new_producer_id(rig: Rig) -> None:
+    """Issue 16: a try lost with its connection may have been written; a broker that then
+    answers UNKNOWN_PRODUCER_ID and refuses the bump must not get the batch again under a
+    fresh id (sequence 0 there is new to it: the records would be in the log twice)."""
+    rig.start()
+    futures = rig.append(count=2)
+    first_try = rig.produce()
+    rig.client.fail(first_try)  # written or not: nobody knows
+    rig.advance(100)
+    retry = rig.produce()
+    assert rig.client.batches(retry)[0].base_sequence == 0
+    rig.client.answer_produce(retry, {0: UnknownProducerIdError.code})
+    rig.run()
+    (bump,) = rig.client.pending(InitProducerIdRequest)
+    rig.client.answer_init(bump, error_code=-1)  # refused, as Tansu 0.6 does
+    rig.run()
+    (fresh,) = rig.client.pending(InitProducerIdRequest)
+    rig.client.answer_init(fresh, pid=9)
+    for future in futures:
+        with pytest.raises(DeliveryOutcomeUnknownError, match="t-0") as raised:
+            future.get(0)
+        assert isinstance(raised.value.__cause__, KafkaConnectionError)
+    rig.advance(1_000)
+    rig.run()
+    assert rig.client.pending(ProduceRequest) == []  # not sent under producer id 9
+    rig.append()
+    batch = rig.client.batches(rig.produce())[0]
+    assert (batch.producer_id, batch.base_sequence, len(batch.records)) == (9, 0, 1)
+    assert rig.transactions.in_flight_sequences(TP0) == [0]
+
+
+def test_a_bump_waits_for_requests_in_flight_and_fails_those_left_unknown(rig: Rig) -> None:
+    """A batch that fails for good leaves a gap: the epoch is bumped, but only once the
+    partition's other requests have answered; one that lost its connection then fails
+    with the named error instead of being renumbered and sent again."""
+    rig.start()
+    failed = rig.append()
+    a = rig.produce()
+    unknown = rig.append(count=3)
+    b = rig.produce()
+    rig.client.answer_produce(a, {0: UnknownServerError.code})  # not retriable: a gap
+    with pytest.raises(UnknownServerError):
+        failed[0].get(0)
+    rig.run()
+    assert rig.client.pending(InitProducerIdRequest) == []  # b is still out
+    rig.client.fail(b)
+    rig.run()
+    (bump,) = rig.client.pending(InitProducerIdRequest)
+    rig.client.answer_init(bump, pid=7, epoch=1)
+    for future in unknown:
+        with pytest.raises(DeliveryOutcomeUnknownError, match="epoch 0, sequence 1"):
+            future.get(0)
+    rig.advance(1_000)
+    rig.run()
+    assert rig.client.pending(ProduceRequest) == []
+    later = rig.append()
+    index = rig.produce()
+    batch = rig.client.batches(index)[0]
+    assert (batch.producer_epoch, batch.base_sequence) == (1, 0)
+    rig.client.answer_produce(index)
+    assert later[0].get(0).offset == 100 + index
+
+
+def test_a_batch_answered_after_a_lost_connection_is_renumbered_only_if_never_unknown(
+    rig: Rig,
+) -> None:
+    """Of two batches renumbered after a gap, the one whose every try was refused is sent
+    again under the new epoch; the one that once lost its connection fails."""
+    rig.start()
+    unknown = rig.append(partition=0)
+    a = rig.produce()
+    refused = rig.append(partition=0, count=2)
+    b = rig.produce()
+    rig.client.fail(a)
+    rig.client.answer_produce(b, {0: OutOfOrderSequenceNumberError.code})
+    rig.advance(100)
+    retry_a = rig.produce()
+    rig.client.answer_produce(retry_a, {0: OutOfOrderSequenceNumberError.code})  # a gap at 0
+    rig.run()
+    (bump,) = rig.client.pending(InitProducerIdRequest)
+    rig.client.answer_init(bump, pid=7, epoch=1)
+    with pytest.raises(DeliveryOutcomeUnknownError):
+        unknown[0].get(0)
+    rig.advance(1_000)
+    index = rig.produce()
+    batch = rig.client.batches(index)[0]
+    assert (batch.producer_epoch, batch.base_sequence, len(batch.records)) == (1, 0, 2)
+    rig.client.answer_produce(index)
+    assert [f.get(0).offset for f in refused] == [100 + index, 101 + index]
 
 
 @pytest.mark.parametrize("error", [InvalidProducerEpochError, ProducerFencedError])

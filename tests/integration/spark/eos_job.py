@@ -165,7 +165,9 @@ def main(argv: list[str]) -> int:
                     .json(case["source"])
                 )
                 query = (
-                    reader.selectExpr("cast(n as string) as value")
+                    # Two tasks per micro-batch, so that a commit can be cut off half way.
+                    reader.repartition(2)
+                    .selectExpr("cast(n as string) as value")
                     .writeStream.format("kafkaline_faults")
                     .options(**options)
                     .option("checkpointLocation", case["checkpoint"])

@@ -307,8 +307,14 @@ class TransactionCommitter:
     def abort(self, batch: int, tasks: Sequence[TaskTransaction | None]) -> None:
         """Abort the tasks' transactions and fence the leftovers. A commit of this batch that
         began (state ``committing``) is finished instead: part of it may be visible already,
-        so only going forward leaves each row once."""
-        state = self.recover()
+        so only going forward leaves each row once. When that cannot be done now (one of
+        its transactions was fenced or timed out, or the broker is unreachable), the other
+        ids are fenced and the error raised: the state file stays ``committing``."""
+        try:
+            state = self.recover()
+        except Exception:
+            self._fence_leftovers(batch, tasks)
+            raise
         transactions = tuple(t.transaction for t in tasks if t and t.transaction)
         if (
             state is not None

@@ -188,3 +188,19 @@ def test_state_file_round_trip_and_damage(tmp_path: Path) -> None:
     (tmp_path / "new" / "p.json").write_text("{not json")
     with pytest.raises(ValueError, match="damaged"):
         store.load("p")
+
+
+def test_abort_when_the_cut_off_commit_cannot_be_finished_fences_and_raises(
+    tmp_path: Path,
+) -> None:
+    store = FileStateStore(str(tmp_path))
+    tasks = [task(0, 0, 10), task(1, 0, 11)]
+    with pytest.raises(ConnectionError):
+        committer(FakeCluster(fail_commit_after=0), store).commit(7, tasks)
+    still_failing = FakeCluster(fail_commit_after=0)
+    with pytest.raises(ConnectionError):
+        committer(still_failing, store).abort(7, tasks)
+    # Nothing of the batch aborted (a later recovery may still commit it); the rest fenced.
+    assert still_failing.of("abort") == set() and "p-7-0-1" in still_failing.of("fence")
+    state = store.load("p")
+    assert state is not None and state.phase == "committing"

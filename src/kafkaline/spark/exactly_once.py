@@ -2,7 +2,7 @@
 the durable commit record and the driver's commit protocol.
 
 Each task attempt writes its rows in a transaction of its own, with the transactional id
-``<prefix>-<batch>-<partition>-<attempt>``, and does not commit: it hands the transaction's
+``<prefix>-<partition>-<attempt>``, and does not commit: it hands the transaction's
 identity (id, producer id, epoch) to the driver in its commit message. The driver completes
 the chosen attempts' transactions with :meth:`kafkaline.Producer.complete_transaction` and
 fences every other id the write may have used (InitProducerId aborts a transaction left open
@@ -69,8 +69,8 @@ class ExactlyOnceOptions:
                 + ", ".join(repr(g) for g in DELIVERY_GUARANTEES)
             )
         if guarantee == AT_LEAST_ONCE:
-            for name in ("transactionalidprefix", "transactionstatelocation"):
-                if name in lowered:
+            for name in ("transactionalIdPrefix", "transactionStateLocation"):
+                if name.lower() in lowered:
                     raise ConfigError(
                         f"option {name!r} needs .option('deliveryGuarantee', 'exactly-once')"
                     )
@@ -88,8 +88,9 @@ class ExactlyOnceOptions:
             if streaming:
                 if checkpoint is None:
                     raise ConfigError(
-                        "exactly-once streaming needs option 'checkpointLocation' (or "
-                        "'transactionalIdPrefix'): the transactional ids must stay the same "
+                        "exactly-once streaming needs the option 'checkpointLocation' (the "
+                        "session's default location is not seen by the sink) or "
+                        "'transactionalIdPrefix': the transactional ids must stay the same "
                         "across restarts of the query"
                     )
                 digest = hashlib.sha256(checkpoint.encode()).hexdigest()[:16]
@@ -109,9 +110,11 @@ class ExactlyOnceOptions:
         return cls(_SAFE.sub("_", prefix), state)
 
 
-def transactional_id(prefix: str, batch: int, partition: int, attempt: int) -> str:
-    """The id of one task attempt's transaction."""
-    return f"{prefix}-{batch}-{partition}-{attempt}"
+def transactional_id(prefix: str, partition: int, attempt: int) -> str:
+    """The id of one task attempt's transaction. The same ids serve every micro-batch, so a
+    query keeps a bounded number of ids at the coordinator (about partitions x attempts),
+    and a task's InitProducerId aborts what the same id left open in an earlier batch."""
+    return f"{prefix}-{partition}-{attempt}"
 
 
 @dataclass(frozen=True)
@@ -217,19 +220,19 @@ Fence = Callable[[str], None]
 
 
 def leftover_ids(
-    prefix: str, batch: int, tasks: Sequence[TaskTransaction | None], partitions: int
+    prefix: str, tasks: Sequence[TaskTransaction | None], partitions: int
 ) -> list[str]:
     """Every id this batch's attempts may have used, but the chosen attempts' ids. Attempt
     numbers grow one by one per task (retries, speculative copies), so the ids of attempts
     up to a little beyond the highest one seen cover the attempts Spark started."""
-    chosen = {transactional_id(prefix, batch, t.partition, t.attempt) for t in tasks if t}
+    chosen = {transactional_id(prefix, t.partition, t.attempt) for t in tasks if t}
     highest = max((t.attempt for t in tasks if t), default=0)
     attempts = max(MIN_ATTEMPTS_FENCED, highest + 1 + EXTRA_ATTEMPTS_FENCED)
     return [
         name
         for partition in range(partitions)
         for attempt in range(attempts)
-        if (name := transactional_id(prefix, batch, partition, attempt)) not in chosen
+        if (name := transactional_id(prefix, partition, attempt)) not in chosen
     ]
 
 
@@ -294,12 +297,12 @@ class TransactionCommitter:
                 len(transactions),
             )
             self._each(lambda t: self._complete(t, False), transactions)
-            self._fence_leftovers(batch, tasks)
+            self._fence_leftovers(tasks)
             return False
         if self._store is not None:
             self._store.save(self.prefix, CommitState(batch, "committing", transactions))
         self._each(lambda t: self._complete(t, True), transactions)
-        self._fence_leftovers(batch, tasks)
+        self._fence_leftovers(tasks)
         if self._store is not None:
             self._store.save(self.prefix, CommitState(batch, "committed", transactions))
         return True
@@ -313,7 +316,7 @@ class TransactionCommitter:
         try:
             state = self.recover()
         except Exception:
-            self._fence_leftovers(batch, tasks)
+            self._fence_leftovers(tasks)
             raise
         transactions = tuple(t.transaction for t in tasks if t and t.transaction)
         if (
@@ -322,13 +325,13 @@ class TransactionCommitter:
             and set(state.transactions) == set(transactions)
         ):
             _log.warning("kafkaline: batch %d was committed before Spark aborted it", batch)
-            self._fence_leftovers(batch, tasks)
+            self._fence_leftovers(tasks)
             return
         self._each(lambda t: self._complete(t, False), transactions)
-        self._fence_leftovers(batch, tasks)
+        self._fence_leftovers(tasks)
 
-    def _fence_leftovers(self, batch: int, tasks: Sequence[TaskTransaction | None]) -> None:
-        self._each(self._fence, leftover_ids(self.prefix, batch, tasks, len(tasks)))
+    def _fence_leftovers(self, tasks: Sequence[TaskTransaction | None]) -> None:
+        self._each(self._fence, leftover_ids(self.prefix, tasks, len(tasks)))
 
     def _each(self, action: Callable[[_T], None], items: Iterable[_T]) -> None:
         """Run ``action`` on every item, in parallel; raise the first failure after all ran."""

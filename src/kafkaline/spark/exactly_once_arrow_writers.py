@@ -31,8 +31,6 @@ class ExactlyOnceArrowStreamWriter(_ExactlyOnceWriter, DataSourceStreamArrowWrit
     """Streaming writer with ``deliveryGuarantee`` ``exactly-once``: one round of the commit
     protocol per micro-batch."""
 
-    streaming = True
-
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
         return self._write(iterator)
 

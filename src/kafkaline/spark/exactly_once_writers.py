@@ -34,8 +34,6 @@ from kafkaline.spark.writers import _rows_as_batches
 
 _log = logging.getLogger(__name__)
 
-#: The local property Spark's micro-batch execution sets on every task of a micro-batch.
-BATCH_ID_PROPERTY = "streaming.sql.batchId"
 #: A batch write is one "batch" of the commit protocol.
 BATCH_WRITE_ID = 0
 
@@ -62,24 +60,11 @@ def check_transactional_properties(options: SinkOptions) -> None:
         raise ConfigError(f"exactly-once needs a transactional producer: {error}") from error
 
 
-def _task_batch_id(streaming: bool) -> int:
-    if not streaming:
-        return BATCH_WRITE_ID
-    context = TaskContext.get()
-    value = None if context is None else context.getLocalProperty(BATCH_ID_PROPERTY)
-    if value is None:
-        raise RuntimeError(
-            f"the task has no Spark local property {BATCH_ID_PROPERTY!r}: not a micro-batch?"
-        )
-    return int(value)
-
-
 def write_in_transaction(
     options: SinkOptions,
     columns: SinkColumns,
     eos: ExactlyOnceOptions,
     batches: Iterable[Any],
-    streaming: bool,
 ) -> TransactionalCommitMessage:
     """One task attempt: its own transactional id, init, send every row, flush, and hand the
     open transaction to the driver (never commit here). A failing attempt aborts its own
@@ -88,7 +73,7 @@ def write_in_transaction(
     if context is None:
         raise RuntimeError("write_in_transaction runs inside a Spark task")
     partition, attempt = context.partitionId(), context.attemptNumber()
-    name = transactional_id(eos.prefix, _task_batch_id(streaming), partition, attempt)
+    name = transactional_id(eos.prefix, partition, attempt)
     properties = dict(options.properties)
     properties["transactional.id"] = name
     producer = Producer.from_properties(properties)
@@ -146,8 +131,6 @@ def _summary(messages: Sequence[WriterCommitMessage | None]) -> tuple[int, int]:
 class _ExactlyOnceWriter:
     """State and driver-side protocol shared by the exactly-once writer classes."""
 
-    streaming = False
-
     def __init__(
         self,
         options: SinkOptions,
@@ -164,7 +147,7 @@ class _ExactlyOnceWriter:
         committer_for(options, eos).recover()
 
     def _write(self, batches: Iterable[Any]) -> WriterCommitMessage:
-        return write_in_transaction(self.options, self.columns, self.eos, batches, self.streaming)
+        return write_in_transaction(self.options, self.columns, self.eos, batches)
 
     def _commit(self, messages: list[WriterCommitMessage | None], batch: int, what: str) -> None:
         committed = committer_for(self.options, self.eos).commit(batch, _tasks(messages))
@@ -194,8 +177,6 @@ class ExactlyOnceRowWriter(_ExactlyOnceWriter, DataSourceWriter):
 
 
 class ExactlyOnceRowStreamWriter(_ExactlyOnceWriter, DataSourceStreamWriter):
-    streaming = True
-
     def write(self, iterator: Iterator[Row]) -> WriterCommitMessage:
         return self._write(_rows_as_batches(iterator, self.schema))
 

@@ -60,7 +60,7 @@ def test_a_fenced_task_transaction_is_never_committed(
     options = SinkOptions.parse(
         {"kafka.bootstrap.servers": servers, "kafka.max.block.ms": "3000", "topic": topic}
     )
-    name = transactional_id(eos.prefix, 0, 0, 0)
+    name = transactional_id(eos.prefix, 0, 0)
     with Producer(bootstrap_servers=servers, transactional_id=name) as task:
         task.init_transactions()
         task.begin_transaction()

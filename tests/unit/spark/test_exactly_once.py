@@ -29,7 +29,7 @@ def test_at_least_once_is_the_default() -> None:
 def test_unknown_guarantee_and_stray_options_are_named() -> None:
     with pytest.raises(ConfigError, match=r"deliveryGuarantee.*'exactly_once'"):
         ExactlyOnceOptions.parse({"deliveryGuarantee": "exactly_once"}, False)
-    with pytest.raises(ConfigError, match="transactionalidprefix"):
+    with pytest.raises(ConfigError, match="'transactionalIdPrefix' needs"):
         ExactlyOnceOptions.parse({"transactionalIdPrefix": "p"}, False)
     with pytest.raises(ConfigError, match=r"kafka\.transactional\.id"):
         ExactlyOnceOptions.parse(
@@ -76,16 +76,16 @@ def test_streaming_without_a_durable_place_is_refused() -> None:
 
 
 def task(partition: int, attempt: int, pid: int | None = None) -> TaskTransaction:
-    name = transactional_id("p", 7, partition, attempt)
+    name = transactional_id("p", partition, attempt)
     transaction = None if pid is None else SinkTransaction(name, pid, 0)
     return TaskTransaction(partition, attempt, transaction)
 
 
 def test_leftover_ids_cover_other_attempts_but_never_the_chosen_ones() -> None:
     tasks = [task(0, 0, 10), task(1, 5, 11), None]
-    ids = leftover_ids("p", 7, tasks, 3)
-    assert "p-7-0-0" not in ids and "p-7-1-5" not in ids
-    assert {"p-7-0-1", "p-7-0-3", "p-7-1-4", "p-7-1-6", "p-7-1-7", "p-7-2-0"} <= set(ids)
+    ids = leftover_ids("p", tasks, 3)
+    assert "p-0-0" not in ids and "p-1-5" not in ids
+    assert {"p-0-1", "p-0-3", "p-1-4", "p-1-6", "p-1-7", "p-2-0"} <= set(ids)
     # Attempts 0..5+2 for every partition, but the two chosen ones.
     assert len(ids) == 3 * 8 - 2
 
@@ -118,9 +118,9 @@ def test_commit_records_the_batch_before_and_after(tmp_path: Path) -> None:
     store, cluster = FileStateStore(str(tmp_path)), FakeCluster()
     tasks = [task(0, 0, 10), task(1, 1, 11)]
     assert committer(cluster, store).commit(7, tasks)
-    assert cluster.of("commit") == {"p-7-0-0", "p-7-1-1"}
+    assert cluster.of("commit") == {"p-0-0", "p-1-1"}
     assert cluster.of("abort") == set()
-    assert "p-7-1-0" in cluster.of("fence") and "p-7-0-0" not in cluster.of("fence")
+    assert "p-1-0" in cluster.of("fence") and "p-0-0" not in cluster.of("fence")
     state = store.load("p")
     assert state is not None and (state.batch, state.phase) == (7, "committed")
 
@@ -130,7 +130,7 @@ def test_a_replay_of_a_committed_batch_is_aborted(tmp_path: Path) -> None:
     committer(FakeCluster(), store).commit(7, [task(0, 0, 10)])
     replay = FakeCluster()
     assert not committer(replay, store).commit(7, [task(0, 0, 20)])
-    assert replay.of("commit") == set() and replay.of("abort") == {"p-7-0-0"}
+    assert replay.of("commit") == set() and replay.of("abort") == {"p-0-0"}
     assert committer(FakeCluster(), store).commit(8, [task(0, 0, 30)])
 
 
@@ -147,11 +147,11 @@ def test_a_commit_cut_off_half_way_is_finished_by_recover(tmp_path: Path) -> Non
     recovered = committer(restarted, store).recover()
     assert recovered is not None and recovered.phase == "committed"
     # Both again (completing a completed transaction changes nothing), no abort, no fence.
-    assert restarted.calls == [("commit", "p-7-0-0"), ("commit", "p-7-1-0")]
+    assert restarted.calls == [("commit", "p-0-0"), ("commit", "p-1-0")]
     # Spark then replays batch 7: the replay's transactions are aborted.
     replay = FakeCluster()
     assert not committer(replay, store).commit(7, [task(0, 0, 20), task(1, 0, 21)])
-    assert replay.of("abort") == {"p-7-0-0", "p-7-1-0"} and replay.of("commit") == set()
+    assert replay.of("abort") == {"p-0-0", "p-1-0"} and replay.of("commit") == set()
 
 
 def test_abort_after_a_cut_off_commit_goes_forward(tmp_path: Path) -> None:
@@ -161,21 +161,21 @@ def test_abort_after_a_cut_off_commit_goes_forward(tmp_path: Path) -> None:
         committer(FakeCluster(fail_commit_after=1), store).commit(7, tasks)
     after = FakeCluster()
     committer(after, store).abort(7, tasks)
-    assert after.of("commit") == {"p-7-0-0", "p-7-1-0"} and after.of("abort") == set()
+    assert after.of("commit") == {"p-0-0", "p-1-0"} and after.of("abort") == set()
 
 
 def test_abort_aborts_and_fences(tmp_path: Path) -> None:
     cluster = FakeCluster()
     committer(cluster, None).abort(7, [task(0, 1, 10), None])
-    assert cluster.of("abort") == {"p-7-0-1"}
-    assert {"p-7-0-0", "p-7-1-0", "p-7-1-3"} <= cluster.of("fence")
-    assert "p-7-0-1" not in cluster.of("fence")
+    assert cluster.of("abort") == {"p-0-1"}
+    assert {"p-0-0", "p-1-0", "p-1-3"} <= cluster.of("fence")
+    assert "p-0-1" not in cluster.of("fence")
 
 
 def test_without_a_store_commit_just_commits() -> None:
     cluster = FakeCluster()
     assert committer(cluster, None).commit(7, [task(0, 0, 10)])
-    assert cluster.of("commit") == {"p-7-0-0"}
+    assert cluster.of("commit") == {"p-0-0"}
 
 
 def test_state_file_round_trip_and_damage(tmp_path: Path) -> None:
@@ -201,6 +201,6 @@ def test_abort_when_the_cut_off_commit_cannot_be_finished_fences_and_raises(
     with pytest.raises(ConnectionError):
         committer(still_failing, store).abort(7, tasks)
     # Nothing of the batch aborted (a later recovery may still commit it); the rest fenced.
-    assert still_failing.of("abort") == set() and "p-7-0-1" in still_failing.of("fence")
+    assert still_failing.of("abort") == set() and "p-0-1" in still_failing.of("fence")
     state = store.load("p")
     assert state is not None and state.phase == "committing"

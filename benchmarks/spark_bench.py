@@ -6,6 +6,10 @@ written, in the same Spark session to the same local broker (Tansu, a LocalBroke
 ``kafkaline-sink``
     ``df.write.format("kafkaline")``: the kafkaline data source (Arrow batches to the
     producer's Arrow path, one producer per Python worker).
+``kafkaline-sink-exactly-once``
+    the same sink with ``deliveryGuarantee=exactly-once``: a transaction per task, committed
+    by the driver; verified as a read_committed reader sees it (committed records only,
+    none left open: ``kafkaline.testing.read_committed_log``).
 ``foreachPartition-confluent-kafka``
     ``df.foreachPartition(f)`` where ``f`` makes a confluent-kafka Producer, produces every
     row (polling when its queue is full) and flushes at the end: the way a user writes it.
@@ -38,7 +42,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from benchmarks.machine import MachineInfo, collect_machine_info, scrub_paths
-from benchmarks.verify import read_back
+from benchmarks.verify import ReadBack, read_back
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, Row, SparkSession
@@ -49,12 +53,15 @@ KEY_BYTES = 16
 VALUE_BYTES = 100
 TOPIC_PARTITIONS = 6
 SINK = "kafkaline-sink"
+SINK_EXACTLY_ONCE = "kafkaline-sink-exactly-once"
 CONFLUENT = "foreachPartition-confluent-kafka"
 KAFKA_PYTHON = "foreachPartition-kafka-python"
-PATHS = (SINK, CONFLUENT, KAFKA_PYTHON)
+PATHS = (SINK, SINK_EXACTLY_ONCE, CONFLUENT, KAFKA_PYTHON)
 BASELINE = CONFLUENT
 #: The issue's target: the kafkaline sink at least this many times the baseline's rows/s.
 TARGET_RATIO = 4.0
+#: Issue 19's target: the exactly-once sink at least this fraction of the at-least-once one.
+EXACTLY_ONCE_TARGET = 0.8
 WARMUP_ROWS = 1000
 
 
@@ -160,10 +167,12 @@ def _job(spark: SparkSession, rows: int, partitions: int) -> DataFrame:
 def _write(
     path: str, df: DataFrame, servers: str, topic: str, sink_options: dict[str, str]
 ) -> None:
-    if path == SINK:
+    if path in (SINK, SINK_EXACTLY_ONCE):
         writer = df.write.format("kafkaline").option("kafka.bootstrap.servers", servers)
         for name, value in sink_options.items():
             writer = writer.option(name, value)
+        if path == SINK_EXACTLY_ONCE:
+            writer = writer.option("deliveryGuarantee", "exactly-once")
         writer.option("topic", topic).mode("append").save()
     elif path == CONFLUENT:
         df.foreachPartition(confluent_partition_writer(servers, topic))
@@ -254,11 +263,15 @@ def run_bench(
             for run in runs:
                 _timed_run(run, df, broker.bootstrap_servers, sink_options)
                 if run.error is None:
-                    back = read_back(broker.host, broker.port, run.topic, TOPIC_PARTITIONS, rows)
+                    back, left_open = _read_back(
+                        run, broker.bootstrap_servers, broker.host, broker.port
+                    )
                     run.records_read_back = back.records
                     run.payload_bytes_read_back = back.payload_bytes
                     expected_bytes = rows * (KEY_BYTES + VALUE_BYTES)
-                    if back.records != rows or back.payload_bytes != expected_bytes:
+                    if left_open:
+                        run.error = f"{left_open} transactions left open"
+                    elif back.records != rows or back.payload_bytes != expected_bytes:
                         run.error = (
                             f"read back {back.records} records / {back.payload_bytes} bytes, "
                             f"expected {rows} / {expected_bytes}"
@@ -277,6 +290,23 @@ def run_bench(
             spark.stop()
     result.machine.load_average_end = os.getloadavg()
     return result
+
+
+def _read_back(run: Run, servers: str, host: str, port: int) -> tuple[ReadBack, int]:
+    """What a reader sees: for the exactly-once sink, a read_committed reader (committed
+    records only) and how many transactions it left open (0 for the other paths)."""
+    if run.path != SINK_EXACTLY_ONCE:
+        return read_back(host, port, run.topic, TOPIC_PARTITIONS, run.rows), 0
+    from kafkaline.testing import read_committed_log
+
+    records = payload = open_transactions = 0
+    for partition in range(TOPIC_PARTITIONS):  # one partition in memory at a time
+        log = read_committed_log(servers, run.topic, [partition], timeout=120.0)
+        open_transactions += len(log.open_producer_ids())
+        committed = log.committed()
+        records += len(committed)
+        payload += sum(len(r.key or b"") + len(r.value or b"") for r in committed)
+    return ReadBack(records=records, payload_bytes=payload), open_transactions
 
 
 def _timed_run(run: Run, df: DataFrame, servers: str, sink_options: dict[str, str]) -> None:
@@ -321,13 +351,22 @@ def render_markdown(result: Result) -> str:
             f"Target (kafkaline sink >= {TARGET_RATIO:g}x foreachPartition + confluent-kafka): "
             f"{verdict} ({sink / base:.2f}x, medians)."
         )
-        per_round = _ratios_per_round(result)
+        per_round = _ratios_per_round(result, SINK, BASELINE)
         if per_round:
             lines.append(
                 "Sink / confluent-kafka within each round: "
                 + ", ".join(f"{ratio:.2f}x" for ratio in per_round)
                 + " (the rounds show how much the machine's load moved the numbers)."
             )
+    exactly_once = medians.get(SINK_EXACTLY_ONCE)
+    if sink and exactly_once:
+        verdict = "met" if exactly_once / sink >= EXACTLY_ONCE_TARGET else "NOT met"
+        lines.append(
+            f"Target (exactly-once sink >= {EXACTLY_ONCE_TARGET:g}x the at-least-once sink): "
+            f"{verdict} ({exactly_once / sink:.2f}x, medians; by round: "
+            + ", ".join(f"{r:.2f}x" for r in _ratios_per_round(result, SINK_EXACTLY_ONCE, SINK))
+            + ")."
+        )
     failed = [r for r in result.runs if not r.good]
     lines += [
         "",
@@ -364,11 +403,11 @@ def render_markdown(result: Result) -> str:
     return "\n".join(lines) + "\n"
 
 
-def _ratios_per_round(result: Result) -> list[float]:
+def _ratios_per_round(result: Result, path: str, baseline: str) -> list[float]:
     rates = {(run.path, run.round): run.rows_per_second for run in result.runs}
     ratios = []
     for round_index in range(result.rounds):
-        sink, base = rates.get((SINK, round_index)), rates.get((BASELINE, round_index))
+        sink, base = rates.get((path, round_index)), rates.get((baseline, round_index))
         if sink and base:
             ratios.append(sink / base)
     return ratios

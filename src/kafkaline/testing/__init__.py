@@ -25,6 +25,12 @@ from kafkaline.testing.errors import (
     TopicCommandError,
 )
 from kafkaline.testing.fault_proxy import FaultProxy
+from kafkaline.testing.read_committed import (
+    CommittedLog,
+    PartitionView,
+    apply_read_committed,
+    read_committed_log,
+)
 from kafkaline.testing.tls_terminator import (
     TestCertificates,
     TlsTerminator,
@@ -37,14 +43,18 @@ __all__ = [
     "BrokerBinaryNotFound",
     "BrokerStartError",
     "BrokerStartTimeoutError",
+    "CommittedLog",
     "FaultProxy",
     "LocalBroker",
     "LocalBrokerError",
     "LocalCluster",
+    "PartitionView",
     "TestCertificates",
     "TlsTerminator",
     "TopicCommandError",
     "TopicFactory",
+    "apply_read_committed",
     "make_test_certificates",
+    "read_committed_log",
     "resolve_broker_bin",
 ]

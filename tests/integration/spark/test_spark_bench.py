@@ -46,9 +46,11 @@ def test_spark_bench_smoke_run(tmp_path: Path) -> None:
     runs = result["runs"]
     assert {r["path"] for r in runs} == {
         "kafkaline-sink",
+        "kafkaline-sink-exactly-once",
         "foreachPartition-confluent-kafka",
         "foreachPartition-kafka-python",
     }
     assert all(r["error"] is None and r["records_read_back"] == 2000 for r in runs), runs
     table = (tmp_path / "spark-latest.md").read_text()
     assert "| kafkaline-sink |" in table
+    assert "| kafkaline-sink-exactly-once |" in table

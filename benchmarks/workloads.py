@@ -9,13 +9,15 @@ clock starts, so no client pays for making its input.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from enum import Enum
+from typing import Any
 
 KIB = 1024
 MIB = 1024 * KIB
 
-#: Every topic the harness makes has this many partitions (the issue asks for 6).
+#: Every topic the harness makes has this many partitions (the issue asks for 6), unless
+#: ``--partitions`` asks for other counts (see :func:`with_partitions`).
 PARTITIONS = 6
 #: Kafka's, kafka-python's and kafkaline's default buffer.memory; set on every client and
 #: workload so librdkafka (whose default queue is 1 GiB) is held to the same bound.
@@ -53,6 +55,8 @@ class Workload:
     #: held in memory would swamp the memory measurement); clients copy values into their
     #: batches either way, so the work per record is the same.
     value_pool: int = 0
+    #: Partitions of the topic each run gets.
+    partitions: int = PARTITIONS
 
     @property
     def warmup_records(self) -> int:
@@ -62,6 +66,20 @@ class Workload:
     def expected_records(self) -> int:
         """What the read-back must count: the measured records plus any warm-up records."""
         return self.records + self.warmup_records
+
+    def to_json(self) -> dict[str, object]:
+        data = asdict(self)
+        data["kind"] = self.kind.value
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Workload:
+        """The workload :meth:`to_json` gave (how the harness hands a child its workload)."""
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown workload fields: {', '.join(sorted(unknown))}")
+        return cls(**{**data, "kind": Kind(data["kind"])})
 
 
 _SMALL = Workload(
@@ -113,6 +131,14 @@ def quick(workload: Workload) -> Workload:
     return replace(workload, records=records, key_count=min(workload.key_count, records))
 
 
+def with_partitions(workload: Workload, partitions: int) -> Workload:
+    """The same workload on a topic of ``partitions`` partitions, named for the count
+    (``small-p600``) so its runs are reported apart."""
+    if partitions < 1:
+        raise ValueError(f"partitions must be at least 1, not {partitions}")
+    return replace(workload, name=f"{workload.name}-p{partitions}", partitions=partitions)
+
+
 class Sizes(str, Enum):
     """Which record counts a run uses."""
 
@@ -137,7 +163,8 @@ def describe(workload: Workload) -> str:
         f"{workload.records:,} records of {workload.value_size:,} bytes ({amount} of values), "
         f"keys from {workload.key_count:,} distinct keys in turn, linger {workload.linger_ms} "
         f"ms, batch {workload.batch_size // KIB} KiB, acks={workload.acks}, compression "
-        f"{workload.compression}, buffer memory {workload.buffer_memory // MIB} MiB"
+        f"{workload.compression}, buffer memory {workload.buffer_memory // MIB} MiB, "
+        f"{workload.partitions:,} partitions"
     )
     if workload.kind is Kind.LATENCY:
         text += (

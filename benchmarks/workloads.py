@@ -109,14 +109,15 @@ ISSUE_WORKLOADS: tuple[Workload, ...] = (
     ),
 )
 
-# The default run's sizes. It must stay within ~10 minutes (3 rounds, 7 clients, ~34 runs a
-# round) on the project's 2-core machine, where each run also costs ~1.5 s of process start
-# and a read-back of ~1 s per 100,000 records or 100 MB, and kafka-python alone needs ~20 s per
-# 300,000 small records. So, against the issue's sizes: the compressed variants send 100,000
-# records (a rate per record compares all the same), latency 3,000 samples (p99.9 is then the
-# 3rd slowest), and the memory run 250 MB, 8 x buffer_memory: a bounded producer reaches its
-# plateau within the first 32 MiB, and an unbounded one still shows (kafka-python, whose
-# accumulator has no bound, grew by ~86 MiB on 0.5 GB). ``--sizes issue`` runs the issue's.
+# The default run's sizes. They were set to stay within ~10 minutes (3 rounds, 7 clients, ~34 runs
+# a round; kafkaline-pure, added since, adds 6 runs a round) on the project's 2-core machine,
+# where each run also costs ~1.5 s of process start and a read-back of ~1 s per 100,000 records or
+# 100 MB, and kafka-python alone needs ~20 s per 300,000 small records. So, against the issue's
+# sizes: the compressed variants send 100,000 records (a rate per record compares all the same),
+# latency 3,000 samples (p99.9 is then the 3rd slowest), and the memory run 250 MB, 8 x
+# buffer_memory: a bounded producer reaches its plateau within the first 32 MiB, and an unbounded
+# one still shows (kafka-python, whose accumulator has no bound, grew by ~86 MiB on 0.5 GB).
+# ``--sizes issue`` runs the issue's.
 _DEFAULT_RECORDS = {"small-lz4": 100_000, "small-zstd": 100_000, "latency": 3_000, "memory": 25_000}
 DEFAULT_WORKLOADS: tuple[Workload, ...] = tuple(
     replace(w, records=_DEFAULT_RECORDS.get(w.name, w.records)) for w in ISSUE_WORKLOADS

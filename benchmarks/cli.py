@@ -72,26 +72,26 @@ def _names(text: str, known: tuple[str, ...], what: str) -> tuple[str, ...]:
     return names
 
 
-def _counts(text: str, what: str, at_least: int = 1) -> tuple[int, ...]:
+def _counts(text: str) -> tuple[int, ...]:
     try:
         counts = tuple(int(part.replace("_", "")) for part in text.split(",") if part.strip())
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{what}: whole numbers separated by commas") from None
-    if not counts or min(counts) < at_least:
-        raise argparse.ArgumentTypeError(f"{what}: numbers of at least {at_least}, not {text!r}")
+        raise argparse.ArgumentTypeError(
+            f"whole numbers separated by commas, not {text!r}"
+        ) from None
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"numbers of at least 1, not {text!r}")
     return counts
 
 
 def _partition_counts(text: str) -> tuple[int, ...]:
-    return tuple(sorted(set(_counts(text, "--partitions"))))
+    return tuple(sorted(set(_counts(text))))
 
 
 def _lengths(text: str) -> tuple[int, int]:
-    counts = _counts(text, "--instruction-records")
+    counts = _counts(text)
     if len(counts) != 2 or counts[0] >= counts[1]:
-        raise argparse.ArgumentTypeError(
-            f"--instruction-records: two growing record counts (N1,N2), not {text!r}"
-        )
+        raise argparse.ArgumentTypeError(f"two growing record counts (N1,N2), not {text!r}")
     return counts[0], counts[1]
 
 

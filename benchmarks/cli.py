@@ -10,6 +10,14 @@ Examples::
     python -m benchmarks                                   # everything, 3 rounds
     python -m benchmarks --workloads small,latency --clients kafkaline,confluent-kafka
     python -m benchmarks --quick --rounds 1                # tiny counts: a smoke run
+    python -m benchmarks --partitions 6,600,3000           # small, per partition count
+    python -m benchmarks --instructions                    # callgrind: instructions/record
+
+The default run prints CPU per thread (the caller's, the I/O threads') beside whole-process
+CPU. ``--partitions`` runs the throughput workloads (default: small) on topics of each count
+and prints how CPU per record grows. ``--instructions`` counts instructions per record with
+valgrind instead of timing (see :mod:`benchmarks.instructions`). Both default to the clients
+kafkaline, kafkaline-pure (the pure-Python build, KAFKALINE_PURE_PYTHON=1) and confluent-kafka.
 
 Exit status: 0 when every run that ran was good, 1 when a run failed (crashed, timed out, or
 read back the wrong count), 2 for bad arguments.
@@ -29,11 +37,28 @@ from benchmarks.chart import chart_unavailable_reason, write_chart
 from benchmarks.clients import CLIENT_NAMES
 from benchmarks.clients.raw_client import DEFAULT_CONNECTIONS, DEFAULT_IN_FLIGHT
 from benchmarks.harness import BenchRun, Plan, run_plan
+from benchmarks.instructions import (
+    DEFAULT_LENGTHS,
+    render_instructions_markdown,
+    run_instruction_counts,
+    valgrind_unavailable_reason,
+)
 from benchmarks.report import render_markdown
 from benchmarks.summary import summarise
-from benchmarks.workloads import ISSUE_WORKLOADS, Sizes, workload_by_name, workloads_for
+from benchmarks.workloads import (
+    ISSUE_WORKLOADS,
+    Kind,
+    Sizes,
+    with_partitions,
+    workload_by_name,
+    workloads_for,
+)
 
 DEFAULT_ROUNDS = 3
+#: The rounds, workloads and clients of --partitions and --instructions runs, unless given.
+FOCUSED_ROUNDS = 1
+FOCUSED_WORKLOADS = ("small",)
+FOCUSED_CLIENTS = ("kafkaline", "kafkaline-pure", "confluent-kafka")
 RESULTS_DIR = Path(__file__).resolve().parent / "results"
 
 
@@ -47,6 +72,29 @@ def _names(text: str, known: tuple[str, ...], what: str) -> tuple[str, ...]:
     return names
 
 
+def _counts(text: str) -> tuple[int, ...]:
+    try:
+        counts = tuple(int(part.replace("_", "")) for part in text.split(",") if part.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"whole numbers separated by commas, not {text!r}"
+        ) from None
+    if not counts or min(counts) < 1:
+        raise argparse.ArgumentTypeError(f"numbers of at least 1, not {text!r}")
+    return counts
+
+
+def _partition_counts(text: str) -> tuple[int, ...]:
+    return tuple(sorted(set(_counts(text))))
+
+
+def _lengths(text: str) -> tuple[int, int]:
+    counts = _counts(text)
+    if len(counts) != 2 or counts[0] >= counts[1]:
+        raise argparse.ArgumentTypeError(f"two growing record counts (N1,N2), not {text!r}")
+    return counts[0], counts[1]
+
+
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     workload_names = tuple(w.name for w in ISSUE_WORKLOADS)
     parser = argparse.ArgumentParser(
@@ -56,19 +104,45 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "--rounds", type=int, default=DEFAULT_ROUNDS, help="runs per client and workload"
+        "--rounds",
+        type=int,
+        default=None,
+        help=f"runs per client and workload (default {DEFAULT_ROUNDS}; {FOCUSED_ROUNDS} with "
+        "--partitions or --instructions)",
     )
     parser.add_argument(
         "--workloads",
         type=lambda text: _names(text, workload_names, "workload"),
-        default=workload_names,
-        help=f"comma-separated, in this order by default: {','.join(workload_names)}",
+        default=None,
+        help=f"comma-separated, in this order by default: {','.join(workload_names)} "
+        f"({','.join(FOCUSED_WORKLOADS)} with --partitions or --instructions)",
     )
     parser.add_argument(
         "--clients",
         type=lambda text: _names(text, CLIENT_NAMES, "client"),
-        default=CLIENT_NAMES,
-        help=f"comma-separated, in this order by default: {','.join(CLIENT_NAMES)}",
+        default=None,
+        help=f"comma-separated, in this order by default: {','.join(CLIENT_NAMES)} "
+        f"({','.join(FOCUSED_CLIENTS)} with --partitions or --instructions)",
+    )
+    parser.add_argument(
+        "--partitions",
+        type=_partition_counts,
+        default=None,
+        help="comma-separated partition counts (e.g. 6,600,3000): run each throughput "
+        "workload on a topic of each count and print how CPU per record grows",
+    )
+    parser.add_argument(
+        "--instructions",
+        action="store_true",
+        help="count instructions per record with valgrind's callgrind (caller and I/O "
+        "threads; two run lengths differenced) instead of timing",
+    )
+    parser.add_argument(
+        "--instruction-records",
+        type=_lengths,
+        default=DEFAULT_LENGTHS,
+        help="the two run lengths of --instructions (default "
+        f"{DEFAULT_LENGTHS[0]},{DEFAULT_LENGTHS[1]})",
     )
     parser.add_argument(
         "--sizes",
@@ -106,6 +180,21 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     args = parser.parse_args(argv)
     if args.quick:
         args.sizes = Sizes.QUICK
+    focused = args.partitions is not None or args.instructions
+    if args.rounds is None:
+        args.rounds = FOCUSED_ROUNDS if focused else DEFAULT_ROUNDS
+    if args.workloads is None:
+        args.workloads = FOCUSED_WORKLOADS if focused else workload_names
+    if args.clients is None:
+        args.clients = FOCUSED_CLIENTS if focused else CLIENT_NAMES
+    if focused:
+        kinds = {workload_by_name(name).kind for name in args.workloads}
+        if kinds != {Kind.THROUGHPUT}:
+            parser.error("--partitions and --instructions run throughput workloads only")
+    if args.instructions:
+        reason = valgrind_unavailable_reason()
+        if reason is not None:
+            parser.error(f"--instructions needs valgrind: {reason}")
     if args.rounds < 1 or args.raw_connections < 1 or args.raw_in_flight < 1:
         parser.error("--rounds, --raw-connections and --raw-in-flight must be at least 1")
     return args
@@ -113,8 +202,11 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
 
 def _plan(args: argparse.Namespace) -> Plan:
     sized = workloads_for(args.sizes)
+    workloads = tuple(workload_by_name(name, sized) for name in args.workloads)
+    if args.partitions is not None:
+        workloads = tuple(with_partitions(w, n) for w in workloads for n in args.partitions)
     return Plan(
-        workloads=tuple(workload_by_name(name, sized) for name in args.workloads),
+        workloads=workloads,
         clients=tuple(args.clients),
         rounds=args.rounds,
         sizes=args.sizes,
@@ -124,11 +216,19 @@ def _plan(args: argparse.Namespace) -> Plan:
     )
 
 
-def write_results(bench: BenchRun, output_dir: Path, with_chart: bool) -> list[str]:
-    """Write the Markdown, JSON and chart; return notes for the user (what was not written)."""
+def write_results(
+    bench: BenchRun,
+    output_dir: Path,
+    with_chart: bool,
+    markdown: str | None = None,
+    prefix: str = "",
+) -> list[str]:
+    """Write the Markdown (``markdown``, default the timing report), JSON and chart, named
+    ``{prefix}latest.*`` and ``{prefix}{timestamp}.*``; return notes for the user (what was
+    not written)."""
     output_dir.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(timezone.utc).strftime("%Y%m%d-%H%M%S")
-    markdown = render_markdown(bench)
+    markdown = render_markdown(bench) if markdown is None else markdown
     raw = json.dumps(
         {
             "machine": asdict(bench.machine),
@@ -136,7 +236,7 @@ def write_results(bench: BenchRun, output_dir: Path, with_chart: bool) -> list[s
                 "rounds": bench.plan.rounds,
                 "sizes": bench.plan.sizes.value,
                 "clients": list(bench.plan.clients),
-                "workloads": [asdict(w) for w in bench.plan.workloads],
+                "workloads": [w.to_json() for w in bench.plan.workloads],
                 "raw_connections": bench.plan.raw_connections,
                 "raw_in_flight": bench.plan.raw_in_flight,
             },
@@ -155,7 +255,7 @@ def write_results(bench: BenchRun, output_dir: Path, with_chart: bool) -> list[s
     if with_chart:
         reason = chart_unavailable_reason()
         if reason is None:
-            chart = output_dir / "latest.png"
+            chart = output_dir / f"{prefix}latest.png"
             write_chart(
                 summarise(bench),
                 chart,
@@ -165,10 +265,10 @@ def write_results(bench: BenchRun, output_dir: Path, with_chart: bool) -> list[s
             )
         else:
             notes.append(reason)
-    for name in ("latest", stamp):
+    for name in (f"{prefix}latest", f"{prefix}{stamp}"):
         text = markdown
         if chart is not None:
-            if name != "latest":
+            if name != f"{prefix}latest":
                 shutil.copyfile(chart, output_dir / f"{name}.png")
             text += f"\n![chart]({name}.png)\n"
         (output_dir / f"{name}.md").write_text(text)
@@ -181,9 +281,17 @@ def main(argv: list[str] | None = None) -> int:
     plan = _plan(args)
     quick = args.sizes is Sizes.QUICK
     output_dir = args.output_dir or (RESULTS_DIR / "quick" if quick else RESULTS_DIR)
-    bench = run_plan(plan)
-    notes = write_results(bench, output_dir, with_chart=not args.no_chart)
-    print(render_markdown(bench))
+    if args.instructions:
+        bench = run_instruction_counts(plan, args.instruction_records)
+        markdown = render_instructions_markdown(bench, args.instruction_records)
+        notes = write_results(bench, output_dir, False, markdown, prefix="instructions-")
+    else:
+        bench = run_plan(plan)
+        markdown = render_markdown(bench)
+        prefix = "partitions-" if args.partitions is not None else ""
+        with_chart = not args.no_chart and args.partitions is None
+        notes = write_results(bench, output_dir, with_chart, markdown, prefix)
+    print(markdown)
     for note in notes:
         print(note, file=sys.stderr)
     print(f"results written to {output_dir}", file=sys.stderr)

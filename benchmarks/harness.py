@@ -2,7 +2,8 @@
 
 For each workload, each round runs every client once, in the same order (A B C D A B C D ...),
 so a slow patch of the shared machine hits every client alike rather than one client's runs
-all together. Every run gets a fresh 6-partition topic, deleted afterwards (the broker keeps
+all together. Every run gets a fresh topic (6 partitions, or the workload's count with
+``--partitions``), deleted afterwards (the broker keeps
 records in memory: 1 GB runs would otherwise pile up). A run counts only if reading the topic
 back finds exactly the records sent, key and value bytes included; otherwise it is failed, and
 its timing is not used.
@@ -10,6 +11,7 @@ its timing is not used.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -20,12 +22,12 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from benchmarks.clients import ClientUnavailable, make_adapter
+from benchmarks.clients import ClientUnavailable, client_environment, make_adapter
 from benchmarks.clients.raw_client import DEFAULT_CONNECTIONS, DEFAULT_IN_FLIGHT
 from benchmarks.machine import MachineInfo, collect_machine_info, load_average_1m, scrub_paths
 from benchmarks.result import RunResult, Status
 from benchmarks.verify import read_back
-from benchmarks.workloads import PARTITIONS, Sizes, Workload, make_records
+from benchmarks.workloads import Sizes, Workload, make_records
 from kafkaline.testing import LocalBroker
 
 #: The directory holding the ``benchmarks`` package: children run with it as their cwd, so
@@ -46,6 +48,17 @@ class Plan:
     raw_in_flight: int = DEFAULT_IN_FLIGHT
     #: A child still running after this many seconds is killed and its run failed.
     run_timeout_s: float = 300.0
+
+
+@dataclass(frozen=True)
+class ChildLaunch:
+    """How a child process is started, beyond its client and workload: the instruction-count
+    mode runs it under valgrind and makes the same input for both run lengths."""
+
+    #: Put before ``python -m benchmarks.child ...`` (a profiler such as valgrind).
+    wrapper: tuple[str, ...] = ()
+    #: Records the child makes (it sends the workload's count of them); None: as many as sent.
+    input_records: int | None = None
 
 
 @dataclass
@@ -71,28 +84,28 @@ class BenchRun:
 Progress = Callable[[str], None]
 
 
-def _print_progress(message: str) -> None:
+def print_progress(message: str) -> None:
     print(message, file=sys.stderr, flush=True)
 
 
-def run_plan(plan: Plan, progress: Progress = _print_progress) -> BenchRun:
+def run_plan(plan: Plan, progress: Progress = print_progress) -> BenchRun:
     """Start one LocalBroker, run the plan against it, and return every result."""
     started = time.monotonic()
     bench = BenchRun(plan=plan, machine=collect_machine_info(PROJECT_ROOT))
-    clients = _available_clients(plan, bench, progress)
+    clients = available_clients(plan, bench, progress)
     with (
         tempfile.TemporaryDirectory(prefix="kafkaline-bench-") as scratch,
         LocalBroker() as broker,
     ):
         progress(f"broker: Tansu on {broker.bootstrap_servers}")
         for workload in plan.workloads:
-            runnable = _clients_for(workload, clients, bench, progress)
+            runnable = clients_for(workload, clients, bench, progress)
             expected_payload = make_records(workload, count=workload.expected_records)
             payload_bytes = expected_payload.payload_bytes
             del expected_payload
             for round_index in range(1, plan.rounds + 1):
                 for client in runnable:
-                    result = _run_once(
+                    result = run_once(
                         plan, broker, workload, client, round_index, payload_bytes, Path(scratch)
                     )
                     bench.results.append(result)
@@ -102,7 +115,7 @@ def run_plan(plan: Plan, progress: Progress = _print_progress) -> BenchRun:
     return bench
 
 
-def _available_clients(plan: Plan, bench: BenchRun, progress: Progress) -> list[str]:
+def available_clients(plan: Plan, bench: BenchRun, progress: Progress) -> list[str]:
     available = []
     for client in plan.clients:
         bench.configs[client] = {}
@@ -118,7 +131,7 @@ def _available_clients(plan: Plan, bench: BenchRun, progress: Progress) -> list[
     return available
 
 
-def _clients_for(
+def clients_for(
     workload: Workload, clients: list[str], bench: BenchRun, progress: Progress
 ) -> list[str]:
     runnable = []
@@ -132,7 +145,7 @@ def _clients_for(
     return runnable
 
 
-def _run_once(
+def run_once(
     plan: Plan,
     broker: LocalBroker,
     workload: Workload,
@@ -140,13 +153,15 @@ def _run_once(
     round_index: int,
     expected_payload: int,
     scratch: Path,
+    launch: ChildLaunch = ChildLaunch(),
 ) -> RunResult:
+    """One run of ``client`` on a fresh topic, read back and counted; the topic is deleted."""
     topic = f"bench-{workload.name}-{client}-r{round_index}-{uuid.uuid4().hex[:8]}"
-    broker.create_topic(topic, partitions=PARTITIONS)
+    broker.create_topic(topic, partitions=workload.partitions)
     try:
         load = load_average_1m()
         started = time.monotonic()
-        result = _run_child(plan, broker, workload, client, topic, scratch)
+        result = _run_child(plan, broker, workload, client, topic, scratch, launch)
         result.process_s = time.monotonic() - started
         result.round = round_index
         result.load_average_1m = load
@@ -167,17 +182,19 @@ def _run_child(
     client: str,
     topic: str,
     scratch: Path,
+    launch: ChildLaunch,
 ) -> RunResult:
     result_path = scratch / f"{topic}.json"
     log_path = scratch / f"{topic}.log"
     argv = [
+        *launch.wrapper,
         sys.executable,
         "-m",
         "benchmarks.child",
         "--client",
         client,
-        "--workload",
-        workload.name,
+        "--workload-json",
+        json.dumps(workload.to_json()),
         "--bootstrap-servers",
         broker.bootstrap_servers,
         "--topic",
@@ -191,12 +208,15 @@ def _run_child(
         "--sizes",
         plan.sizes.value,
     ]
+    if launch.input_records is not None:
+        argv += ["--input-records", str(launch.input_records)]
     failed = RunResult(client=client, workload=workload.name, status=Status.FAILED)
     with log_path.open("wb") as log:
         try:
             completed = subprocess.run(
                 argv,
                 cwd=PROJECT_ROOT,
+                env={**os.environ, **client_environment(client)},
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,
@@ -220,7 +240,9 @@ def _check_read_back(
 ) -> None:
     """Fail ``result`` unless the topic holds exactly the records (and bytes) sent."""
     try:
-        found = read_back(broker.host, broker.port, topic, PARTITIONS, workload.expected_records)
+        found = read_back(
+            broker.host, broker.port, topic, workload.partitions, workload.expected_records
+        )
     except Exception as exc:  # a read-back that cannot finish proves nothing: failed
         result.status = Status.FAILED
         result.detail = f"read-back failed: {type(exc).__name__}: {scrub_paths(str(exc))}"

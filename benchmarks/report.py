@@ -8,6 +8,7 @@ throughput higher is better, for latency and memory lower is better (the table s
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 
 from benchmarks.clients import BROKER_LIMIT_CLIENT
 from benchmarks.harness import BenchRun
@@ -16,8 +17,10 @@ from benchmarks.summary import (
     MIB,
     Stat,
     Summary,
+    caller_cpu_per_million,
     cpu_per_million,
     idle_mib,
+    io_cpu_per_million,
     mb_per_s,
     rate,
     records_per_s,
@@ -26,7 +29,7 @@ from benchmarks.summary import (
     summarise,
 )
 from benchmarks.targets import target_lines
-from benchmarks.workloads import Kind, Sizes, describe
+from benchmarks.workloads import Kind, Sizes, Workload, describe
 
 # ---------------------------------------------------------------------------- formatting
 
@@ -89,6 +92,82 @@ def _throughput_rows(summaries: Sequence[Summary], rounds: int) -> list[list[str
     return rows
 
 
+def _thread_cpu_rows(summaries: Sequence[Summary]) -> list[list[str]]:
+    rows = []
+    seconds = "{:.2f}".format
+    for summary in summaries:
+        if summary.workload.kind is not Kind.THROUGHPUT:
+            continue
+        caller = summary.stat(caller_cpu_per_million)
+        io = summary.stat(io_cpu_per_million)
+        if caller is None or io is None:
+            continue
+        reference = reference_for(summaries, summary.workload.name)
+        ref_caller = reference.stat(caller_cpu_per_million) if reference else None
+        ref_io = reference.stat(io_cpu_per_million) if reference else None
+        rows.append(
+            [
+                summary.workload.name,
+                summary.client,
+                _median(caller, seconds),
+                _spread(caller, seconds),
+                _ratio(caller, ref_caller),
+                _median(io, seconds),
+                _spread(io, seconds),
+                _ratio(io, ref_io),
+                _median(summary.stat(cpu_per_million), seconds),
+            ]
+        )
+    return rows
+
+
+def _apart_from_partitions(workload: Workload) -> Workload:
+    return replace(workload, name="", partitions=0)
+
+
+def _partition_rows(summaries: Sequence[Summary]) -> list[list[str]]:
+    """Throughput workloads run at several partition counts: CPU per record by count, and its
+    growth from the smallest count, per client (empty when one count ran)."""
+    counts = sorted({s.workload.partitions for s in summaries})
+    if len(counts) < 2:
+        return []
+    rows = []
+    seconds = "{:.2f}".format
+    for summary in summaries:
+        if summary.workload.kind is not Kind.THROUGHPUT:
+            continue
+        base = next(
+            (
+                s
+                for s in summaries
+                if s.client == summary.client
+                and s.workload.partitions == counts[0]
+                and _apart_from_partitions(s.workload) == _apart_from_partitions(summary.workload)
+            ),
+            None,
+        )
+        cpu = summary.stat(cpu_per_million)
+        records = summary.stat(records_per_s)
+        base_cpu = base.stat(cpu_per_million) if base else None
+        reference = reference_for(summaries, summary.workload.name)
+        ref_records = reference.stat(records_per_s) if reference else None
+        ref_cpu = reference.stat(cpu_per_million) if reference else None
+        rows.append(
+            [
+                f"{summary.workload.partitions:,}",
+                summary.client,
+                _median(records, rate),
+                _ratio(records, ref_records),
+                _median(cpu, seconds),
+                _ratio(cpu, ref_cpu),
+                _median(summary.stat(caller_cpu_per_million), seconds),
+                _median(summary.stat(io_cpu_per_million), seconds),
+                _ratio(cpu, base_cpu),
+            ]
+        )
+    return rows
+
+
 def _latency_rows(summaries: Sequence[Summary], rounds: int) -> list[list[str]]:
     rows = []
     ms = "{:.3f}".format
@@ -145,7 +224,7 @@ def _memory_rows(summaries: Sequence[Summary], rounds: int) -> list[list[str]]:
     return rows
 
 
-def _machine_lines(bench: BenchRun) -> list[str]:
+def machine_lines(bench: BenchRun) -> list[str]:
     machine = bench.machine
     start = ", ".join(f"{x:.2f}" for x in machine.load_average_start)
     end = ", ".join(f"{x:.2f}" for x in machine.load_average_end or ())
@@ -209,7 +288,7 @@ def _workload_lines(bench: BenchRun) -> list[str]:
     ]
 
 
-def _skipped_lines(bench: BenchRun) -> list[str]:
+def skipped_lines(bench: BenchRun) -> list[str]:
     lines = [f"- {client}: not available: {why}" for client, why in bench.unavailable.items()]
     lines += [
         f"- {client} on `{workload}`: {why}"
@@ -218,7 +297,7 @@ def _skipped_lines(bench: BenchRun) -> list[str]:
     return lines
 
 
-def _failure_lines(bench: BenchRun) -> list[str]:
+def failure_lines(bench: BenchRun) -> list[str]:
     return [
         f"- {r.client} on `{r.workload}`, round {r.round}: {scrub_paths(r.detail)}"
         for r in bench.failed
@@ -252,7 +331,7 @@ def render_markdown(bench: BenchRun) -> str:
     summaries = summarise(bench)
     rounds = bench.plan.rounds
     lines = ["# kafkaline producer benchmark", ""]
-    lines += [*_machine_lines(bench), ""]
+    lines += [*machine_lines(bench), ""]
     limit = broker_limit_lines(summaries)
     if limit:
         lines += [*limit, ""]
@@ -282,6 +361,48 @@ def render_markdown(bench: BenchRun) -> str:
                 "CPU vs confluent-kafka",
             ],
             throughput,
+        )
+        lines.append("")
+    thread_cpu = _thread_cpu_rows(summaries)
+    if thread_cpu:
+        lines += ["## CPU per thread (s / M records, lower is better)", ""]
+        lines += _table(
+            [
+                "workload",
+                "client",
+                "caller",
+                "caller spread",
+                "caller vs confluent-kafka",
+                "I/O threads",
+                "I/O spread",
+                "I/O vs confluent-kafka",
+                "whole process",
+            ],
+            thread_cpu,
+        )
+        lines += [
+            "",
+            "Caller: the thread calling send()/produce(); I/O threads: every other thread of the "
+            "client's process (kafkaline's Sender, librdkafka's threads), from /proc per thread "
+            "over the timed span. Whole process: user+sys of all threads (getrusage).",
+            "",
+        ]
+    partitions = _partition_rows(summaries)
+    if partitions:
+        lines += ["## CPU per record as the partition count grows", ""]
+        lines += _table(
+            [
+                "partitions",
+                "client",
+                "records/s",
+                "vs confluent-kafka",
+                "CPU s / M records",
+                "CPU vs confluent-kafka",
+                "caller",
+                "I/O threads",
+                f"CPU vs {min(s.workload.partitions for s in summaries):,} partitions",
+            ],
+            partitions,
         )
         lines.append("")
     latency = _latency_rows(summaries, rounds)
@@ -330,10 +451,10 @@ def render_markdown(bench: BenchRun) -> str:
             "buffer-memory bound to configure (see Configuration).",
             "",
         ]
-    failures = _failure_lines(bench)
+    failures = failure_lines(bench)
     if failures:
         lines += ["## Failed runs (not timed)", "", *failures, ""]
-    skipped = _skipped_lines(bench)
+    skipped = skipped_lines(bench)
     if skipped:
         lines += ["## Not run", "", *skipped, ""]
     lines += ["## Workloads", "", *_workload_lines(bench), ""]

@@ -35,6 +35,14 @@ class RunResult:
     peak_rss: int = 0
     #: Whether the peak covers only the produce phase (False: the process's lifetime peak).
     peak_rss_reset: bool = False
+    #: CPU seconds of the thread that called the client (send/produce), and of every other
+    #: thread of the process (the client's I/O threads), over the timed span (None: no /proc).
+    cpu_caller_s: float | None = None
+    cpu_io_s: float | None = None
+    #: Instructions (valgrind callgrind) of the caller's thread and of the other threads, over
+    #: the child's whole life: only in instruction-count runs (``--instructions``).
+    instructions_caller: int | None = None
+    instructions_io: int | None = None
     latency_p50_ms: float | None = None
     latency_p99_ms: float | None = None
     latency_p999_ms: float | None = None
@@ -64,6 +72,18 @@ class RunResult:
     def cpu_s_per_million(self) -> float:
         cpu = self.cpu_user_s + self.cpu_sys_s
         return cpu / self.records_sent * 1e6 if self.records_sent else 0.0
+
+    @property
+    def cpu_caller_s_per_million(self) -> float | None:
+        if self.cpu_caller_s is None or not self.records_sent:
+            return None
+        return self.cpu_caller_s / self.records_sent * 1e6
+
+    @property
+    def cpu_io_s_per_million(self) -> float | None:
+        if self.cpu_io_s is None or not self.records_sent:
+            return None
+        return self.cpu_io_s / self.records_sent * 1e6
 
     @property
     def rss_above_idle(self) -> int:

@@ -102,6 +102,14 @@ def cpu_per_million(run: RunResult) -> float:
     return run.cpu_s_per_million
 
 
+def caller_cpu_per_million(run: RunResult) -> float | None:
+    return run.cpu_caller_s_per_million
+
+
+def io_cpu_per_million(run: RunResult) -> float | None:
+    return run.cpu_io_s_per_million
+
+
 def rss_above_idle_mib(run: RunResult) -> float:
     return run.rss_above_idle / MIB
 

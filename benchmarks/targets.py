@@ -91,12 +91,13 @@ def _median(summary: Summary | None, metric: _Metric) -> float | None:
 
 
 def target_lines(summaries: Sequence[Summary]) -> list[str]:
-    """A Markdown table of the targets (empty when no kafkaline client ran)."""
+    """A Markdown table of the targets (empty when no target could be measured)."""
     if not any(s.client.startswith("kafkaline") for s in summaries):
         return []
     memory = next((s for s in summaries if s.workload.name == "memory"), None)
     buffer_memory_mib = memory.workload.buffer_memory / MIB if memory else 32.0
     rows = []
+    measured_any = False
     for target in _targets(buffer_memory_mib):
         measured = _median(find(summaries, target.workload, target.client), target.metric)
         reference = _median(find(summaries, target.workload, REFERENCE_CLIENT), target.metric)
@@ -105,6 +106,7 @@ def target_lines(summaries: Sequence[Summary]) -> list[str]:
         if measured is None or bound is None:
             verdict, measured_text, bound_value = "not measured", "-", "-"
         else:
+            measured_any = True
             met = measured >= bound if target.higher_is_better else measured <= bound
             verdict = "met" if met else "not met"
             fmt = _format_for(target.unit)
@@ -113,6 +115,8 @@ def target_lines(summaries: Sequence[Summary]) -> list[str]:
             f"| {target.what} | `{target.workload}`, {target.client} | {target.bound_text} | "
             f"{measured_text} | {bound_value} | {target.unit} | {verdict} |"
         )
+    if not measured_any:
+        return []  # none of these workloads ran (a --partitions run, say)
     return [
         "| target | workload, client | bound | measured (median) | bound here | unit | |",
         "|---|---|---|---|---|---|---|",

@@ -9,13 +9,15 @@ clock starts, so no client pays for making its input.
 from __future__ import annotations
 
 import random
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, fields, replace
 from enum import Enum
+from typing import Any
 
 KIB = 1024
 MIB = 1024 * KIB
 
-#: Every topic the harness makes has this many partitions (the issue asks for 6).
+#: Every topic the harness makes has this many partitions (the issue asks for 6), unless
+#: ``--partitions`` asks for other counts (see :func:`with_partitions`).
 PARTITIONS = 6
 #: Kafka's, kafka-python's and kafkaline's default buffer.memory; set on every client and
 #: workload so librdkafka (whose default queue is 1 GiB) is held to the same bound.
@@ -53,6 +55,8 @@ class Workload:
     #: held in memory would swamp the memory measurement); clients copy values into their
     #: batches either way, so the work per record is the same.
     value_pool: int = 0
+    #: Partitions of the topic each run gets.
+    partitions: int = PARTITIONS
 
     @property
     def warmup_records(self) -> int:
@@ -62,6 +66,20 @@ class Workload:
     def expected_records(self) -> int:
         """What the read-back must count: the measured records plus any warm-up records."""
         return self.records + self.warmup_records
+
+    def to_json(self) -> dict[str, object]:
+        data = asdict(self)
+        data["kind"] = self.kind.value
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Workload:
+        """The workload :meth:`to_json` gave (how the harness hands a child its workload)."""
+        known = {f.name for f in fields(cls)}
+        unknown = set(data) - known
+        if unknown:
+            raise ValueError(f"unknown workload fields: {', '.join(sorted(unknown))}")
+        return cls(**{**data, "kind": Kind(data["kind"])})
 
 
 _SMALL = Workload(
@@ -91,14 +109,15 @@ ISSUE_WORKLOADS: tuple[Workload, ...] = (
     ),
 )
 
-# The default run's sizes. It must stay within ~10 minutes (3 rounds, 7 clients, ~34 runs a
-# round) on the project's 2-core machine, where each run also costs ~1.5 s of process start
-# and a read-back of ~1 s per 100,000 records or 100 MB, and kafka-python alone needs ~20 s per
-# 300,000 small records. So, against the issue's sizes: the compressed variants send 100,000
-# records (a rate per record compares all the same), latency 3,000 samples (p99.9 is then the
-# 3rd slowest), and the memory run 250 MB, 8 x buffer_memory: a bounded producer reaches its
-# plateau within the first 32 MiB, and an unbounded one still shows (kafka-python, whose
-# accumulator has no bound, grew by ~86 MiB on 0.5 GB). ``--sizes issue`` runs the issue's.
+# The default run's sizes. They were set to stay within ~10 minutes (3 rounds, 7 clients, ~34 runs
+# a round; kafkaline-pure, added since, adds 6 runs a round) on the project's 2-core machine,
+# where each run also costs ~1.5 s of process start and a read-back of ~1 s per 100,000 records or
+# 100 MB, and kafka-python alone needs ~20 s per 300,000 small records. So, against the issue's
+# sizes: the compressed variants send 100,000 records (a rate per record compares all the same),
+# latency 3,000 samples (p99.9 is then the 3rd slowest), and the memory run 250 MB, 8 x
+# buffer_memory: a bounded producer reaches its plateau within the first 32 MiB, and an unbounded
+# one still shows (kafka-python, whose accumulator has no bound, grew by ~86 MiB on 0.5 GB).
+# ``--sizes issue`` runs the issue's.
 _DEFAULT_RECORDS = {"small-lz4": 100_000, "small-zstd": 100_000, "latency": 3_000, "memory": 25_000}
 DEFAULT_WORKLOADS: tuple[Workload, ...] = tuple(
     replace(w, records=_DEFAULT_RECORDS.get(w.name, w.records)) for w in ISSUE_WORKLOADS
@@ -111,6 +130,14 @@ def quick(workload: Workload) -> Workload:
     if workload.value_size >= 10_000:
         records = 300
     return replace(workload, records=records, key_count=min(workload.key_count, records))
+
+
+def with_partitions(workload: Workload, partitions: int) -> Workload:
+    """The same workload on a topic of ``partitions`` partitions, named for the count
+    (``small-p600``) so its runs are reported apart."""
+    if partitions < 1:
+        raise ValueError(f"partitions must be at least 1, not {partitions}")
+    return replace(workload, name=f"{workload.name}-p{partitions}", partitions=partitions)
 
 
 class Sizes(str, Enum):
@@ -137,7 +164,8 @@ def describe(workload: Workload) -> str:
         f"{workload.records:,} records of {workload.value_size:,} bytes ({amount} of values), "
         f"keys from {workload.key_count:,} distinct keys in turn, linger {workload.linger_ms} "
         f"ms, batch {workload.batch_size // KIB} KiB, acks={workload.acks}, compression "
-        f"{workload.compression}, buffer memory {workload.buffer_memory // MIB} MiB"
+        f"{workload.compression}, buffer memory {workload.buffer_memory // MIB} MiB, "
+        f"{workload.partitions:,} partitions"
     )
     if workload.kind is Kind.LATENCY:
         text += (

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import importlib
 
-from benchmarks.clients.base import ClientAdapter, ClientUnavailable
+from benchmarks.clients.base import PURE_PYTHON_VARIABLE, ClientAdapter, ClientUnavailable
 from benchmarks.workloads import Workload
 
 #: Every ratio in the report is taken against this client.
@@ -19,6 +19,7 @@ BROKER_LIMIT_CLIENT = "broker-limit"
 # name -> (module under benchmarks.clients, class)
 _ADAPTERS: dict[str, tuple[str, str]] = {
     "kafkaline": ("kafkaline_client", "KafkalineSend"),
+    "kafkaline-pure": ("kafkaline_client", "KafkalineSendPurePython"),
     "kafkaline-batch": ("kafkaline_client", "KafkalineSendBatch"),
     "kafkaline-arrow": ("kafkaline_client", "KafkalineSendArrow"),
     REFERENCE_CLIENT: ("confluent_client", "ConfluentKafka"),
@@ -28,6 +29,15 @@ _ADAPTERS: dict[str, tuple[str, str]] = {
 }
 
 CLIENT_NAMES: tuple[str, ...] = tuple(_ADAPTERS)
+
+#: The clients whose process gets PURE_PYTHON_VARIABLE=1 (kafkaline's pure-Python build).
+_PURE_PYTHON_CLIENTS = frozenset({"kafkaline-pure"})
+
+
+def client_environment(name: str) -> dict[str, str]:
+    """Environment variables the client's process must be started with (on top of the
+    harness's own)."""
+    return {PURE_PYTHON_VARIABLE: "1"} if name in _PURE_PYTHON_CLIENTS else {}
 
 
 def make_adapter(
@@ -58,8 +68,10 @@ def make_adapter(
 __all__ = [
     "BROKER_LIMIT_CLIENT",
     "CLIENT_NAMES",
+    "PURE_PYTHON_VARIABLE",
     "REFERENCE_CLIENT",
     "ClientAdapter",
     "ClientUnavailable",
+    "client_environment",
     "make_adapter",
 ]

@@ -16,6 +16,10 @@ from types import ModuleType
 
 from benchmarks.workloads import Kind, Records, Workload
 
+#: The environment variable that makes kafkaline use its pure-Python build instead of the
+#: compiled core.
+PURE_PYTHON_VARIABLE = "KAFKALINE_PURE_PYTHON"
+
 
 class ClientUnavailable(Exception):
     """The client's library, or the API this adapter drives, is not installed here."""

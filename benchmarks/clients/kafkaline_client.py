@@ -118,6 +118,14 @@ class KafkalineSend(ClientAdapter):
             self._producer = None
 
 
+class KafkalineSendPurePython(KafkalineSend):
+    """``send()`` as :class:`KafkalineSend`, in a process started with
+    ``KAFKALINE_PURE_PYTHON=1`` (``clients.client_environment``; the child checks it is
+    set): kafkaline's pure-Python build, beside the compiled one."""
+
+    name = "kafkaline-pure"
+
+
 class KafkalineSendBatch(KafkalineSend):
     """``producer.send_batch(topic, values, keys=keys)`` per chunk, then ``flush()``."""
 

@@ -18,7 +18,7 @@ from collections import deque
 from dataclasses import dataclass, field
 
 from benchmarks.clients.base import ClientAdapter
-from benchmarks.workloads import PARTITIONS, Kind, Records, Workload
+from benchmarks.workloads import Kind, Records, Workload
 from kafkaline.errors import raise_for_code
 from kafkaline.producer.murmur2 import murmur2, to_positive
 from kafkaline.protocol import ClientProtocol
@@ -113,7 +113,7 @@ class BrokerLimit(ClientAdapter):
         return RecordBatchBuilder(compression=codec, batch_size_limit=self.workload.batch_size)
 
     def _frame_batched_requests(self, records: Records) -> None:
-        partitions = PARTITIONS
+        partitions = self.workload.partitions
         by_partition: list[tuple[list[bytes], list[bytes]]] = [([], []) for _ in range(partitions)]
         for key, value in zip(records.keys, records.values, strict=True):
             keys, values = by_partition[to_positive(murmur2(key)) % partitions]
@@ -142,7 +142,7 @@ class BrokerLimit(ClientAdapter):
             requests += 1
 
     def _frame_one_record_requests(self, records: Records) -> None:
-        partitions = PARTITIONS
+        partitions = self.workload.partitions
         connection = self._connections[0]
         timestamp = int(time.time() * 1000)
         for key, value in zip(records.keys, records.values, strict=True):

@@ -38,16 +38,18 @@ Example (what the Sender does with a response, then what the user sees)::
 from __future__ import annotations
 
 import _thread
-import asyncio
 import enum
 import logging
 import threading
 import time
 from collections.abc import Callable, Generator, Mapping, Sequence
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kafkaline.errors import IllegalStateError, KafkaTimeoutError
 from kafkaline.producer.record_metadata import NO_TIMESTAMP, UNKNOWN_OFFSET, RecordMetadata
+
+if TYPE_CHECKING:
+    import asyncio
 
 __all__ = [
     "ABORTED",
@@ -486,6 +488,10 @@ class FutureRecordMetadata(_RecordHandle):
         """Wait in an event loop without blocking it: the completing thread wakes the loop
         through ``call_soon_threadsafe``."""
         if not self.done():
+            # Imported here: only code that awaits needs asyncio, and awaiting code has it
+            # loaded already, while importing it costs every other program's start-up.
+            import asyncio
+
             loop = asyncio.get_running_loop()
             waiter = loop.create_future()
 

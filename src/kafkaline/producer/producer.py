@@ -34,7 +34,6 @@ from __future__ import annotations
 import enum
 import functools
 import importlib
-import importlib.metadata
 import importlib.util
 import logging
 import operator
@@ -1778,6 +1777,9 @@ def _columnar_without_pyarrow_import() -> Any:
     (where it is not loaded yet), else None."""
     if "pyarrow" in sys.modules:
         return _columnar()
+    # Imported here, not at the top: importlib.metadata costs every program's start-up.
+    import importlib.metadata
+
     try:
         if importlib.util.find_spec("pyarrow") is None:
             return None

@@ -11,7 +11,17 @@ and more.
 
 from __future__ import annotations
 
-from crc32c import crc32c as _crc32c
+import functools
+from collections.abc import Callable
+
+
+@functools.cache
+def _implementation() -> Callable[[bytes | bytearray | memoryview, int], int]:
+    # Imported on first use: the crc32c package's __init__ reads its own version through
+    # importlib.metadata, a large share of what importing kafkaline cost.
+    from crc32c import crc32c as implementation
+
+    return implementation
 
 
 def crc32c(data: bytes | bytearray | memoryview, crc: int = 0) -> int:
@@ -20,4 +30,4 @@ def crc32c(data: bytes | bytearray | memoryview, crc: int = 0) -> int:
     >>> hex(crc32c(b"123456789"))
     '0xe3069283'
     """
-    return _crc32c(data, crc)
+    return _implementation()(data, crc)

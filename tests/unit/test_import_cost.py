@@ -1,0 +1,56 @@
+"""Importing kafkaline and making a Producer loads no heavy module it does not need yet.
+
+Start-up matters to short programs (a CLI call, a Spark task's worker): the modules below are
+loaded where they are used (awaiting a future, checksumming a batch, the Arrow path), not by
+``import kafkaline``. Checked in a fresh interpreter's ``sys.modules``, not by timing.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+# What a plain producer must not pay for at start-up, and who would use it.
+HEAVY_MODULES = {
+    "asyncio": "only code awaiting a future",
+    "crc32c": "checksums, at the first batch (its __init__ reads importlib.metadata)",
+    "importlib.metadata": "the pyarrow version check of send_arrow()",
+    "numpy": "send_batch()/send_arrow() columnar paths",
+    "pyarrow": "send_arrow()",
+    "pandas": "nothing in the producer",
+    "hypothesis": "tests only",
+}
+
+_PROGRAM = """
+import json, sys
+import kafkaline
+from kafkaline import Producer
+producer = Producer(bootstrap_servers="127.0.0.1:9")
+producer.close()
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+@pytest.fixture(scope="module")
+def loaded_modules() -> set[str]:
+    completed = subprocess.run(
+        [sys.executable, "-c", _PROGRAM],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
+    )
+    return set(json.loads(completed.stdout.strip().splitlines()[-1]))
+
+
+@pytest.mark.parametrize("module", sorted(HEAVY_MODULES))
+def test_import_and_a_producer_do_not_load(module: str, loaded_modules: set[str]) -> None:
+    assert module not in loaded_modules, f"{module} is loaded; it is for {HEAVY_MODULES[module]}"
+
+
+def test_the_producer_module_was_loaded(loaded_modules: set[str]) -> None:
+    # The check above means something only if the program really imported the producer.
+    assert "kafkaline.producer.producer" in loaded_modules

@@ -3,6 +3,8 @@
 This module only re-exports the public API; importing it starts nothing.
 """
 
+import logging
+
 from kafkaline.config import ExponentialBackoff, ProducerConfig, Secret
 from kafkaline.errors import (
     AuthenticationError,
@@ -72,3 +74,6 @@ __all__ = [
     "TransactionStateError",
 ]
 __version__ = "0.1.0"
+
+# The library convention: nothing is printed unless the application configures logging.
+logging.getLogger(__name__).addHandler(logging.NullHandler())

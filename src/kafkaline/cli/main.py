@@ -87,11 +87,17 @@ def _library_logging(verbose: bool) -> Iterator[None]:
     # Without --verbose only errors: a retried connection attempt is not the user's concern,
     # and the command reports what failed in the end in its own words.
     library_logger.setLevel(logging.INFO if verbose else logging.ERROR)
+    # Warnings about the user's own settings (Java keys ignored, host name checks off) are
+    # the user's concern.
+    config_logger = logging.getLogger("kafkaline.config")
+    previous_config_level = config_logger.level
+    config_logger.setLevel(logging.INFO if verbose else logging.WARNING)
     try:
         yield
     finally:
         library_logger.removeHandler(handler)
         library_logger.setLevel(previous_level)
+        config_logger.setLevel(previous_config_level)
 
 
 def _exit_on_broken_pipe() -> int:

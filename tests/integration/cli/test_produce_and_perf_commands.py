@@ -308,6 +308,49 @@ def test_producer_options_and_properties_reach_the_producer(
     assert values == [b"record %d" % i for i in range(count)]
 
 
+def test_a_java_client_properties_file_works_unchanged(
+    broker: LocalBroker, make_topic: TopicFactory, tmp_path: Path
+) -> None:
+    # Java serializer class names, a Java setting with no meaning here, a librdkafka name.
+    topic = make_topic(partitions=1)
+    config_file = tmp_path / "client.properties"
+    config_file.write_text(
+        f"bootstrap.servers={broker.bootstrap_servers}\n"
+        "key.serializer=org.apache.kafka.common.serialization.StringSerializer\n"
+        "value.serializer=org.apache.kafka.common.serialization.StringSerializer\n"
+        "client.dns.lookup=use_all_dns_ips\n"
+        "queue.buffering.max.ms=5\n"
+    )
+    result = kafkaline(
+        "produce", "--topic", topic, "--producer.config", str(config_file),
+        "--property", "parse.key=true", stdin=b"k1\tv1\nk2\tv2\n",
+    )  # fmt: skip
+    assert result.returncode == ExitStatus.OK, result.stderr
+    warning, summary = stderr_lines(result)
+    assert warning == (
+        "kafkaline: WARNING: kafkaline.config: ignoring Java client settings that have no "
+        "meaning in kafkaline: client.dns.lookup"
+    )
+    assert summary.startswith("kafkaline: 2 records sent, 0 failed")
+    records = read_back(broker, topic, 1, 2)
+    assert [(key, value) for _, key, value, _ in records] == [(b"k1", b"v1"), (b"k2", b"v2")]
+
+
+def test_a_misspelled_java_property_is_refused_with_a_suggestion(
+    broker: LocalBroker, tmp_path: Path
+) -> None:
+    config_file = tmp_path / "client.properties"
+    config_file.write_text(f"bootstrap.servers={broker.bootstrap_servers}\nclient.dns.lookupp=x\n")
+    result = kafkaline(
+        "produce", "--topic", "events", "--producer.config", str(config_file)
+    )  # fmt: skip
+    assert result.returncode == ExitStatus.CONFIG
+    assert stderr_lines(result) == [
+        "kafkaline: error: 'client.dns.lookupp' is not a producer setting; did you mean "
+        "'client.dns.lookup'?"
+    ]
+
+
 def test_sync_mode_sends_one_record_at_a_time(
     broker: LocalBroker, make_topic: TopicFactory
 ) -> None:

@@ -252,6 +252,14 @@ def test_arrow_columns_binary_string_large_and_nulls() -> None:
     assert arrow_columns(sliced, None, "value", None) == (None, [b"\xc3\xa9", None, None], None)
 
 
+def test_send_arrow_without_pyarrow_names_the_extra(
+    producer: Producer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # as if it were not installed
+    with pytest.raises(ModuleNotFoundError, match=r"needs pyarrow.*pip install '\.\[spark\]'"):
+        producer.send_arrow("events", object())
+
+
 def test_arrow_columns_name_the_bad_column() -> None:
     pa = pytest.importorskip("pyarrow")
     batch = pa.record_batch(

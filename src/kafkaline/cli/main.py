@@ -51,7 +51,18 @@ def build_parser() -> argparse.ArgumentParser:
     broker_command.add_parser(commands, verbose_after)
     topics_command.add_parser(commands, verbose_after)
     demo_command.add_parser(commands, verbose_after)
+    _remember_parsers(parser)
     return parser
+
+
+def _remember_parsers(parser: argparse.ArgumentParser) -> None:
+    """Let every (sub)command's parser put itself into the namespace it parses: the deepest
+    one parsed wins, so main() can report an unknown flag with that command's usage."""
+    parser.set_defaults(usage_parser=parser)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for subparser in set(action.choices.values()):
+                _remember_parsers(subparser)
 
 
 _VERBOSE_HELP = "show tracebacks and the library's informational log messages"
@@ -59,7 +70,12 @@ _VERBOSE_HELP = "show tracebacks and the library's informational log messages"
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the process exit status."""
-    args = build_parser().parse_args(argv)
+    # An unknown flag is reported with the usage of the command it was given to, not the
+    # top level's (argparse hands a subcommand's leftovers up to the main parser).
+    args, unknown = build_parser().parse_known_args(argv)
+    if unknown:
+        usage_parser: argparse.ArgumentParser = args.usage_parser
+        usage_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     verbose: bool = args.verbose
     try:
         with _library_logging(verbose):

@@ -549,6 +549,47 @@ def test_perf_prints_the_java_shapes_and_its_count_matches_the_records(
                records)  # fmt: skip
 
 
+def test_perf_warmup_records_are_sent_but_not_measured(
+    broker: LocalBroker, make_topic: TopicFactory, tmp_path: Path
+) -> None:
+    topic = make_topic(partitions=2)
+    (tmp_path / "client.properties").write_text(f"bootstrap.servers={broker.bootstrap_servers}")
+    result = kafkaline(
+        "perf", "--topic", topic, "--num-records", "1000", "--warmup-records", "400",
+        "--record-size", "10", "--command-config", "client.properties", "--json", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == ExitStatus.OK, result.stderr
+    assert "kafkaline: 400 warmup records sent; measuring from now on" in stderr_lines(result)
+    assert json.loads(result.stdout)["records"] == 600
+    assert len(read_back(broker, topic, 2, 1000)) == 1000
+
+
+def test_produce_takes_the_java_console_producers_flags(
+    broker: LocalBroker, make_topic: TopicFactory, tmp_path: Path
+) -> None:
+    topic = make_topic(partitions=1)
+    (tmp_path / "client.properties").write_text("acks=1\n")
+    result = kafkaline(
+        "produce", "--topic", topic, "--broker-list", broker.bootstrap_servers,
+        "--command-config", "client.properties", "--max-block-ms", "5000",
+        "--request-timeout-ms", "7000", "--message-send-max-retries", "3",
+        "--retry-backoff-ms", "50", "--max-memory-bytes", "10000000",
+        "--metadata-expiry-ms", "60000", stdin=b"one\ntwo\n", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == ExitStatus.OK, result.stderr
+    assert [value for *_, value, _ in read_back(broker, topic, 1, 2)] == [b"one", b"two"]
+
+
+def test_a_bad_java_flag_value_names_its_property(broker: LocalBroker) -> None:
+    result = kafkaline(
+        "produce", "--topic", "events", "--bootstrap-server", broker.bootstrap_servers,
+        "--max-block-ms", "soon",
+    )  # fmt: skip
+    assert result.returncode == ExitStatus.CONFIG
+    [line] = stderr_lines(result)
+    assert line.startswith("kafkaline: error: max.block.ms")
+
+
 def test_perf_json_and_metrics(broker: LocalBroker, make_topic: TopicFactory) -> None:
     topic = make_topic(partitions=2)
     result = kafkaline(

@@ -275,7 +275,13 @@ def _run_test(
     interrupted = False
     producer = Producer(config)
     try:
-        require_topic(producer, topic, config.bootstrap_servers, config.max_block_ms)
+        require_topic(
+            producer,
+            topic,
+            config.bootstrap_servers,
+            config.max_block_ms,
+            plaintext=config.security_protocol == "PLAINTEXT",
+        )
         if warmup:
             _send_warmup(producer, topic, payloads, rng, warmup, Throttle(args.throughput))
             # Measuring starts now: the warmup's time is not in the results.

@@ -165,7 +165,13 @@ def _produce(
     lines_read = 0
     producer = Producer(config)
     try:
-        require_topic(producer, args.topic, config.bootstrap_servers, config.max_block_ms)
+        require_topic(
+            producer,
+            args.topic,
+            config.bootstrap_servers,
+            config.max_block_ms,
+            plaintext=config.security_protocol == "PLAINTEXT",
+        )
         progress = _progress_bar(args, source, started)
         prompt = _print_prompt if source.interactive else None
         bytes_read = 0

@@ -395,7 +395,9 @@ def test_unreachable_broker_is_one_line_and_its_own_status(tmp_path: Path) -> No
     )  # fmt: skip
     assert time.monotonic() - started < 10
     assert result.returncode == ExitStatus.BROKER_UNREACHABLE
-    [line] = stderr_lines(result)
+    # What it waits for is said at once, before the producer's wait; then the error.
+    waiting, line = stderr_lines(result)
+    assert waiting.startswith("kafkaline: waiting up to max.block.ms=300 ms for a broker: ")
     assert line.startswith("kafkaline: error: no broker answered within max.block.ms=300")
     assert "Connection refused" in line
 
@@ -409,6 +411,23 @@ def test_unknown_topic_is_one_line_and_its_own_status(broker: LocalBroker) -> No
     assert result.returncode == ExitStatus.UNKNOWN_TOPIC
     assert stderr_lines(result) == [f"kafkaline: error: topic {topic!r} does not exist on "
                                     f"{broker.bootstrap_servers}"]  # fmt: skip
+
+
+def test_a_topic_the_broker_does_not_know_fails_at_once(broker: LocalBroker) -> None:
+    # The default max.block.ms (60 s): the broker has said the topic is unknown, so there is
+    # nothing to wait for.
+    topic = f"no-such-topic-{uuid.uuid4().hex[:8]}"
+    for command in (
+        ["produce", "--topic", topic],
+        ["perf", "--topic", topic, "--num-records", "1", "--record-size", "1"],
+    ):
+        started = time.monotonic()
+        result = kafkaline(*command, "--bootstrap-server", broker.bootstrap_servers, stdin=b"x\n")
+        assert time.monotonic() - started < 15
+        assert result.returncode == ExitStatus.UNKNOWN_TOPIC, result.stderr
+        assert stderr_lines(result) == [
+            f"kafkaline: error: topic {topic!r} does not exist on {broker.bootstrap_servers}"
+        ]
 
 
 def test_bad_property_is_one_line_and_its_own_status(broker: LocalBroker) -> None:
@@ -670,5 +689,7 @@ def test_perf_with_unreachable_broker_is_one_line() -> None:
         "--producer-props", "max.block.ms=300",
     )  # fmt: skip
     assert result.returncode == ExitStatus.BROKER_UNREACHABLE
-    assert len(stderr_lines(result)) == 1
+    waiting, error = stderr_lines(result)
+    assert waiting.startswith("kafkaline: waiting up to max.block.ms=300 ms for a broker: ")
+    assert error.startswith("kafkaline: error: no broker answered")
     assert result.stdout == b""

@@ -37,3 +37,16 @@ def test_bootstrap_servers_are_required() -> None:
 def test_sink_schema_error_is_a_kafkaline_error() -> None:
     assert issubclass(SinkSchemaError, KafkaError)
     assert issubclass(SinkSchemaError, ValueError)
+
+
+@pytest.mark.parametrize(
+    ("option", "value", "message"),
+    [
+        ("kafka.linger.ms", "abc", r"linger\.ms='abc' is invalid: must be an integer"),
+        ("kafka.foo.bar", "1", r"'foo\.bar' is not a producer setting"),
+    ],
+)
+def test_bad_kafka_options_fail_while_planning(option: str, value: str, message: str) -> None:
+    # On the driver side of the write, before any task runs.
+    with pytest.raises(ConfigError, match=message):
+        SinkOptions.parse({"kafka.bootstrap.servers": "h:1", option: value, "topic": "t"})

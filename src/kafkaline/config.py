@@ -47,7 +47,7 @@ import operator
 import os
 import re
 import ssl
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
 
@@ -672,22 +672,39 @@ _JAVA_LEVEL_KEYS: Final[dict[str, str]] = {
 # silently dropping security.protocol=SSL would connect in plaintext.
 _JAVA_KEYS_NOT_SUPPORTED: Final[frozenset[str]] = frozenset(
     {
-        "client.dns.lookup",
         "config.providers",
-        "enable.metrics.push",
         "metadata.max.idle.ms",
-        "metadata.recovery.rebootstrap.trigger.ms",
-        "metadata.recovery.strategy",
-        "metric.reporters",
-        "metrics.num.samples",
-        "metrics.recording.level",
-        "metrics.sample.window.ms",
         "security.providers",
         "socket.connection.setup.timeout.max.ms",
         "socket.connection.setup.timeout.ms",
         "transaction.two.phase.commit.enable",
     }
 )
+# Documented Java client settings with no meaning here (Java's metrics plumbing, its DNS and
+# re-bootstrap policies): a Java client.properties is accepted with a warning naming them, as
+# the Java client warns about keys it does not use.
+JAVA_KEYS_WITHOUT_MEANING: Final[frozenset[str]] = frozenset(
+    {
+        "auto.include.jmx.reporter",
+        "client.dns.lookup",
+        "enable.metrics.push",
+        "metadata.recovery.rebootstrap.trigger.ms",
+        "metadata.recovery.strategy",
+        "metric.reporters",
+        "metrics.num.samples",
+        "metrics.recording.level",
+        "metrics.sample.window.ms",
+    }
+)
+# librdkafka's names for Java settings: (Java name, factor from librdkafka's unit to Java's).
+_LIBRDKAFKA_NAMES: Final[dict[str, tuple[str, int]]] = {
+    "message.timeout.ms": ("delivery.timeout.ms", 1),
+    "queue.buffering.max.ms": ("linger.ms", 1),
+    "queue.buffering.max.kbytes": ("buffer.memory", 1024),
+    "message.max.bytes": ("max.request.size", 1),
+    "message.send.max.retries": ("retries", 1),
+    "compression.codec": ("compression.type", 1),
+}
 _JAVA_PREFIXES_NOT_SUPPORTED: Final[tuple[str, ...]] = ("ssl.", "sasl.")
 
 
@@ -723,7 +740,18 @@ def _unknown_key_error(key: str, *, java_names_allowed: bool) -> ConfigError:
             f"{key!r} is a Java property name: use {_BY_JAVA_NAME[key].name!r} here, or "
             "ProducerConfig.from_properties() for Java names"
         )
-    known = [*_BY_NAME, *_BY_JAVA_NAME, *_JAVA_LEVEL_KEYS] if java_names_allowed else [*_BY_NAME]
+    known = (
+        [
+            *_BY_NAME,
+            *_BY_JAVA_NAME,
+            *_JAVA_LEVEL_KEYS,
+            *_LIBRDKAFKA_NAMES,
+            *JAVA_KEYS_WITHOUT_MEANING,
+            *_JAVA_KEYS_NOT_SUPPORTED,
+        ]
+        if java_names_allowed
+        else [*_BY_NAME]
+    )
     close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return ConfigError(f"{key!r} is not a producer setting{hint}")
@@ -1082,6 +1110,8 @@ class ProducerConfig:
         for key, raw in properties.items():
             if not isinstance(key, str):
                 raise ConfigError(f"{key!r} is not a producer setting: keys are strings")
+            if key in JAVA_KEYS_WITHOUT_MEANING:
+                continue  # warned about below, all in one line
             if key in _JAVA_LEVEL_KEYS:
                 levels[_JAVA_LEVEL_KEYS[key]] = _parse_property(key, "optional_int", raw)
                 continue
@@ -1094,7 +1124,8 @@ class ProducerConfig:
                     given_as[name] = key
                     values[name] = _BY_NAME[name].validate(key, value)
                 continue
-            setting = _BY_JAVA_NAME.get(key) or _BY_NAME.get(key)
+            java_key, factor = _LIBRDKAFKA_NAMES.get(key, (key, 1))
+            setting = _BY_JAVA_NAME.get(java_key) or _BY_NAME.get(key)
             if setting is None:
                 raise _unknown_key_error(key, java_names_allowed=True)
             if setting.name in given_as:
@@ -1102,7 +1133,10 @@ class ProducerConfig:
                     f"{setting.name} is given twice, as {given_as[setting.name]!r} and {key!r}"
                 )
             given_as[setting.name] = key
-            values[setting.name] = setting.validate(key, _parse_property(key, setting.kind, raw))
+            value = _parse_property(key, setting.kind, raw)
+            if factor != 1 and isinstance(value, int) and not isinstance(value, bool):
+                value *= factor
+            values[setting.name] = setting.validate(key, value)
         codec = values.get("compression_type", "none")
         for level_codec, level in levels.items():
             # Java validates every codec's level but only uses the one of compression.type.
@@ -1114,7 +1148,25 @@ class ProducerConfig:
                 values["compression_level"] = level
         if "bootstrap_servers" not in values:
             raise ConfigError("bootstrap.servers is required: e.g. 'localhost:9092'")
+        ignored = ignored_java_properties(properties)
+        if ignored:
+            _log.warning(
+                "ignoring Java client settings that have no meaning in kafkaline: %s",
+                ", ".join(ignored),
+            )
         return cls(**values)
+
+
+def ignored_java_properties(properties: Iterable[object]) -> list[str]:
+    """The keys among ``properties`` that from_properties() accepts but ignores: documented
+    Java client settings with no meaning here (``client.dns.lookup``, ``metric.reporters``...).
+
+    >>> ignored_java_properties(["linger.ms", "client.dns.lookup", "metrics.num.samples"])
+    ['client.dns.lookup', 'metrics.num.samples']
+    """
+    return sorted(
+        key for key in properties if isinstance(key, str) and key in JAVA_KEYS_WITHOUT_MEANING
+    )
 
 
 # --------------------------------------------------------------------------- property parsing

@@ -633,8 +633,11 @@ def test_a_refused_send_leaves_the_producer_usable(producer: Producer) -> None:
     # (here it then waits for metadata, which nobody serves: the timeout names the topic).
     with pytest.raises(InvalidTopicNameError):
         producer.send("bad topic", b"v")
-    with pytest.raises(RuntimeError, match="exploded"):
-        Producer(bootstrap_servers=NOBODY, value_serializer=_explode).send("t", "x")
+    with (
+        Producer(bootstrap_servers=NOBODY, value_serializer=_explode) as exploding,
+        pytest.raises(RuntimeError, match="exploded"),
+    ):
+        exploding.send("t", "x")
     with pytest.raises(KafkaError, match="'good-topic'"):
         producer.send("good-topic", b"v")
 

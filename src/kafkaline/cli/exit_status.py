@@ -24,7 +24,8 @@ class ExitStatus(enum.IntEnum):
     UNKNOWN_TOPIC = 6
     #: A line of input cannot be parsed (e.g. no key separator under parse.key).
     BAD_INPUT = 7
-    #: The feature asked for is not implemented yet (nothing uses it today; kept reserved).
+    #: The feature asked for cannot run here: not implemented yet, or it needs packages that
+    #: are not installed (``demo`` without pyspark names them).
     NOT_SUPPORTED = 8
     #: Any other error reported by kafkaline or the broker.
     KAFKA_ERROR = 9

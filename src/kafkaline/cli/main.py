@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from kafkaline import __version__
 from kafkaline.cli import (
     broker_command,
+    consume_command,
     demo_command,
     perf_command,
     produce_command,
@@ -39,8 +40,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser = argparse.ArgumentParser(
         prog=PROGRAM,
-        description="kafkaline's command line: a console producer, a producer perf test, "
-        "a local broker and topic management.",
+        description="kafkaline's command line: a console producer and consumer, a producer "
+        "perf test, a local broker and topic management.",
         epilog="Run 'kafkaline COMMAND --help' for a command's options.",
     )
     parser.add_argument("-v", "--verbose", action="store_true", help=_VERBOSE_HELP)
@@ -48,10 +49,22 @@ def build_parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
     produce_command.add_parser(commands, verbose_after)
     perf_command.add_parser(commands, verbose_after)
+    consume_command.add_parser(commands, verbose_after)
     broker_command.add_parser(commands, verbose_after)
     topics_command.add_parser(commands, verbose_after)
     demo_command.add_parser(commands, verbose_after)
+    _remember_parsers(parser)
     return parser
+
+
+def _remember_parsers(parser: argparse.ArgumentParser) -> None:
+    """Let every (sub)command's parser put itself into the namespace it parses: the deepest
+    one parsed wins, so main() can report an unknown flag with that command's usage."""
+    parser.set_defaults(usage_parser=parser)
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for subparser in set(action.choices.values()):
+                _remember_parsers(subparser)
 
 
 _VERBOSE_HELP = "show tracebacks and the library's informational log messages"
@@ -59,7 +72,12 @@ _VERBOSE_HELP = "show tracebacks and the library's informational log messages"
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command line; return the process exit status."""
-    args = build_parser().parse_args(argv)
+    # An unknown flag is reported with the usage of the command it was given to, not the
+    # top level's (argparse hands a subcommand's leftovers up to the main parser).
+    args, unknown = build_parser().parse_known_args(argv)
+    if unknown:
+        usage_parser: argparse.ArgumentParser = args.usage_parser
+        usage_parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     verbose: bool = args.verbose
     try:
         with _library_logging(verbose):
@@ -87,11 +105,17 @@ def _library_logging(verbose: bool) -> Iterator[None]:
     # Without --verbose only errors: a retried connection attempt is not the user's concern,
     # and the command reports what failed in the end in its own words.
     library_logger.setLevel(logging.INFO if verbose else logging.ERROR)
+    # Warnings about the user's own settings (Java keys ignored, host name checks off) are
+    # the user's concern.
+    config_logger = logging.getLogger("kafkaline.config")
+    previous_config_level = config_logger.level
+    config_logger.setLevel(logging.INFO if verbose else logging.WARNING)
     try:
         yield
     finally:
         library_logger.removeHandler(handler)
         library_logger.setLevel(previous_level)
+        config_logger.setLevel(previous_config_level)
 
 
 def _exit_on_broken_pipe() -> int:

@@ -25,7 +25,7 @@ from typing import Final, TextIO
 
 from kafkaline import ConfigError, KafkaTimeoutError, Producer, ProducerConfig
 from kafkaline.cli.error_report import PROGRAM, one_line_description
-from kafkaline.cli.errors import UsageError
+from kafkaline.cli.errors import RecordsFailedError, UsageError
 from kafkaline.cli.exit_status import ExitStatus
 from kafkaline.cli.perf_payloads import load_payload_file, parse_delimiter, random_payload
 from kafkaline.cli.perf_stats import (
@@ -93,6 +93,8 @@ def add_parser(subcommands: argparse._SubParsersAction[argparse.ArgumentParser],
     )
     parser.add_argument(
         "--bootstrap-server",
+        "--broker-list",
+        dest="bootstrap_server",
         metavar="HOST:PORT[,...]",
         help="the broker(s) to connect to (else bootstrap.servers from the properties)",
     )
@@ -109,6 +111,19 @@ def add_parser(subcommands: argparse._SubParsersAction[argparse.ArgumentParser],
         dest="producer_config",
         metavar="FILE",
         help="a Java properties file of producer properties",
+    )
+    parser.add_argument(
+        "--command-config",
+        dest="producer_config",
+        metavar="FILE",
+        help="the same as --producer.config (the Java tool's newer name)",
+    )
+    parser.add_argument(
+        "--warmup-records",
+        type=int,
+        default=0,
+        metavar="N",
+        help="send the first N of --num-records before measuring; they are not in the results",
     )
     parser.add_argument(
         "--print-metrics", action="store_true", help="print the producer's metrics at the end"
@@ -149,6 +164,11 @@ def run(args: argparse.Namespace) -> int:
         raise UsageError(f"--reporting-interval must be >= 1 ms, got {args.reporting_interval}")
     if args.throughput == 0:
         raise UsageError("--throughput 0 would never send; use -1 for no limit")
+    if not 0 <= args.warmup_records < args.num_records:
+        raise UsageError(
+            f"--warmup-records must be >= 0 and less than --num-records ({args.num_records}), "
+            f"got {args.warmup_records}"
+        )
     if args.transaction_duration_ms is not None and args.transaction_duration_ms < 1:
         raise UsageError(
             f"--transaction-duration-ms must be >= 1, got {args.transaction_duration_ms}"
@@ -244,22 +264,35 @@ def _run_test(
     args: argparse.Namespace, config: ProducerConfig, payloads: list[bytes], rng: random.Random
 ) -> int:
     topic: str = args.topic
-    measurement = _Measurement(
-        args.num_records, args.reporting_interval, sys.stderr if args.json else sys.stdout
-    )
+    warmup: int = args.warmup_records
+    duration_ms = transaction_duration_ms(args, config)
+    if warmup and duration_ms is not None:
+        raise UsageError("--warmup-records cannot be combined with transactions")
+    window_stream = sys.stderr if args.json else sys.stdout
+    measured = args.num_records - warmup
+    measurement = _Measurement(measured, args.reporting_interval, window_stream)
     throttle = Throttle(args.throughput)
     interrupted = False
-    duration_ms = transaction_duration_ms(args, config)
     producer = Producer(config)
     try:
-        require_topic(producer, topic, config.bootstrap_servers, config.max_block_ms)
+        require_topic(
+            producer,
+            topic,
+            config.bootstrap_servers,
+            config.max_block_ms,
+            plaintext=config.security_protocol == "PLAINTEXT",
+        )
+        if warmup:
+            _send_warmup(producer, topic, payloads, rng, warmup, Throttle(args.throughput))
+            # Measuring starts now: the warmup's time is not in the results.
+            measurement = _Measurement(measured, args.reporting_interval, window_stream)
         if duration_ms is not None:
             producer.init_transactions()
         in_transaction = False
         transaction_start_ms = 0
         started = time.monotonic()
         single_payload = payloads[0] if len(payloads) == 1 else None
-        for iteration in range(args.num_records):
+        for iteration in range(measured):
             if duration_ms is not None and not in_transaction:
                 producer.begin_transaction()
                 in_transaction = True
@@ -294,6 +327,33 @@ def _run_test(
     if interrupted:
         return ExitStatus.INTERRUPTED
     return ExitStatus.RECORDS_FAILED if summary.failed else ExitStatus.OK
+
+
+def _send_warmup(
+    producer: Producer,
+    topic: str,
+    payloads: list[bytes],
+    rng: random.Random,
+    count: int,
+    throttle: Throttle,
+) -> None:
+    """Send ``count`` records and wait for them, unmeasured: connections, batches and caches
+    are warm when measuring starts. A failed warmup record ends the run."""
+    failures: list[Exception] = []
+    started = time.monotonic()
+    for iteration in range(count):
+        payload = payloads[0] if len(payloads) == 1 else payloads[rng.randrange(len(payloads))]
+        producer.send(topic, payload).add_errback(failures.append)
+        if not throttle.unlimited:
+            delay = throttle.delay_s(iteration + 1, time.monotonic() - started)
+            if delay >= _MIN_THROTTLE_SLEEP_S:
+                time.sleep(delay)
+    producer.flush()
+    if failures:
+        raise RecordsFailedError(
+            f"{len(failures)} of {count} warmup records failed: {one_line_description(failures[0])}"
+        )
+    print(f"{PROGRAM}: {count} warmup records sent; measuring from now on", file=sys.stderr)
 
 
 def _flush_after_interrupt(producer: Producer) -> None:

@@ -40,6 +40,16 @@ _PROMPT: Final = ">"
 _RECORD_ERRORS: Final = (RecordTooLargeError, BufferExhaustedError)
 
 
+_JAVA_SETTING_FLAGS: Final = {
+    "--max-block-ms": "max.block.ms",
+    "--request-timeout-ms": "request.timeout.ms",
+    "--message-send-max-retries": "retries",
+    "--retry-backoff-ms": "retry.backoff.ms",
+    "--max-memory-bytes": "buffer.memory",
+    "--metadata-expiry-ms": "metadata.max.age.ms",
+}
+
+
 def add_parser(subcommands: argparse._SubParsersAction[argparse.ArgumentParser],
                parent: argparse.ArgumentParser) -> None:  # fmt: skip
     """Register ``produce`` with the Java console producer's option names."""
@@ -55,8 +65,11 @@ def add_parser(subcommands: argparse._SubParsersAction[argparse.ArgumentParser],
     parser.add_argument("--topic", required=True, help="the topic to send to")
     parser.add_argument(
         "--bootstrap-server",
+        "--broker-list",
+        dest="bootstrap_server",
         metavar="HOST:PORT[,...]",
-        help="the broker(s) to connect to (else bootstrap.servers from the properties)",
+        help="the broker(s) to connect to (else bootstrap.servers from the properties); "
+        "--broker-list is the old Java name",
     )
     parser.add_argument(
         "--property",
@@ -86,6 +99,9 @@ def add_parser(subcommands: argparse._SubParsersAction[argparse.ArgumentParser],
         "--timeout", metavar="MS", help="linger.ms: how long a batch waits for more records"
     )
     parser.add_argument("--request-required-acks", metavar="ACKS", help="acks: 0, 1, -1 or all")
+    # The Java console producer's other producer-setting flags, each one property.
+    for flag, java_name in _JAVA_SETTING_FLAGS.items():
+        parser.add_argument(flag, metavar="N", help=java_name)
     parser.add_argument(
         "--producer-property",
         action="append",
@@ -95,9 +111,11 @@ def add_parser(subcommands: argparse._SubParsersAction[argparse.ArgumentParser],
     )
     parser.add_argument(
         "--producer.config",
+        "--command-config",
         dest="producer_config",
         metavar="FILE",
-        help="a Java properties file of producer properties",
+        help="a Java properties file of producer properties (--command-config: the Java "
+        "tool's newer name)",
     )
     parser.set_defaults(run=run)
 
@@ -124,6 +142,10 @@ def _config_from(args: argparse.Namespace) -> ProducerConfig:
             "batch.size": args.batch_size,
             "linger.ms": args.timeout,
             "acks": args.request_required_acks,
+            **{
+                java_name: getattr(args, flag.removeprefix("--").replace("-", "_"))
+                for flag, java_name in _JAVA_SETTING_FLAGS.items()
+            },
         },
         client_id=_CLIENT_ID,
     )
@@ -143,7 +165,13 @@ def _produce(
     lines_read = 0
     producer = Producer(config)
     try:
-        require_topic(producer, args.topic, config.bootstrap_servers, config.max_block_ms)
+        require_topic(
+            producer,
+            args.topic,
+            config.bootstrap_servers,
+            config.max_block_ms,
+            plaintext=config.security_protocol == "PLAINTEXT",
+        )
         progress = _progress_bar(args, source, started)
         prompt = _print_prompt if source.interactive else None
         bytes_read = 0

@@ -52,5 +52,16 @@ def assemble_properties(
 
 
 def producer_config(properties: Mapping[str, str]) -> ProducerConfig:
-    """Validate the merged properties (ConfigError naming the key when one is bad)."""
-    return ProducerConfig.from_properties(properties)
+    """Validate the merged properties (ConfigError naming the key when one is bad).
+
+    The tools send the bytes they read or make, as Java's console and perf producers do (they
+    set ByteArraySerializer themselves), so serializers in a Java client.properties are
+    checked, then left out.
+
+    >>> config = producer_config({"bootstrap.servers": "h:9092", "value.serializer":
+    ...     "org.apache.kafka.common.serialization.StringSerializer"})
+    >>> config.value_serializer is None
+    True
+    """
+    config = ProducerConfig.from_properties(properties)
+    return config.with_changes(key_serializer=None, value_serializer=None)

@@ -19,7 +19,12 @@ from dataclasses import dataclass
 from typing import TypeVar
 
 from kafkaline.cli.errors import BrokerUnreachableError, UsageError
-from kafkaline.errors import KafkaError, TopicAlreadyExistsError, raise_for_code
+from kafkaline.errors import (
+    KafkaError,
+    TopicAlreadyExistsError,
+    UnknownTopicOrPartitionError,
+    raise_for_code,
+)
 from kafkaline.protocol import CLIENT_VERSIONS, broker_version_ranges
 from kafkaline.protocol.api import (
     ApiVersionsRequest,
@@ -30,6 +35,7 @@ from kafkaline.protocol.api import (
     MetadataResponse,
 )
 from kafkaline.protocol.api.create_topics import CreatableTopic
+from kafkaline.protocol.api.metadata import MetadataRequestTopic
 from kafkaline.protocol.versions import highest_common_version
 from kafkaline.testing.wire import BlockingConnection
 
@@ -80,6 +86,75 @@ def parse_bootstrap_servers(text: str) -> list[tuple[str, int]]:
             raise UsageError(f"--bootstrap-server: {server!r} is not HOST:PORT")
         servers.append((host, int(port_text)))
     return servers
+
+
+@dataclass(frozen=True, slots=True)
+class PartitionInfo:
+    """A partition as ``topics describe`` shows it: its leader and replica node ids."""
+
+    partition: int
+    leader: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class TopicDescription:
+    """A topic as ``topics describe`` shows it; ``error_code`` is the broker's (0: none)."""
+
+    name: str
+    error_code: int
+    partitions: tuple[PartitionInfo, ...]
+
+    def lines(self) -> list[str]:
+        """The Java tool's layout: a topic line, then one tab-indented line per partition."""
+        replication = len(self.partitions[0].replicas) if self.partitions else 0
+        head = (
+            f"Topic: {self.name}\tPartitionCount: {len(self.partitions)}\t"
+            f"ReplicationFactor: {replication}"
+        )
+        return [head] + [
+            f"\tTopic: {self.name}\tPartition: {p.partition}\tLeader: {p.leader}\t"
+            f"Replicas: {','.join(map(str, p.replicas))}\tIsr: {','.join(map(str, p.isr))}"
+            for p in self.partitions
+        ]
+
+
+def describe_topics(
+    bootstrap_servers: str, names: list[str] | None, timeout_s: float
+) -> list[TopicDescription]:
+    """The named topics (``None``: all) with their partitions, leaders and replicas, in the
+    order asked (all: sorted by name). A topic the broker does not know has its error code
+    (UNKNOWN_TOPIC_OR_PARTITION); none is ever created by asking."""
+    if names is not None:
+        for name in names:
+            validate_topic_name(name)
+
+    def ask(conn: BlockingConnection, versions: Callable[[int], int]) -> MetadataResponse:
+        topics = None if names is None else [MetadataRequestTopic(name=name) for name in names]
+        request = MetadataRequest(topics=topics, allow_auto_topic_creation=False)
+        return conn.request(request, versions(MetadataRequest.API_KEY), MetadataResponse)
+
+    response = _with_any_broker(bootstrap_servers, timeout_s, ask)
+    described = {
+        topic.name: TopicDescription(
+            topic.name,
+            topic.error_code,
+            tuple(
+                PartitionInfo(
+                    p.partition_index, p.leader_id, tuple(p.replica_nodes), tuple(p.isr_nodes)
+                )
+                for p in sorted(topic.partitions, key=lambda p: p.partition_index)
+            ),
+        )
+        for topic in response.topics
+        if topic.name is not None
+    }
+    order = sorted(described) if names is None else names
+    return [
+        described.get(name, TopicDescription(name, UnknownTopicOrPartitionError.code, ()))
+        for name in order
+    ]
 
 
 def list_topics(bootstrap_servers: str, timeout_s: float) -> list[TopicInfo]:
@@ -158,7 +233,7 @@ def _with_any_broker(
     failures: list[str] = []
     for host, port in servers:
         try:
-            with _negotiated_connection(host, port, timeout_s) as (conn, versions):
+            with negotiated_connection(host, port, timeout_s) as (conn, versions):
                 return ask(conn, versions)
         except (OSError, TimeoutError) as error:
             # Try the next server; if none answers, all the reasons are reported together.
@@ -167,7 +242,7 @@ def _with_any_broker(
 
 
 @contextmanager
-def _negotiated_connection(
+def negotiated_connection(
     host: str, port: int, timeout_s: float
 ) -> Iterator[tuple[BlockingConnection, Callable[[int], int]]]:
     with BlockingConnection(host, port, timeout_s, _CLIENT_ID) as conn:

@@ -370,6 +370,19 @@ def as_bytes_column(items: Sequence[object], role: str) -> list[bytes | None]:
 # ---------------------------------------------------------------------- Arrow
 
 
+def _import_pyarrow() -> Any:
+    # Imported here, not at the top: kafkaline works without pyarrow (the spark extra). By
+    # name, so that type checking does not need pyarrow's (absent) stubs.
+    try:
+        return importlib.import_module("pyarrow")
+    except ImportError as error:
+        raise ModuleNotFoundError(
+            "send_arrow() needs pyarrow, which is not installed: install kafkaline with its "
+            "spark extra (pip install '.[spark]' from the clone) or pip install pyarrow",
+            name="pyarrow",
+        ) from error
+
+
 def arrow_columns(
     data: Any, key: str | None, value: str, headers: str | None
 ) -> tuple[list[bytes | None] | None, list[bytes | None], list[Headers | None] | None]:
@@ -378,9 +391,7 @@ def arrow_columns(
     are accepted, strings as their UTF-8 bytes; nulls become Kafka nulls. The headers column
     is ``list<struct<key: string, value: binary>>``. Wrong types raise TypeError and missing
     columns ValueError, naming the column."""
-    # Imported here, not at the top: kafkaline works without pyarrow (the spark extra). By
-    # name, so that type checking does not need pyarrow's (absent) stubs.
-    pa: Any = importlib.import_module("pyarrow")
+    pa = _import_pyarrow()
     batches, schema = _batches_and_schema(pa, data)
     _check_present(schema, (("key", key), ("value", value), ("headers", headers)))
     binary_view = _binary_view(pa, schema, value)

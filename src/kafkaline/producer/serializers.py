@@ -20,7 +20,10 @@ value_serializer
 
 from __future__ import annotations
 
+import difflib
 import json
+import struct
+import uuid
 from collections.abc import Callable, Sequence
 from typing import Any, Final, Literal, Protocol, TypeAlias, TypeVar, runtime_checkable
 
@@ -28,9 +31,11 @@ __all__ = [
     "BytesSerializer",
     "CallableSerializer",
     "JsonSerializer",
+    "NumberSerializer",
     "Serializer",
     "SerializerLike",
     "StringSerializer",
+    "UUIDSerializer",
     "as_serializer",
     "bytes_or_none",
     "serializer_for_name",
@@ -136,6 +141,74 @@ class JsonSerializer:
         return self._encoder.encode(data).encode("utf-8")
 
 
+class NumberSerializer:
+    """Numbers as Java's fixed-width big-endian serializers write them: ``NumberSerializer.INT``
+    is ``IntegerSerializer`` (4 bytes), ``LONG``, ``SHORT``, ``DOUBLE``, ``FLOAT`` likewise.
+
+    >>> NumberSerializer.INT.serialize("t", 258, None)
+    b'\\x00\\x00\\x01\\x02'
+    >>> NumberSerializer.DOUBLE.serialize("t", 1.5, None)
+    b'?\\xf8\\x00\\x00\\x00\\x00\\x00\\x00'
+    """
+
+    __slots__ = ("_packer", "java_name")
+
+    INT: NumberSerializer
+    LONG: NumberSerializer
+    SHORT: NumberSerializer
+    DOUBLE: NumberSerializer
+    FLOAT: NumberSerializer
+
+    def __init__(self, struct_format: str, java_name: str) -> None:
+        self._packer = struct.Struct(struct_format)
+        self.java_name = java_name
+
+    def serialize(self, topic: str, data: float | None, headers: Headers | None) -> bytes | None:
+        if data is None:
+            return None
+        integral = self._packer.format[-1] in "hiq"
+        if isinstance(data, bool) or not isinstance(data, int if integral else (int, float)):
+            raise TypeError(f"{self.java_name} cannot serialize {type(data).__name__}")
+        try:
+            return self._packer.pack(data)
+        except struct.error:
+            raise ValueError(
+                f"{self.java_name} cannot serialize {data!r}: out of range for "
+                f"{self._packer.size} bytes"
+            ) from None
+
+    def __repr__(self) -> str:
+        return f"NumberSerializer({self._packer.format!r}, {self.java_name!r})"
+
+
+NumberSerializer.INT = NumberSerializer(">i", "IntegerSerializer")
+NumberSerializer.LONG = NumberSerializer(">q", "LongSerializer")
+NumberSerializer.SHORT = NumberSerializer(">h", "ShortSerializer")
+NumberSerializer.DOUBLE = NumberSerializer(">d", "DoubleSerializer")
+NumberSerializer.FLOAT = NumberSerializer(">f", "FloatSerializer")
+
+
+class UUIDSerializer:
+    """A UUID as its 36-character string in UTF-8, like Java's ``UUIDSerializer``.
+
+    >>> UUIDSerializer().serialize("t", uuid.UUID(int=1), None)
+    b'00000000-0000-0000-0000-000000000001'
+    """
+
+    __slots__ = ()
+
+    def serialize(
+        self, topic: str, data: uuid.UUID | str | None, headers: Headers | None
+    ) -> bytes | None:
+        if data is None:
+            return None
+        if isinstance(data, str):
+            data = uuid.UUID(data)
+        if not isinstance(data, uuid.UUID):
+            raise TypeError(f"UUIDSerializer cannot serialize {type(data).__name__}")
+        return str(data).encode("ascii")
+
+
 class CallableSerializer:
     """Adapts a plain ``fn(data) -> bytes`` to :class:`Serializer`.
 
@@ -188,6 +261,16 @@ _BYTES: Final = (
     "org.apache.kafka.common.serialization.ByteBufferSerializer",
 )
 _JSON: Final = ("json",)
+_JAVA_PACKAGE: Final = "org.apache.kafka.common.serialization."
+# Java's other built-in serializers, by class name.
+_JAVA_SERIALIZERS: Final[dict[str, Callable[[], Serializer[Any]]]] = {
+    _JAVA_PACKAGE + "IntegerSerializer": lambda: NumberSerializer.INT,
+    _JAVA_PACKAGE + "LongSerializer": lambda: NumberSerializer.LONG,
+    _JAVA_PACKAGE + "ShortSerializer": lambda: NumberSerializer.SHORT,
+    _JAVA_PACKAGE + "DoubleSerializer": lambda: NumberSerializer.DOUBLE,
+    _JAVA_PACKAGE + "FloatSerializer": lambda: NumberSerializer.FLOAT,
+    _JAVA_PACKAGE + "UUIDSerializer": UUIDSerializer,
+}
 
 
 def serializer_for_name(name: str) -> Serializer[Any] | None:
@@ -201,7 +284,20 @@ def serializer_for_name(name: str) -> Serializer[Any] | None:
         return BytesSerializer()
     if name in _JSON:
         return JsonSerializer()
-    known = ", ".join(repr(n) for n in (*_STRING, *_BYTES, *_JSON))
+    if name in _JAVA_SERIALIZERS:
+        return _JAVA_SERIALIZERS[name]()
+    if name == _JAVA_PACKAGE + "VoidSerializer":
+        return CallableSerializer(_always_null)
+    names = (*_STRING, *_BYTES, *_JSON, *_JAVA_SERIALIZERS)
+    close = difflib.get_close_matches(name, names, n=1, cutoff=0.8)
+    if close:
+        raise LookupError(f"unknown serializer; did you mean {close[0]!r}?")
+    known = ", ".join(repr(n) for n in names)
     raise LookupError(
         f"unknown serializer; known names: {known} (pass a Serializer object for others)"
     )
+
+
+def _always_null(data: object) -> None:
+    """Java's VoidSerializer: only null, which a CallableSerializer never passes in."""
+    raise TypeError(f"VoidSerializer cannot serialize {type(data).__name__}: only None")

@@ -136,12 +136,34 @@ def decompress(
         if kind is CompressionType.SNAPPY:
             return snappy_decode(data, max_output_size=max_output_size)
         if kind is CompressionType.LZ4:
-            _check_bound(kind, _lz4_frame_output_bound(data), max_output_size)
-            return bytes(cramjam.lz4.decompress(data))
+            bound = _lz4_frame_output_bound(data)
+            if bound <= max_output_size:
+                return bytes(cramjam.lz4.decompress(data))
+            return _lz4_decode_capped(data, bound, max_output_size)
         _check_bound(kind, _zstd_output_bound(data), max_output_size)
         return bytes(cramjam.zstd.decompress(data))
     except (cramjam.DecompressionError, zlib.error) as exc:
         raise CorruptRecordError(f"{kind.name.lower()} decompression failed: {exc}") from exc
+
+
+def _lz4_decode_capped(data: BytesLike, bound: int, max_output_size: int) -> bytes:
+    """LZ4 frames whose blocks are smaller than the maximum they declare (cramjam before 2.12,
+    the last release for Python 3.10, writes such) have a loose bound: decompress into a
+    buffer one byte larger than the cap, so the cap holds exactly and nothing grows past it."""
+    output = bytearray(max_output_size + 1)
+    try:
+        written = cramjam.lz4.decompress_into(data, output)
+    except cramjam.DecompressionError as exc:
+        # Corrupt, or longer than the buffer: either way not within the cap.
+        raise CorruptRecordError(
+            f"lz4 data (which may decompress to {bound} bytes) does not decompress within the "
+            f"{max_output_size} allowed: {exc}"
+        ) from exc
+    if written > max_output_size:
+        raise CorruptRecordError(
+            f"lz4 data decompresses to more than the {max_output_size} allowed"
+        )
+    return bytes(memoryview(output)[:written])
 
 
 def _check_bound(kind: CompressionType, bound: int, max_output_size: int) -> None:

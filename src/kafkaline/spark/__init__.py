@@ -32,9 +32,15 @@ SHORT_NAME = "kafkaline"
 
 def register(spark: SparkSession) -> None:
     """Register the ``kafkaline`` data source with ``spark`` (the same as
-    ``spark.dataSource.register(kafkaline.spark.KafkalineDataSource)``)."""
-    from kafkaline.spark.data_source import KafkalineDataSource
+    ``spark.dataSource.register(kafkaline.spark.KafkalineDataSource)``).
 
+    With a local master, first checks that the Python Spark starts for its workers can
+    import kafkaline; raises ConfigError saying to set ``PYSPARK_PYTHON`` (or
+    ``spark.pyspark.python``) if not."""
+    from kafkaline.spark.data_source import KafkalineDataSource
+    from kafkaline.spark.worker_python import check_worker_python
+
+    check_worker_python(spark)
     spark.dataSource.register(KafkalineDataSource)
 
 

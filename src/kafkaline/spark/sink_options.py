@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from kafkaline import ConfigError
+from kafkaline import ConfigError, ProducerConfig
 
 KAFKA_PREFIX = "kafka."
 
@@ -46,4 +46,7 @@ class SinkOptions:
             )
         for name, value in SINK_PRODUCER_DEFAULTS.items():
             properties.setdefault(name, value)
+        # Checked here, while planning, so that a bad kafka.* option fails the write once
+        # instead of every task.
+        ProducerConfig.from_properties(properties)
         return cls(tuple(sorted(properties.items())), topic)

@@ -8,6 +8,7 @@ producer's Arrow path); with 4.0 the row writers collect rows into Arrow batches
 from __future__ import annotations
 
 import logging
+import sys
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -98,22 +99,21 @@ class _SinkWriter:
 
     def _log_commit(self, messages: list[WriterCommitMessage | None], what: str) -> None:
         tasks, records, text = summarize(messages)
-        _log.info(
-            "kafkaline: %s committed: %d records from %d tasks (%s)", what, records, tasks, text
-        )
+        summary = f"kafkaline: {what} committed: {records} records from {tasks} tasks ({text})"
+        _log.info("%s", summary)
+        # On the driver's console too, beside Spark's own messages: the library's logger
+        # prints nothing unless the application configures logging.
+        print(summary, file=sys.stderr, flush=True)
 
     def _log_abort(self, messages: list[WriterCommitMessage | None], what: str) -> None:
         tasks, records, text = summarize(messages)
         failed = sum(1 for message in messages if message is None)
-        _log.error(
-            "kafkaline: %s aborted (%d tasks failed); %d tasks had written %d records, which "
-            "stay in Kafka (%s)",
-            what,
-            failed,
-            tasks,
-            records,
-            text or "none",
+        summary = (
+            f"kafkaline: {what} aborted ({failed} tasks failed); {tasks} tasks had written "
+            f"{records} records, which stay in Kafka ({text or 'none'})"
         )
+        _log.error("%s", summary)
+        print(summary, file=sys.stderr, flush=True)
 
 
 class KafkalineRowWriter(_SinkWriter, DataSourceWriter):

@@ -166,3 +166,55 @@ def test_topics_tries_the_next_bootstrap_server(broker: LocalBroker) -> None:
     servers = f"127.0.0.1:{closed_port()},{broker.bootstrap_servers}"
     result = kafkaline("topics", "list", "--bootstrap-server", servers)
     assert result.returncode == ExitStatus.OK, result.stderr
+
+
+def test_topics_in_the_kafka_topics_sh_shape(broker: LocalBroker, topic_name: str) -> None:
+    created = kafkaline(
+        "topics", "--create", "--topic", topic_name, "--partitions", "3",
+        "--bootstrap-server", broker.bootstrap_servers,
+    )  # fmt: skip
+    assert created.returncode == ExitStatus.OK, created.stderr
+    assert partition_counts(broker.bootstrap_servers)[topic_name] == 3
+    listed = kafkaline("topics", "--list", "--broker-list", broker.bootstrap_servers)
+    assert listed.returncode == ExitStatus.OK, listed.stderr
+    assert topic_name in listed.stdout.decode().splitlines()
+    described = kafkaline(
+        "topics", "--describe", "--topic", topic_name,
+        "--bootstrap-server", broker.bootstrap_servers,
+    )  # fmt: skip
+    assert described.returncode == ExitStatus.OK, described.stderr
+    head, *partitions = described.stdout.decode().splitlines()
+    assert head == f"Topic: {topic_name}\tPartitionCount: 3\tReplicationFactor: 1"
+    # Tansu answers as one node (111) leading every partition.
+    assert partitions == [
+        f"\tTopic: {topic_name}\tPartition: {p}\tLeader: 111\tReplicas: 111\tIsr: 111"
+        for p in range(3)
+    ]
+
+
+def test_topics_create_takes_the_name_as_topic_too(broker: LocalBroker, topic_name: str) -> None:
+    created = kafkaline(
+        "topics", "create", "--topic", topic_name, "--bootstrap-server", broker.bootstrap_servers
+    )
+    assert created.returncode == ExitStatus.OK, created.stderr
+    assert partition_counts(broker.bootstrap_servers)[topic_name] == 1
+
+
+def test_topics_describe_an_unknown_topic_is_exit_6(broker: LocalBroker) -> None:
+    missing = f"no-such-topic-{uuid.uuid4().hex[:8]}"
+    result = kafkaline(
+        "topics", "describe", missing, "--bootstrap-server", broker.bootstrap_servers
+    )
+    assert result.returncode == ExitStatus.UNKNOWN_TOPIC
+    assert result.stderr.decode().splitlines() == [
+        f"kafkaline: error: topic {missing!r} does not exist on {broker.bootstrap_servers}"
+    ]
+    assert missing not in partition_counts(broker.bootstrap_servers)  # not created by asking
+
+
+def test_a_wrong_flag_prints_the_subcommands_usage() -> None:
+    result = kafkaline("topics", "create", "--partition", "3", "--bogus")
+    assert result.returncode == ExitStatus.USAGE
+    lines = result.stderr.decode().splitlines()
+    assert lines[0].startswith("usage: kafkaline topics create ")
+    assert lines[-1] == "kafkaline topics create: error: unrecognized arguments: --bogus"

@@ -308,6 +308,49 @@ def test_producer_options_and_properties_reach_the_producer(
     assert values == [b"record %d" % i for i in range(count)]
 
 
+def test_a_java_client_properties_file_works_unchanged(
+    broker: LocalBroker, make_topic: TopicFactory, tmp_path: Path
+) -> None:
+    # Java serializer class names, a Java setting with no meaning here, a librdkafka name.
+    topic = make_topic(partitions=1)
+    config_file = tmp_path / "client.properties"
+    config_file.write_text(
+        f"bootstrap.servers={broker.bootstrap_servers}\n"
+        "key.serializer=org.apache.kafka.common.serialization.StringSerializer\n"
+        "value.serializer=org.apache.kafka.common.serialization.StringSerializer\n"
+        "client.dns.lookup=use_all_dns_ips\n"
+        "queue.buffering.max.ms=5\n"
+    )
+    result = kafkaline(
+        "produce", "--topic", topic, "--producer.config", str(config_file),
+        "--property", "parse.key=true", stdin=b"k1\tv1\nk2\tv2\n",
+    )  # fmt: skip
+    assert result.returncode == ExitStatus.OK, result.stderr
+    warning, summary = stderr_lines(result)
+    assert warning == (
+        "kafkaline: WARNING: kafkaline.config: ignoring Java client settings that have no "
+        "meaning in kafkaline: client.dns.lookup"
+    )
+    assert summary.startswith("kafkaline: 2 records sent, 0 failed")
+    records = read_back(broker, topic, 1, 2)
+    assert [(key, value) for _, key, value, _ in records] == [(b"k1", b"v1"), (b"k2", b"v2")]
+
+
+def test_a_misspelled_java_property_is_refused_with_a_suggestion(
+    broker: LocalBroker, tmp_path: Path
+) -> None:
+    config_file = tmp_path / "client.properties"
+    config_file.write_text(f"bootstrap.servers={broker.bootstrap_servers}\nclient.dns.lookupp=x\n")
+    result = kafkaline(
+        "produce", "--topic", "events", "--producer.config", str(config_file)
+    )  # fmt: skip
+    assert result.returncode == ExitStatus.CONFIG
+    assert stderr_lines(result) == [
+        "kafkaline: error: 'client.dns.lookupp' is not a producer setting; did you mean "
+        "'client.dns.lookup'?"
+    ]
+
+
 def test_sync_mode_sends_one_record_at_a_time(
     broker: LocalBroker, make_topic: TopicFactory
 ) -> None:
@@ -352,7 +395,9 @@ def test_unreachable_broker_is_one_line_and_its_own_status(tmp_path: Path) -> No
     )  # fmt: skip
     assert time.monotonic() - started < 10
     assert result.returncode == ExitStatus.BROKER_UNREACHABLE
-    [line] = stderr_lines(result)
+    # What it waits for is said at once, before the producer's wait; then the error.
+    waiting, line = stderr_lines(result)
+    assert waiting.startswith("kafkaline: waiting up to max.block.ms=300 ms for a broker: ")
     assert line.startswith("kafkaline: error: no broker answered within max.block.ms=300")
     assert "Connection refused" in line
 
@@ -366,6 +411,23 @@ def test_unknown_topic_is_one_line_and_its_own_status(broker: LocalBroker) -> No
     assert result.returncode == ExitStatus.UNKNOWN_TOPIC
     assert stderr_lines(result) == [f"kafkaline: error: topic {topic!r} does not exist on "
                                     f"{broker.bootstrap_servers}"]  # fmt: skip
+
+
+def test_a_topic_the_broker_does_not_know_fails_at_once(broker: LocalBroker) -> None:
+    # The default max.block.ms (60 s): the broker has said the topic is unknown, so there is
+    # nothing to wait for.
+    topic = f"no-such-topic-{uuid.uuid4().hex[:8]}"
+    for command in (
+        ["produce", "--topic", topic],
+        ["perf", "--topic", topic, "--num-records", "1", "--record-size", "1"],
+    ):
+        started = time.monotonic()
+        result = kafkaline(*command, "--bootstrap-server", broker.bootstrap_servers, stdin=b"x\n")
+        assert time.monotonic() - started < 15
+        assert result.returncode == ExitStatus.UNKNOWN_TOPIC, result.stderr
+        assert stderr_lines(result) == [
+            f"kafkaline: error: topic {topic!r} does not exist on {broker.bootstrap_servers}"
+        ]
 
 
 def test_bad_property_is_one_line_and_its_own_status(broker: LocalBroker) -> None:
@@ -506,6 +568,47 @@ def test_perf_prints_the_java_shapes_and_its_count_matches_the_records(
                records)  # fmt: skip
 
 
+def test_perf_warmup_records_are_sent_but_not_measured(
+    broker: LocalBroker, make_topic: TopicFactory, tmp_path: Path
+) -> None:
+    topic = make_topic(partitions=2)
+    (tmp_path / "client.properties").write_text(f"bootstrap.servers={broker.bootstrap_servers}")
+    result = kafkaline(
+        "perf", "--topic", topic, "--num-records", "1000", "--warmup-records", "400",
+        "--record-size", "10", "--command-config", "client.properties", "--json", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == ExitStatus.OK, result.stderr
+    assert "kafkaline: 400 warmup records sent; measuring from now on" in stderr_lines(result)
+    assert json.loads(result.stdout)["records"] == 600
+    assert len(read_back(broker, topic, 2, 1000)) == 1000
+
+
+def test_produce_takes_the_java_console_producers_flags(
+    broker: LocalBroker, make_topic: TopicFactory, tmp_path: Path
+) -> None:
+    topic = make_topic(partitions=1)
+    (tmp_path / "client.properties").write_text("acks=1\n")
+    result = kafkaline(
+        "produce", "--topic", topic, "--broker-list", broker.bootstrap_servers,
+        "--command-config", "client.properties", "--max-block-ms", "5000",
+        "--request-timeout-ms", "7000", "--message-send-max-retries", "3",
+        "--retry-backoff-ms", "50", "--max-memory-bytes", "10000000",
+        "--metadata-expiry-ms", "60000", stdin=b"one\ntwo\n", cwd=tmp_path,
+    )  # fmt: skip
+    assert result.returncode == ExitStatus.OK, result.stderr
+    assert [value for *_, value, _ in read_back(broker, topic, 1, 2)] == [b"one", b"two"]
+
+
+def test_a_bad_java_flag_value_names_its_property(broker: LocalBroker) -> None:
+    result = kafkaline(
+        "produce", "--topic", "events", "--bootstrap-server", broker.bootstrap_servers,
+        "--max-block-ms", "soon",
+    )  # fmt: skip
+    assert result.returncode == ExitStatus.CONFIG
+    [line] = stderr_lines(result)
+    assert line.startswith("kafkaline: error: max.block.ms")
+
+
 def test_perf_json_and_metrics(broker: LocalBroker, make_topic: TopicFactory) -> None:
     topic = make_topic(partitions=2)
     result = kafkaline(
@@ -586,5 +689,7 @@ def test_perf_with_unreachable_broker_is_one_line() -> None:
         "--producer-props", "max.block.ms=300",
     )  # fmt: skip
     assert result.returncode == ExitStatus.BROKER_UNREACHABLE
-    assert len(stderr_lines(result)) == 1
+    waiting, error = stderr_lines(result)
+    assert waiting.startswith("kafkaline: waiting up to max.block.ms=300 ms for a broker: ")
+    assert error.startswith("kafkaline: error: no broker answered")
     assert result.stdout == b""

@@ -8,6 +8,7 @@ import importlib
 import pytest
 
 MODULES = [
+    "kafkaline.cli.console_consumer",
     "kafkaline.cli.delivery_report",
     "kafkaline.cli.error_report",
     "kafkaline.cli.input_lines",

@@ -192,7 +192,7 @@ def fake_producer(monkeypatch: pytest.MonkeyPatch) -> type[FakeProducer]:
     FakeProducer.calls = []
     FakeProducer.fail_commit = False
     monkeypatch.setattr(perf_command, "Producer", FakeProducer)
-    monkeypatch.setattr(perf_command, "require_topic", lambda *args: 1)
+    monkeypatch.setattr(perf_command, "require_topic", lambda *args, **kwargs: 1)
     clock = itertools.count(step=10)  # each reading of the clock: 10 ms later
     monkeypatch.setattr(perf_command, "_now_ms", lambda: next(clock))
     return FakeProducer

@@ -252,6 +252,26 @@ def test_arrow_columns_binary_string_large_and_nulls() -> None:
     assert arrow_columns(sliced, None, "value", None) == (None, [b"\xc3\xa9", None, None], None)
 
 
+def test_send_arrow_without_pyarrow_names_the_extra(
+    producer: Producer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from kafkaline.producer import producer as producer_module
+
+    def forget_what_was_found() -> None:
+        # The producer remembers whether numpy and pyarrow are there (cached lookups).
+        producer_module._columnar.cache_clear()
+        producer_module._columnar_without_pyarrow_import.cache_clear()
+
+    forget_what_was_found()
+    monkeypatch.setitem(sys.modules, "pyarrow", None)  # as if it were not installed
+    try:
+        with pytest.raises(ModuleNotFoundError, match=r"needs pyarrow.*pip install '\.\[spark\]'"):
+            producer.send_arrow("events", object())
+    finally:
+        monkeypatch.undo()
+        forget_what_was_found()
+
+
 def test_arrow_columns_name_the_bad_column() -> None:
     pa = pytest.importorskip("pyarrow")
     batch = pa.record_batch(

@@ -1,11 +1,11 @@
 """Our Python declarations against Apache Kafka's message schemas, field by field.
 
-The schemas live beside the repository in ``../shared/kafka-protocol/message/*.json`` (JSON with
-``//`` comments). For every API we declare, request and response, and for both headers, this
-checks the message name, API key, validVersions, flexibleVersions, and for every field
-(recursively): name, type, versions, nullableVersions, taggedVersions, tag, a field-level
-flexibleVersions override and the default; then, version by version, the set of fields present
-with their type, nullability and tag.
+Apache Kafka's schemas are copied into ``kafka_schemas/`` beside this file (JSON with ``//``
+comments; Apache License 2.0, see the LICENSE and NOTICE there). For every API we declare,
+request and response, and for both headers, this checks the message name, API key,
+validVersions, flexibleVersions, and for every field (recursively): name, type, versions,
+nullableVersions, taggedVersions, tag, a field-level flexibleVersions override and the default;
+then, version by version, the set of fields present with their type, nullability and tag.
 """
 
 from __future__ import annotations
@@ -34,8 +34,8 @@ from kafkaline.protocol.schema import (
     declared_fields,
 )
 
-#: <repo>/../shared/kafka-protocol/message, found from this file (tests/unit/protocol/...).
-SCHEMA_DIR = Path(__file__).resolve().parents[3].parent / "shared" / "kafka-protocol" / "message"
+#: Apache Kafka's message schemas, carried in the repository beside this file.
+SCHEMA_DIR = Path(__file__).resolve().parent / "kafka_schemas"
 
 #: The APIs the protocol layer must declare.
 REQUIRED_API_KEYS = {0, 1, 2, 3, 10, 17, 18, 19, 22, 24, 25, 26, 28, 36}
@@ -86,7 +86,7 @@ def strip_json_comments(text: str) -> str:
 def load_schema(name: str) -> Mapping[str, Any]:
     path = SCHEMA_DIR / f"{name}.json"
     if not path.is_file():
-        pytest.fail(f"Kafka schema not found at {path} (expected <repo>/../shared/kafka-protocol)")
+        pytest.fail(f"Kafka schema not found at {path}: copy it from Apache Kafka's sources")
     schema: Mapping[str, Any] = json.loads(strip_json_comments(path.read_text()))
     return schema
 
@@ -259,7 +259,7 @@ def test_every_required_api_is_declared() -> None:
         assert request.RESPONSE_TYPE.API_KEY == request.API_KEY
 
 
-def test_schema_directory_is_found_relative_to_the_repository() -> None:
+def test_schema_directory_is_found_inside_the_repository() -> None:
     assert (SCHEMA_DIR / "ProduceRequest.json").is_file(), SCHEMA_DIR
 
 

@@ -212,6 +212,28 @@ def test_output_over_the_cap_is_refused(
     assert len(decompress(codec, bombs[codec], max_output_size=BOMB_SIZE)) == BOMB_SIZE
 
 
+def test_lz4_blocks_smaller_than_their_declared_maximum_decompress_up_to_the_cap() -> None:
+    # Some writers (cramjam before 2.12, python-lz4 with auto_flush) send blocks far smaller
+    # than the maximum the frame declares: the bound from block maxima is then loose (here
+    # 128 blocks x 4 MiB), and the cap must still be exact.
+    lz4_frame = pytest.importorskip("lz4.frame")
+    data = bytes(range(256)) * 4096  # 1 MiB
+    context = lz4_frame.create_compression_context()
+    parts = [
+        lz4_frame.compress_begin(
+            context, block_size=lz4_frame.BLOCKSIZE_MAX4MB, auto_flush=True, content_checksum=False
+        )
+    ]
+    parts += [
+        lz4_frame.compress_chunk(context, data[i : i + 8192]) for i in range(0, len(data), 8192)
+    ]
+    parts.append(lz4_frame.compress_flush(context))
+    frame = b"".join(parts)
+    assert decompress(CompressionType.LZ4, frame, max_output_size=len(data)) == data
+    with pytest.raises(CorruptRecordError, match=f"the {len(data) - 1} allowed"):
+        decompress(CompressionType.LZ4, frame, max_output_size=len(data) - 1)
+
+
 def test_a_lying_snappy_length_header_is_refused_before_allocating() -> None:
     lying = encode_uvarint(1 << 40) + b"\x00"  # claims a terabyte
     with pytest.raises(CorruptRecordError):

@@ -11,11 +11,13 @@ from typing import Any
 import pytest
 
 from kafkaline.net.cluster import BrokerNode, ClusterMetadata, PartitionMetadata
+from kafkaline.producer import batch as batch_module
 from kafkaline.producer.accumulator import RecordAccumulator
 from kafkaline.producer.buffer_pool import BufferPool
 from kafkaline.producer.builtin_partitioner import BuiltInPartitioner, StickyPartition
 from kafkaline.producer.partitioner import StaticCluster
 from kafkaline.record import RecordBatchBuilder, read_record_batches
+from kafkaline.record.builder import RecordBatchBuilder as PythonBuilder
 
 TS = 1_700_000_000_000
 CLUSTER = ClusterMetadata(
@@ -122,17 +124,19 @@ def test_a_batch_refuses_a_record_once_then_appends_go_to_the_next(
     # Large records through send()'s general path: the batch that refuses one closes for
     # appends, so the refusal is measured once per batch (it was about three times, each by
     # the builder's slow path: 9,976 refusals for 3,338 batches of 10 KB records).
+    # Counted in the pure-Python builder's slow path, so the batches use that builder here.
     measured = 0
-    slow = RecordBatchBuilder._append_slow
+    slow = PythonBuilder._append_slow
 
-    def counting(self: RecordBatchBuilder, *args: Any) -> int | None:
+    def counting(self: PythonBuilder, *args: Any) -> int | None:
         nonlocal measured
         was_open = not self.is_closed
         delta = slow(self, *args)
         measured += delta is None and was_open
         return delta
 
-    monkeypatch.setattr(RecordBatchBuilder, "_append_slow", counting)
+    monkeypatch.setattr(PythonBuilder, "_append_slow", counting)
+    monkeypatch.setattr(batch_module, "RecordBatchBuilder", PythonBuilder)
     accumulator = new_accumulator(batch_size=1024)
     futures = [accumulator.append("t", 0, TS, b"k", b"v" * 300)[0] for _ in range(30)]
     results = list(dict.fromkeys(f.batch_result for f in futures))

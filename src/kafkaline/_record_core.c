@@ -1282,6 +1282,49 @@ static PyTypeObject BuilderType = {
     .tp_as_sequence = &Builder_as_sequence,
 };
 
+/* ------------------------------------------------------------------- KeyHashes */
+
+/* key -> to_positive(murmur2(key)) as a read-only mapping: send()'s hot path looks a key's
+ * hash up as it would in a memo, without keeping one. */
+typedef struct {
+    PyObject_HEAD
+} KeyHashes;
+
+static PyObject *
+KeyHashes_getitem(PyObject *Py_UNUSED(self), PyObject *key)
+{
+    BytesArg data;
+    if (!PyBytes_Check(key)) {
+        PyErr_SetObject(PyExc_KeyError, key);
+        return NULL;
+    }
+    if (bytes_arg(key, "key", &data) < 0)
+        return NULL;
+    uint32_t h = (uint32_t)murmur2((const unsigned char *)data.data, data.size);
+    return PyLong_FromUnsignedLong(h & 0x7fffffffu);
+}
+
+static Py_ssize_t
+KeyHashes_len(PyObject *Py_UNUSED(self))
+{
+    return 0;
+}
+
+static PyMappingMethods KeyHashes_as_mapping = {
+    .mp_length = KeyHashes_len,
+    .mp_subscript = KeyHashes_getitem,
+};
+
+static PyTypeObject KeyHashesType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kafkaline._record_core.KeyHashes",
+    .tp_doc = "keys[key] is to_positive(murmur2(key)) for any bytes key (nothing is stored).",
+    .tp_basicsize = sizeof(KeyHashes),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_as_mapping = &KeyHashes_as_mapping,
+};
+
 /* ------------------------------------------------------------------------ module */
 
 static PyObject *
@@ -1317,6 +1360,85 @@ core_partition_for_key(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ss
     return PyLong_FromSsize_t((Py_ssize_t)((uint32_t)h & 0x7fffffffu) % count);
 }
 
+/* The input positions per partition, in input order, for the partitions murmur2 chooses for
+ * the keys (None keys: one group with partition None, the sticky partitioner's, last);
+ * partitions without records are left out. As kafkaline.producer.bulk.group_by_partition
+ * over the partitions send() would choose, in one pass. */
+static PyObject *
+core_group_by_key_partition(PyObject *Py_UNUSED(module), PyObject *const *args,
+                            Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError,
+                        "group_by_key_partition() takes keys, partition_count");
+        return NULL;
+    }
+    Py_ssize_t partitions = PyLong_AsSsize_t(args[1]);
+    if (partitions == -1 && PyErr_Occurred())
+        return NULL;
+    if (partitions <= 0) {
+        PyErr_Format(PyExc_ValueError, "partition_count %zd must be positive", partitions);
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(args[0], "keys must be a sequence");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **keys = PySequence_Fast_ITEMS(seq);
+    PyObject *result = NULL;
+    /* buckets[partitions] holds the keyless records */
+    PyObject **buckets = PyMem_Calloc((size_t)partitions + 1, sizeof(PyObject *));
+    if (buckets == NULL) {
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t chosen;
+        PyObject *key = keys[i];
+        if (key == Py_None) {
+            chosen = partitions;
+        }
+        else {
+            BytesArg data;
+            if (bytes_arg(key, "key", &data) < 0)
+                goto done;
+            uint32_t h = (uint32_t)murmur2((const unsigned char *)data.data, data.size);
+            bytes_arg_release(&data);
+            chosen = (Py_ssize_t)(h & 0x7fffffffu) % partitions;
+        }
+        if (buckets[chosen] == NULL && (buckets[chosen] = PyList_New(0)) == NULL)
+            goto done;
+        PyObject *position = PyLong_FromSsize_t(i);
+        if (position == NULL)
+            goto done;
+        int rc = PyList_Append(buckets[chosen], position);
+        Py_DECREF(position);
+        if (rc < 0)
+            goto done;
+    }
+    result = PyList_New(0);
+    if (result == NULL)
+        goto done;
+    for (Py_ssize_t p = 0; p <= partitions; p++) {
+        if (buckets[p] == NULL)
+            continue;
+        PyObject *group = p == partitions ? Py_BuildValue("(OO)", Py_None, buckets[p])
+                                          : Py_BuildValue("(nO)", p, buckets[p]);
+        if (group == NULL || PyList_Append(result, group) < 0) {
+            Py_XDECREF(group);
+            Py_CLEAR(result);
+            goto done;
+        }
+        Py_DECREF(group);
+    }
+done:
+    for (Py_ssize_t p = 0; p <= partitions; p++)
+        Py_XDECREF(buckets[p]);
+    PyMem_Free(buckets);
+    Py_DECREF(seq);
+    return result;
+}
+
 static PyObject *
 core_crc32c(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
@@ -1343,6 +1465,8 @@ static PyMethodDef core_methods[] = {
      "Kafka's murmur2 hash of data, a signed 32-bit int."},
     {"partition_for_key", (PyCFunction)(void (*)(void))core_partition_for_key, METH_FASTCALL,
      "The default partitioner's choice: to_positive(murmur2(key)) % partition_count."},
+    {"group_by_key_partition", (PyCFunction)(void (*)(void))core_group_by_key_partition,
+     METH_FASTCALL, "Input positions per murmur2 partition of the keys (None keys: None)."},
     {"crc32c", (PyCFunction)(void (*)(void))core_crc32c, METH_FASTCALL,
      "CRC-32C of data, continuing from crc."},
     {NULL, NULL, 0, NULL},
@@ -1360,12 +1484,13 @@ PyMODINIT_FUNC
 PyInit__record_core(void)
 {
     crc_init();
-    if (PyType_Ready(&BuilderType) < 0)
+    if (PyType_Ready(&BuilderType) < 0 || PyType_Ready(&KeyHashesType) < 0)
         return NULL;
     PyObject *module = PyModule_Create(&core_module);
     if (module == NULL)
         return NULL;
     if (PyModule_AddObjectRef(module, "RecordBatchBuilder", (PyObject *)&BuilderType) < 0 ||
+        PyModule_AddObjectRef(module, "KeyHashes", (PyObject *)&KeyHashesType) < 0 ||
         PyModule_AddStringConstant(module, "BUILD", "compiled") < 0) {
         Py_DECREF(module);
         return NULL;

@@ -223,3 +223,33 @@ def test_core_build_names_the_builder_in_use() -> None:
         assert RecordBatchBuilder is _record_core.RecordBatchBuilder
     else:
         assert RecordBatchBuilder is PythonBuilder
+
+
+@needs_core
+@given(
+    keys=st.lists(st.none() | st.binary(max_size=12), max_size=80),
+    partitions=st.integers(1, 40),
+)
+def test_keys_grouped_per_partition_as_send_chooses_them(
+    keys: list[bytes | None], partitions: int
+) -> None:
+    from kafkaline.producer.bulk import group_by_partition
+
+    chosen = [-1 if k is None else to_positive(murmur2(k)) % partitions for k in keys]
+    assert _record_core.group_by_key_partition(keys, partitions) == group_by_partition(
+        chosen, partitions
+    )
+    hashes = _record_core.KeyHashes()
+    assert [hashes[k] for k in keys if k is not None] == [
+        to_positive(murmur2(k)) for k in keys if k is not None
+    ]
+
+
+@needs_core
+def test_key_grouping_names_bad_input() -> None:
+    with pytest.raises(ValueError, match="partition_count"):
+        _record_core.group_by_key_partition([b"k"], 0)
+    with pytest.raises(TypeError, match="key must be bytes"):
+        _record_core.group_by_key_partition(["k"], 3)  # type: ignore[list-item]
+    with pytest.raises(KeyError):
+        _record_core.KeyHashes()["k"]  # type: ignore[index]

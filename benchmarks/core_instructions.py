@@ -29,39 +29,32 @@ import uuid
 
 from kafkaline.testing import LocalBroker
 
-VALUE_SIZE = 100
-DISTINCT_KEYS = 10_000
-CHUNK = 10_000
-
+# The measured program: argv is bootstrap, topic, mode, records, linger_ms (see the constants).
 CHILD = r"""
-import os, sys, time
+import os, sys
 from kafkaline import Producer
 from kafkaline.record import core_build
-bootstrap, topic, mode, records, linger = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
-value = os.urandom(%(value_size)d)
-keys = [b"key-%%06d" %% i for i in range(%(keys)d)]
+bootstrap, topic, mode = sys.argv[1:4]
+records, linger = int(sys.argv[4]), int(sys.argv[5])
+value = os.urandom(100)
+keys = [b"key-%06d" % i for i in range(10_000)]
 producer = Producer(bootstrap_servers=bootstrap, linger_ms=linger, batch_size=65536, acks=1)
 producer.partitions_for(topic)
 if mode == "send":
     send = producer.send
-    nkeys = len(keys)
     for i in range(records):
-        send(topic, value, keys[i %% nkeys])
+        send(topic, value, keys[i % 10_000])
 else:
-    values = [value] * %(chunk)d
-    chunks = [[keys[(start + j) %% len(keys)] for j in range(%(chunk)d)] for start in range(0, %(keys)d, %(chunk)d)]
+    values = [value] * 10_000
     done = 0
-    n = 0
     while done < records:
-        count = min(%(chunk)d, records - done)
-        chunk_keys = chunks[n %% len(chunks)]
-        producer.send_batch(topic, values[:count], keys=chunk_keys[:count])
+        count = min(10_000, records - done)
+        producer.send_batch(topic, values[:count], keys=keys[:count])
         done += count
-        n += 1
 producer.flush(timeout=600)
 producer.close()
 print(core_build())
-""" % {"value_size": VALUE_SIZE, "keys": DISTINCT_KEYS, "chunk": CHUNK}
+"""
 
 
 def _env(build: str) -> dict[str, str]:

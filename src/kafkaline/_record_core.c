@@ -21,6 +21,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <string.h>
 
@@ -1282,6 +1283,216 @@ static PyTypeObject BuilderType = {
     .tp_as_sequence = &Builder_as_sequence,
 };
 
+/* ------------------------------------------------------------ OpenBatchAppender */
+
+/* send()'s hot path for a keyed record of bytes, as RecordAccumulator.append_to_open_batch
+ * does it, in one call: murmur2 partition, the partition's queue (accumulator._queues
+ * [topic][partition], read at each call: the map is copy-on-write), its lock, the last
+ * batch's builder (this module's), the record encoded into it, the future. None, with nothing
+ * done, wherever that method would return None (no queue, no batch, no room under the limit
+ * without filling the batch), or when the batch's builder is not this module's. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *accumulator;
+    PyTypeObject *future_type;
+    vectorcallfunc vectorcall; /* called without an argument tuple to build and parse */
+} Appender;
+
+static PyObject *Appender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                                     PyObject *kwnames);
+
+static PyObject *str_queues, *str_lock, *str_batches, *str_builder, *str_result;
+static PyObject *str_acquire, *str_release;
+
+static int
+Appender_init(Appender *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"accumulator", "future_type", NULL};
+    PyObject *accumulator, *future_type;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!:OpenBatchAppender", kwlist, &accumulator,
+                                     &PyType_Type, &future_type))
+        return -1;
+    if (!PyType_IsSubtype((PyTypeObject *)future_type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "future_type must be a tuple subclass");
+        return -1;
+    }
+    Py_XSETREF(self->accumulator, Py_NewRef(accumulator));
+    Py_XSETREF(self->future_type, (PyTypeObject *)Py_NewRef(future_type));
+    self->vectorcall = Appender_vectorcall;
+    return 0;
+}
+
+static int
+Appender_traverse(Appender *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->accumulator);
+    Py_VISIT(self->future_type);
+    return 0;
+}
+
+static int
+Appender_clear(Appender *self)
+{
+    Py_CLEAR(self->accumulator);
+    Py_CLEAR(self->future_type);
+    return 0;
+}
+
+static void
+Appender_dealloc(Appender *self)
+{
+    PyObject_GC_UnTrack(self);
+    Appender_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* appender(topic, partition_count, key, value, timestamp) -> future or None */
+static PyObject *
+Appender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                    PyObject *kwnames)
+{
+    Appender *self = (Appender *)callable;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 5 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames))) {
+        PyErr_SetString(PyExc_TypeError, "OpenBatchAppender takes topic, partition_count, "
+                                         "key, value, timestamp (positional)");
+        return NULL;
+    }
+    PyObject *topic = args[0], *key = args[2], *value = args[3];
+    if (!PyUnicode_Check(topic) || !PyBytes_Check(key) || !PyBytes_Check(value) ||
+        !PyLong_Check(args[1]) || !PyLong_Check(args[4])) {
+        PyErr_SetString(PyExc_TypeError, "OpenBatchAppender takes a str topic, an int "
+                                         "partition count, bytes key and value, an int "
+                                         "timestamp");
+        return NULL;
+    }
+    Py_ssize_t partition_count = PyLong_AsSsize_t(args[1]);
+    if (partition_count == -1 && PyErr_Occurred())
+        return NULL;
+    long long timestamp = PyLong_AsLongLong(args[4]);
+    if (timestamp == -1 && PyErr_Occurred())
+        return NULL;
+    if (self->accumulator == NULL || partition_count <= 0)
+        Py_RETURN_NONE;
+    Py_ssize_t key_size = PyBytes_GET_SIZE(key), value_size = PyBytes_GET_SIZE(value);
+    uint32_t h = (uint32_t)murmur2((const unsigned char *)PyBytes_AS_STRING(key), key_size);
+    Py_ssize_t partition = (Py_ssize_t)(h & 0x7fffffffu) % partition_count;
+
+    PyObject *queues = PyObject_GetAttr(self->accumulator, str_queues);
+    if (queues == NULL)
+        return NULL;
+    PyObject *by_topic = PyDict_Check(queues) ? PyDict_GetItemWithError(queues, topic) : NULL;
+    Py_DECREF(queues); /* by_topic stays alive: the accumulator never changes a map it shared */
+    if (by_topic == NULL || !PyDict_Check(by_topic)) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    Py_INCREF(by_topic);
+    PyObject *number = PyLong_FromSsize_t(partition);
+    if (number == NULL) {
+        Py_DECREF(by_topic);
+        return NULL;
+    }
+    PyObject *queue = PyDict_GetItemWithError(by_topic, number);
+    Py_DECREF(number);
+    Py_XINCREF(queue);
+    Py_DECREF(by_topic);
+    if (queue == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    PyObject *lock = PyObject_GetAttr(queue, str_lock);
+    PyObject *batches = lock ? PyObject_GetAttr(queue, str_batches) : NULL;
+    Py_DECREF(queue);
+    if (batches == NULL) {
+        Py_XDECREF(lock);
+        return NULL;
+    }
+    PyObject *result = NULL, *batch_result = NULL, *offset = NULL;
+    PyObject *acquired = PyObject_CallMethodNoArgs(lock, str_acquire);
+    if (acquired == NULL)
+        goto done;
+    Py_DECREF(acquired);
+    /* Under the partition's lock: nothing here calls back into Python code that could let
+     * another thread in, but the Sender's thread takes this lock to drain. */
+    Py_ssize_t n = PyObject_Length(batches);
+    if (n > 0) {
+        PyObject *batch = PySequence_GetItem(batches, n - 1);
+        PyObject *builder = batch ? PyObject_GetAttr(batch, str_builder) : NULL;
+        if (builder != NULL && Py_IS_TYPE(builder, &BuilderType) && !((Builder *)builder)->closed) {
+            Builder *b = (Builder *)builder;
+            int rc = try_append(b, timestamp, PyBytes_AS_STRING(key), key_size,
+                                PyBytes_AS_STRING(value), value_size, NULL, 0, b->limit - 1);
+            if (rc == APPENDED) {
+                offset = PyLong_FromLongLong(b->count - 1);
+                batch_result = PyObject_GetAttr(batch, str_result);
+            }
+        }
+        Py_XDECREF(builder);
+        Py_XDECREF(batch);
+    }
+    PyObject *exc_type, *exc_value, *exc_tb;
+    PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+    PyObject *released = PyObject_CallMethodNoArgs(lock, str_release);
+    if (released == NULL) {
+        Py_XDECREF(exc_type);
+        Py_XDECREF(exc_value);
+        Py_XDECREF(exc_tb);
+        goto done;
+    }
+    Py_DECREF(released);
+    if (exc_type != NULL) {
+        PyErr_Restore(exc_type, exc_value, exc_tb);
+        goto done;
+    }
+    if (offset == NULL || batch_result == NULL) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    result = self->future_type->tp_alloc(self->future_type, 5);
+    if (result == NULL)
+        goto done;
+    PyObject *sizes[3] = {PyLong_FromSsize_t(key_size), PyLong_FromSsize_t(value_size),
+                          PyLong_FromLongLong(timestamp)};
+    if (sizes[0] == NULL || sizes[1] == NULL || sizes[2] == NULL) {
+        Py_XDECREF(sizes[0]);
+        Py_XDECREF(sizes[1]);
+        Py_XDECREF(sizes[2]);
+        Py_CLEAR(result);
+        goto done;
+    }
+    PyTuple_SET_ITEM(result, 0, batch_result);
+    PyTuple_SET_ITEM(result, 1, offset);
+    PyTuple_SET_ITEM(result, 2, sizes[0]);
+    PyTuple_SET_ITEM(result, 3, sizes[1]);
+    PyTuple_SET_ITEM(result, 4, sizes[2]);
+    batch_result = offset = NULL;
+done:
+    Py_XDECREF(batch_result);
+    Py_XDECREF(offset);
+    Py_DECREF(lock);
+    Py_DECREF(batches);
+    return result;
+}
+
+static PyTypeObject AppenderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kafkaline._record_core.OpenBatchAppender",
+    .tp_doc = "appender(topic, partition_count, key, value, timestamp): a keyed record into "
+              "its partition's open batch; its future, or None when nothing was done.",
+    .tp_basicsize = sizeof(Appender),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(Appender, vectorcall),
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Appender_init,
+    .tp_dealloc = (destructor)Appender_dealloc,
+    .tp_traverse = (traverseproc)Appender_traverse,
+    .tp_clear = (inquiry)Appender_clear,
+    .tp_call = PyVectorcall_Call,
+};
+
 /* ------------------------------------------------------------------- KeyHashes */
 
 /* key -> to_positive(murmur2(key)) as a read-only mapping: send()'s hot path looks a key's
@@ -1484,13 +1695,23 @@ PyMODINIT_FUNC
 PyInit__record_core(void)
 {
     crc_init();
-    if (PyType_Ready(&BuilderType) < 0 || PyType_Ready(&KeyHashesType) < 0)
+    if (PyType_Ready(&BuilderType) < 0 || PyType_Ready(&KeyHashesType) < 0 ||
+        PyType_Ready(&AppenderType) < 0)
+        return NULL;
+    if ((str_queues = PyUnicode_InternFromString("_queues")) == NULL ||
+        (str_lock = PyUnicode_InternFromString("lock")) == NULL ||
+        (str_batches = PyUnicode_InternFromString("batches")) == NULL ||
+        (str_builder = PyUnicode_InternFromString("builder")) == NULL ||
+        (str_result = PyUnicode_InternFromString("result")) == NULL ||
+        (str_acquire = PyUnicode_InternFromString("acquire")) == NULL ||
+        (str_release = PyUnicode_InternFromString("release")) == NULL)
         return NULL;
     PyObject *module = PyModule_Create(&core_module);
     if (module == NULL)
         return NULL;
     if (PyModule_AddObjectRef(module, "RecordBatchBuilder", (PyObject *)&BuilderType) < 0 ||
         PyModule_AddObjectRef(module, "KeyHashes", (PyObject *)&KeyHashesType) < 0 ||
+        PyModule_AddObjectRef(module, "OpenBatchAppender", (PyObject *)&AppenderType) < 0 ||
         PyModule_AddStringConstant(module, "BUILD", "compiled") < 0) {
         Py_DECREF(module);
         return NULL;

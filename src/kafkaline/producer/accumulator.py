@@ -60,6 +60,7 @@ from kafkaline.producer.idempotence import TransactionManager
 from kafkaline.producer.partitioner import ClusterPartitions
 from kafkaline.record import CompressionType, Headers, RecordBatchBuilder
 from kafkaline.record.batch_format import BATCH_HEADER_SIZE
+from kafkaline.record.core import compiled_core
 from kafkaline.record.record_encoder import RECORD_OVERHEAD_BOUND, encode_headers
 
 # A global for _new_batch: on Python 3.11 CompressionType.NONE goes through
@@ -505,6 +506,21 @@ class RecordAccumulator:
         return _new_tuple(
             FutureRecordMetadata, (batch.result, offset_delta, key_size, value_size, timestamp)
         )
+
+    def keyed_open_batch_appender(
+        self,
+    ) -> Callable[[str, int, bytes, bytes, int], FutureRecordMetadata | None] | None:
+        """:meth:`append_to_open_batch` with the key's murmur2 partition, in one compiled call
+        ``appender(topic, partition_count, key, value, timestamp)`` (the same checks, the same
+        ``None`` when nothing was done), when the compiled record core is in use; else
+        ``None``. The record core owns the open batch's buffer, so it takes the queue's lock
+        and encodes into it itself."""
+        core = compiled_core()
+        if core is None:
+            return None
+        appender: Callable[[str, int, bytes, bytes, int], FutureRecordMetadata | None]
+        appender = core.OpenBatchAppender(self, FutureRecordMetadata)
+        return appender
 
     def append_keyless_to_open_batch(
         self,

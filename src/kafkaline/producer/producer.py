@@ -239,6 +239,10 @@ class Producer:
             on_batch_sealed=self._on_batch_sealed,
             transaction_manager=self._transaction_manager,
         )
+        # send()'s hot path for keyed records with the compiled core (None without it).
+        self._append_keyed = (
+            self._accumulator.keyed_open_batch_appender() if self._hot_path else None
+        )
         self._metrics = ProducerMetrics(
             self._counters,
             start_ms=_monotonic() * 1000.0,
@@ -496,7 +500,21 @@ class Producer:
             # instructions a record); a miss is rare (a topic's or key's first send) and goes
             # the general way.
             value_size = len(value)
-            if type(key) is bytes:
+            append_keyed = self._append_keyed
+            if type(key) is bytes and append_keyed is not None:
+                # The compiled core: hash, queue, lock, encoding and future in one call.
+                try:
+                    partition_count = self._partition_counts[topic]
+                except KeyError:
+                    pass
+                else:
+                    if len(key) + value_size <= self._payload_limit:
+                        future = append_keyed(
+                            topic, partition_count, key, value, _time_ns() // 1_000_000
+                        )
+                        if future is not None:
+                            return future
+            elif type(key) is bytes:
                 try:
                     positive = self._key_hashes[key]
                     partition_count = self._partition_counts[topic]

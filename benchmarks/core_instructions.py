@@ -11,8 +11,10 @@ batches fill under valgrind's slowness as they do at full speed with 5 ms.
     .venv/bin/python benchmarks/core_instructions.py [--modes send,send_batch]
         [--builds compiled,python] [--short 20000] [--long 60000] [--partitions 6]
 
-Also prints each run's process CPU seconds per million records outside valgrind
-(``--cpu-records``, one run each; on a loaded machine trust the instruction counts).
+``--cpu-records N`` also runs the workload outside valgrind (linger 5 ms) ``--cpu-rounds``
+times and prints the process CPU seconds (user + sys, all threads, start-up included) per
+million records; on a loaded machine trust the instruction counts. ``--cpu-only`` skips
+callgrind. ``PYTHONPATH=<an older checkout>/src`` measures that checkout instead.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import glob
 import os
 import re
 import resource
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -126,28 +129,41 @@ def main() -> None:
     parser.add_argument("--long", type=int, default=60_000)
     parser.add_argument("--partitions", type=int, default=6)
     parser.add_argument("--cpu-records", type=int, default=0)
+    parser.add_argument("--cpu-rounds", type=int, default=1)
+    parser.add_argument("--cpu-only", action="store_true", help="no callgrind runs")
     args = parser.parse_args()
     print(f"load average at start: {os.getloadavg()}", flush=True)
     with LocalBroker() as broker:
         for mode in args.modes.split(","):
             for build in args.builds.split(","):
-                runs = []
-                for records in (args.short, args.long):
-                    topic = f"core-{uuid.uuid4().hex[:8]}"
-                    broker.create_topic(topic, partitions=args.partitions)
-                    runs.append(_callgrind(broker.bootstrap_servers, topic, mode, build, records))
-                span = args.long - args.short
-                caller = (runs[1][0] - runs[0][0]) / span
-                io = (runs[1][1] - runs[0][1]) / span
-                line = (
-                    f"{mode:10} {build:8} partitions={args.partitions}: caller {caller:,.0f}"
-                    f" + I/O {io:,.0f} = {caller + io:,.0f} instructions/record"
-                )
+                line = f"{mode:10} {build:8} partitions={args.partitions}:"
+                if not args.cpu_only:
+                    runs = []
+                    for records in (args.short, args.long):
+                        topic = f"core-{uuid.uuid4().hex[:8]}"
+                        broker.create_topic(topic, partitions=args.partitions)
+                        runs.append(
+                            _callgrind(broker.bootstrap_servers, topic, mode, build, records)
+                        )
+                    span = args.long - args.short
+                    caller = (runs[1][0] - runs[0][0]) / span
+                    io = (runs[1][1] - runs[0][1]) / span
+                    line += (
+                        f" caller {caller:,.0f} + I/O {io:,.0f} = {caller + io:,.0f}"
+                        " instructions/record;"
+                    )
                 if args.cpu_records:
-                    topic = f"core-{uuid.uuid4().hex[:8]}"
-                    broker.create_topic(topic, partitions=args.partitions)
-                    cpu = _cpu(broker.bootstrap_servers, topic, mode, build, args.cpu_records)
-                    line += f"; {cpu / args.cpu_records * 1e6:.2f} CPU-s per M (one run)"
+                    per_million = []
+                    for _ in range(args.cpu_rounds):
+                        topic = f"core-{uuid.uuid4().hex[:8]}"
+                        broker.create_topic(topic, partitions=args.partitions)
+                        cpu = _cpu(broker.bootstrap_servers, topic, mode, build, args.cpu_records)
+                        per_million.append(cpu / args.cpu_records * 1e6)
+                    line += (
+                        f" process CPU-s per M records (whole run, start-up included):"
+                        f" median {statistics.median(per_million):.2f}"
+                        f" of {', '.join(f'{x:.2f}' for x in per_million)}"
+                    )
                 print(line, flush=True)
     print(f"load average at end: {os.getloadavg()}")
 

@@ -1382,13 +1382,14 @@ Appender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
     if (queues == NULL)
         return NULL;
     PyObject *by_topic = PyDict_Check(queues) ? PyDict_GetItemWithError(queues, topic) : NULL;
-    Py_DECREF(queues); /* by_topic stays alive: the accumulator never changes a map it shared */
+    Py_XINCREF(by_topic);
+    Py_DECREF(queues);
     if (by_topic == NULL || !PyDict_Check(by_topic)) {
+        Py_XDECREF(by_topic);
         if (PyErr_Occurred())
             return NULL;
         Py_RETURN_NONE;
     }
-    Py_INCREF(by_topic);
     PyObject *number = PyLong_FromSsize_t(partition);
     if (number == NULL) {
         Py_DECREF(by_topic);

@@ -60,6 +60,7 @@ from kafkaline.producer.idempotence import TransactionManager
 from kafkaline.producer.partitioner import ClusterPartitions
 from kafkaline.record import CompressionType, Headers, RecordBatchBuilder
 from kafkaline.record.batch_format import BATCH_HEADER_SIZE
+from kafkaline.record.core import compiled_core
 from kafkaline.record.record_encoder import RECORD_OVERHEAD_BOUND, encode_headers
 
 # A global for _new_batch: on Python 3.11 CompressionType.NONE goes through
@@ -495,25 +496,31 @@ class RecordAccumulator:
             if not batches:
                 return None
             batch = batches[-1]
-            # RecordBatchBuilder.append_bytes written out (keep the two alike): a Python call
-            # less per send(). Measured (valgrind, a send() loop of 40,000 records of 100-byte
-            # values and 9-byte keys into 1 MB batches, linger 100 s): caller 15,246 ->
-            # 14,814 instructions a record.
-            builder = batch.builder
-            size = builder._estimate + RECORD_OVERHEAD_BOUND + key_size + value_size
-            if size >= builder._limit:
+            # Through the builder's interface (the compiled core's or the Python one), never
+            # into its private state.
+            offset_delta = batch.builder.append_bytes(timestamp, key, value, key_size + value_size)
+            if offset_delta is None:
                 return None
-            values = builder._values
-            offset_delta = len(values)
-            values.append(value)
-            builder._keys.append(key)
-            builder._timestamps.append(timestamp)
-            builder._estimate = size
         finally:
             lock.release()
         return _new_tuple(
             FutureRecordMetadata, (batch.result, offset_delta, key_size, value_size, timestamp)
         )
+
+    def keyed_open_batch_appender(
+        self,
+    ) -> Callable[[str, int, bytes, bytes, int], FutureRecordMetadata | None] | None:
+        """:meth:`append_to_open_batch` with the key's murmur2 partition, in one compiled call
+        ``appender(topic, partition_count, key, value, timestamp)`` (the same checks, the same
+        ``None`` when nothing was done), when the compiled record core is in use; else
+        ``None``. The record core owns the open batch's buffer, so it takes the queue's lock
+        and encodes into it itself."""
+        core = compiled_core()
+        if core is None:
+            return None
+        appender: Callable[[str, int, bytes, bytes, int], FutureRecordMetadata | None]
+        appender = core.OpenBatchAppender(self, FutureRecordMetadata)
+        return appender
 
     def append_keyless_to_open_batch(
         self,

@@ -46,7 +46,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence, Sized
 from itertools import accumulate, compress, repeat
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkaline.config import ProducerConfig
 from kafkaline.errors import (
@@ -119,10 +119,17 @@ from kafkaline.producer.validation import (
     headers_size_bound,
 )
 from kafkaline.record import Headers
+from kafkaline.record.core import compiled_core
+
+if TYPE_CHECKING:
+    from kafkaline._record_core import KeyHashes
 from kafkaline.record.record_encoder import encode_headers
 
 __all__ = ["Producer"]
 
+#: The compiled record core when it is in use: send_batch() over lists then appends through
+#: its builder's C loop, and keys are hashed by it (see kafkaline.record.core).
+_CORE = compiled_core()
 _log = logging.getLogger(__name__)
 _time_ns = time.time_ns
 _monotonic = time.monotonic
@@ -186,23 +193,25 @@ class Producer:
         )
         self._partitioner: Partitioner | None = config.partitioner
         # Keyed records hash with murmur2 unless a custom partitioner or ignore_keys says no.
-        # The memo holds 32768 keys: with the default 8192, a producer cycling over 10,000
-        # keys (issue 5's workload) cleared it before any key came back and hashed every
-        # record: 7.7 against 4.0 us per send() (benchmarks/simple_loop.py, 300k records).
-        key_cache = (
-            KeyPartitionCache(max_entries=_KEY_MEMO_ENTRIES)
-            if config.partitioner is None and not config.partitioner_ignore_keys
-            else None
-        )
-        self._key_partition: Callable[[bytes, int], int] | None = (
-            None if key_cache is None else key_cache.partition_for_key
-        )
-        # send()'s hot path (see there): the key memo read without a call, and whether the
+        keyed = config.partitioner is None and not config.partitioner_ignore_keys
+        self._key_partition: Callable[[bytes, int], int] | None = None
+        # send()'s hot path (see there): the key's hash read without a call, and whether the
         # producer has nothing that must see each record (interceptors, serializers, a
         # transaction's checks, a custom partitioner).
-        self._key_hashes: Mapping[bytes, int] = {} if key_cache is None else key_cache.memo
+        self._key_hashes: Mapping[bytes, int] | KeyHashes = {}
+        if keyed and _CORE is not None:
+            # The compiled core hashes any key in C: no memo to keep.
+            self._key_partition = _CORE.partition_for_key
+            self._key_hashes = _CORE.KeyHashes()
+        elif keyed:
+            # The memo holds 32768 keys: with the default 8192, a producer cycling over 10,000
+            # keys (issue 5's workload) cleared it before any key came back and hashed every
+            # record: 7.7 against 4.0 us per send() (benchmarks/simple_loop.py, 300k records).
+            key_cache = KeyPartitionCache(max_entries=_KEY_MEMO_ENTRIES)
+            self._key_partition = key_cache.partition_for_key
+            self._key_hashes = key_cache.memo
         self._hot_path = (
-            key_cache is not None
+            keyed
             and self._interceptors is None
             and self._key_serializer is None
             and self._value_serializer is None
@@ -236,6 +245,10 @@ class Producer:
             config,
             on_batch_sealed=self._on_batch_sealed,
             transaction_manager=self._transaction_manager,
+        )
+        # send()'s hot path for keyed records with the compiled core (None without it).
+        self._append_keyed = (
+            self._accumulator.keyed_open_batch_appender() if self._hot_path else None
         )
         self._metrics = ProducerMetrics(
             self._counters,
@@ -496,7 +509,21 @@ class Producer:
             # instructions a record); a miss is rare (a topic's or key's first send) and goes
             # the general way.
             value_size = len(value)
-            if type(key) is bytes:
+            append_keyed = self._append_keyed
+            if type(key) is bytes and append_keyed is not None:
+                # The compiled core: hash, queue, lock, encoding and future in one call.
+                try:
+                    partition_count = self._partition_counts[topic]
+                except KeyError:
+                    pass
+                else:
+                    if len(key) + value_size <= self._payload_limit:
+                        future = append_keyed(
+                            topic, partition_count, key, value, _time_ns() // 1_000_000
+                        )
+                        if future is not None:
+                            return future
+            elif type(key) is bytes:
                 try:
                     positive = self._key_hashes[key]
                     partition_count = self._partition_counts[topic]
@@ -649,6 +676,10 @@ class Producer:
         checked_values, checked_keys, checked_headers, key_size, value_size, longest = (
             self._prepare_bulk(topic, values, keys, headers)
         )
+        if _CORE is not None and self._partitioner is None:
+            # The compiled core: grouped per partition and encoded by C loops over the lists
+            # (RecordBatchBuilder.append_many), whatever their shape.
+            return self._send_bulk(topic, checked_values, checked_keys, checked_headers, partition)
         # Records of one shape (every key and every value of one size, no headers) go to
         # send_arrow()'s one-shape encoder where numpy is loaded (see _send_shaped_lists),
         # else they are cut and encoded by arithmetic on the list path, which beat the
@@ -1316,14 +1347,16 @@ class Producer:
         elif keys is not None and (
             self._key_partition is not None or self._partitioner is not None
         ):
-            if self._key_partition is not None:
-                chosen = self._bulk_key_partitions(keys, count)
+            if self._key_partition is not None and _CORE is not None:
+                groups = _CORE.group_by_key_partition(keys, count)
+            elif self._key_partition is not None:
+                groups = group_by_partition(self._bulk_key_partitions(keys, count), count)
             else:
                 chosen = [
                     self._custom_partition(topic, k, v, count)
                     for k, v in zip(keys, values, strict=True)
                 ]
-            groups = group_by_partition(chosen, count)
+                groups = group_by_partition(chosen, count)
         elif self._partitioner is not None:
             chosen = [self._custom_partition(topic, None, v, count) for v in values]
             groups = group_by_partition(chosen, count)

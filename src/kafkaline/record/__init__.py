@@ -2,8 +2,10 @@
 
 Imports nothing from kafkaline but :mod:`kafkaline.errors`. Modules:
 
-* ``builder``: :class:`RecordBatchBuilder` (append records, seal, build wire bytes) and
-  :func:`build_record_batch`;
+* ``builder``: the pure-Python :class:`RecordBatchBuilder` (append records, seal, build wire
+  bytes) and :func:`build_record_batch`;
+* ``core``: the builder in use, the compiled core's or the pure-Python one (:func:`core_build`
+  says which);
 * ``record_encoder``: :func:`encode_records`, the bulk encoder of a records section;
 * ``reader``: :func:`read_record_batches` / :func:`iter_record_batches`;
 * ``compression``: :func:`compress` / :func:`decompress` for none, gzip, snappy, lz4, zstd;
@@ -12,11 +14,7 @@ Imports nothing from kafkaline but :mod:`kafkaline.errors`. Modules:
 """
 
 from kafkaline.record.batch_format import Header, Headers, TimestampType
-from kafkaline.record.builder import (
-    DEFAULT_BATCH_SIZE_LIMIT,
-    RecordBatchBuilder,
-    build_record_batch,
-)
+from kafkaline.record.builder import DEFAULT_BATCH_SIZE_LIMIT, build_record_batch
 from kafkaline.record.compression import (
     DEFAULT_MAX_DECOMPRESSED_SIZE,
     CompressionType,
@@ -24,6 +22,7 @@ from kafkaline.record.compression import (
     decompress,
 )
 from kafkaline.record.control import ControlRecord, ControlRecordType
+from kafkaline.record.core import RecordBatchBuilder, core_build
 from kafkaline.record.crc import crc32c
 from kafkaline.record.reader import (
     Record,
@@ -47,6 +46,7 @@ __all__ = [
     "TimestampType",
     "build_record_batch",
     "compress",
+    "core_build",
     "crc32c",
     "decompress",
     "encode_records",

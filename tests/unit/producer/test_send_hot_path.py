@@ -11,11 +11,14 @@ from typing import Any
 import pytest
 
 from kafkaline.net.cluster import BrokerNode, ClusterMetadata, PartitionMetadata
+from kafkaline.producer import batch as batch_module
 from kafkaline.producer.accumulator import RecordAccumulator
 from kafkaline.producer.buffer_pool import BufferPool
 from kafkaline.producer.builtin_partitioner import BuiltInPartitioner, StickyPartition
+from kafkaline.producer.murmur2 import murmur2, to_positive
 from kafkaline.producer.partitioner import StaticCluster
-from kafkaline.record import RecordBatchBuilder, read_record_batches
+from kafkaline.record import RecordBatchBuilder, core_build, read_record_batches
+from kafkaline.record.builder import RecordBatchBuilder as PythonBuilder
 
 TS = 1_700_000_000_000
 CLUSTER = ClusterMetadata(
@@ -122,20 +125,66 @@ def test_a_batch_refuses_a_record_once_then_appends_go_to_the_next(
     # Large records through send()'s general path: the batch that refuses one closes for
     # appends, so the refusal is measured once per batch (it was about three times, each by
     # the builder's slow path: 9,976 refusals for 3,338 batches of 10 KB records).
+    # Counted in the pure-Python builder's slow path, so the batches use that builder here.
     measured = 0
-    slow = RecordBatchBuilder._append_slow
+    slow = PythonBuilder._append_slow
 
-    def counting(self: RecordBatchBuilder, *args: Any) -> int | None:
+    def counting(self: PythonBuilder, *args: Any) -> int | None:
         nonlocal measured
         was_open = not self.is_closed
         delta = slow(self, *args)
         measured += delta is None and was_open
         return delta
 
-    monkeypatch.setattr(RecordBatchBuilder, "_append_slow", counting)
+    monkeypatch.setattr(PythonBuilder, "_append_slow", counting)
+    monkeypatch.setattr(batch_module, "RecordBatchBuilder", PythonBuilder)
     accumulator = new_accumulator(batch_size=1024)
     futures = [accumulator.append("t", 0, TS, b"k", b"v" * 300)[0] for _ in range(30)]
     results = list(dict.fromkeys(f.batch_result for f in futures))
     assert len(results) > 5
     assert measured == len(results) - 1
     assert [f.offset_delta for f in futures[:6]] == [0, 1, 2, 0, 1, 2]
+
+
+def test_keyed_appender_does_what_append_to_open_batch_does() -> None:
+    """The compiled core's one-call hot path against the accumulator's: the same futures
+    (batch, offset delta, sizes, timestamp), the same None where nothing is done, the same
+    batch bytes."""
+    appenders = RecordAccumulator().keyed_open_batch_appender
+    if core_build() != "compiled":
+        assert appenders() is None
+        return
+    key = b"key-3"
+    partition = to_positive(murmur2(key)) % 4
+    batches = []
+    for use_appender in (True, False):
+        accumulator = new_accumulator(batch_size=300)
+        appender = accumulator.keyed_open_batch_appender()
+        assert appender is not None
+
+        def hot(
+            value: bytes, ts: int, a: Any = appender, acc: Any = accumulator, c: bool = use_appender
+        ) -> Any:
+            if c:
+                return a("t", 4, key, value, ts)
+            return acc.append_to_open_batch("t", partition, ts, key, value, len(key), len(value))
+
+        assert hot(b"v", TS) is None  # no queue yet
+        first, _, _ = accumulator.append("t", partition, TS, key, b"v0")
+        futures = [hot(b"v%d" % i, TS + i) for i in range(1, 4)]
+        assert [(f.offset_delta, f.timestamp) for f in futures] == [
+            (1, TS + 1),
+            (2, TS + 2),
+            (3, TS + 3),
+        ]
+        assert all(f.batch_result is first.batch_result for f in futures)
+        assert all(type(f) is type(first) for f in futures)
+        while hot(b"x" * 40, TS) is not None:
+            pass
+        (batch,) = accumulator.drain(CLUSTER, {1}, 1 << 20, 0.0).get(1, [])
+        assert hot(b"y", TS) is None  # the batch it filled is drained: no open batch
+        batch.builder.set_producer_state(-1, -1, -1)
+        batches.append(bytes(batch.builder.build()))
+    assert batches[0] == batches[1]
+    with pytest.raises(TypeError):
+        RecordAccumulator().keyed_open_batch_appender()("t", 4, "key", b"v", TS)  # type: ignore[misc, arg-type]

@@ -1,0 +1,1721 @@
+/*
+ * kafkaline._record_core: the compiled record core.
+ *
+ * A RecordBatchBuilder with the interface of kafkaline.record.builder.RecordBatchBuilder (the
+ * pure-Python reference, which must give the same bytes): each record is encoded into the
+ * batch's buffer when it is appended, so the batch's size is always exact; sealing compresses
+ * (in Python, through kafkaline.record.compression) and writes the 61-byte header and the
+ * CRC-32C. Also murmur2 (Kafka's key hash) and crc32c.
+ *
+ * Record layout (v2), every integer a zigzag varint:
+ *     length, attributes (int8 0), timestamp_delta (varlong), offset_delta, key_length (-1 for
+ *     null), key, value_length (-1 for null), value, header_count, headers (key_length, key
+ *     UTF-8, value_length or -1, value).
+ * Batch header (61 bytes, big-endian): base_offset int64, batch_length int32,
+ *     partition_leader_epoch int32, magic int8 (2), crc uint32 (CRC-32C of [21, end)),
+ *     attributes int16, last_offset_delta int32, base_timestamp int64, max_timestamp int64,
+ *     producer_id int64, producer_epoch int16, base_sequence int32, record_count int32.
+ *
+ * The buffer is a bytes object grown while nobody else holds it; build_buffer() fills in its
+ * header and hands it out without a copy (a later rebuild writes into a copy).
+ */
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+#if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
+#define KL_HW_CRC 1
+#include <nmmintrin.h>
+#endif
+
+#define HEADER_SIZE 61
+#define CRC_OFFSET 17
+#define CRC_SPAN_START 21
+#define LOG_OVERHEAD 12
+#define MAX_BATCH_SIZE ((int64_t)LOG_OVERHEAD + (int64_t)0x7FFFFFFF)
+#define ATTR_TIMESTAMP_TYPE 0x08
+#define ATTR_TRANSACTIONAL 0x10
+#define ATTR_CONTROL 0x20
+#define INITIAL_CAPACITY 512
+
+/* ------------------------------------------------------------------------------ CRC-32C */
+
+static uint32_t crc_table[8][256];
+#ifdef KL_HW_CRC
+static int crc_hw_available;
+#endif
+
+static void
+crc_init(void)
+{
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = n;
+        for (int k = 0; k < 8; k++)
+            c = (c & 1) ? (c >> 1) ^ 0x82F63B78u : c >> 1;
+        crc_table[0][n] = c;
+    }
+    for (uint32_t n = 0; n < 256; n++) {
+        uint32_t c = crc_table[0][n];
+        for (int k = 1; k < 8; k++) {
+            c = crc_table[0][c & 0xFF] ^ (c >> 8);
+            crc_table[k][n] = c;
+        }
+    }
+#ifdef KL_HW_CRC
+    __builtin_cpu_init();
+    crc_hw_available = __builtin_cpu_supports("sse4.2");
+#endif
+}
+
+static uint32_t
+crc_sw(uint32_t crc, const unsigned char *p, size_t n)
+{
+    crc = ~crc;
+    while (n >= 8) {
+        uint32_t lo = (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 |
+                      (uint32_t)p[3] << 24;
+        lo ^= crc;
+        crc = crc_table[7][lo & 0xFF] ^ crc_table[6][(lo >> 8) & 0xFF] ^
+              crc_table[5][(lo >> 16) & 0xFF] ^ crc_table[4][lo >> 24] ^
+              crc_table[3][p[4]] ^ crc_table[2][p[5]] ^ crc_table[1][p[6]] ^
+              crc_table[0][p[7]];
+        p += 8;
+        n -= 8;
+    }
+    while (n--)
+        crc = crc_table[0][(crc ^ *p++) & 0xFF] ^ (crc >> 8);
+    return ~crc;
+}
+
+#ifdef KL_HW_CRC
+__attribute__((target("sse4.2"))) static uint32_t
+crc_hw(uint32_t crc, const unsigned char *p, size_t n)
+{
+    uint64_t c = ~crc;
+    while (n >= 8) {
+        uint64_t word;
+        memcpy(&word, p, 8);
+        c = _mm_crc32_u64(c, word);
+        p += 8;
+        n -= 8;
+    }
+    uint32_t c32 = (uint32_t)c;
+    while (n--)
+        c32 = _mm_crc32_u8(c32, *p++);
+    return ~c32;
+}
+#endif
+
+static uint32_t
+crc32c(uint32_t crc, const unsigned char *p, size_t n)
+{
+#ifdef KL_HW_CRC
+    if (crc_hw_available)
+        return crc_hw(crc, p, n);
+#endif
+    return crc_sw(crc, p, n);
+}
+
+/* ------------------------------------------------------------------------------ murmur2 */
+
+static int32_t
+murmur2(const unsigned char *data, Py_ssize_t length)
+{
+    const uint32_t m = 0x5bd1e995u;
+    uint32_t h = 0x9747b28cu ^ (uint32_t)length;
+    Py_ssize_t words = length / 4;
+    for (Py_ssize_t i = 0; i < words; i++) {
+        const unsigned char *w = data + i * 4;
+        uint32_t k = (uint32_t)w[0] | (uint32_t)w[1] << 8 | (uint32_t)w[2] << 16 |
+                     (uint32_t)w[3] << 24;
+        k *= m;
+        k ^= k >> 24;
+        k *= m;
+        h *= m;
+        h ^= k;
+    }
+    const unsigned char *tail = data + words * 4;
+    switch (length & 3) {
+    case 3:
+        h ^= (uint32_t)tail[2] << 16;
+        /* fall through */
+    case 2:
+        h ^= (uint32_t)tail[1] << 8;
+        /* fall through */
+    case 1:
+        h ^= (uint32_t)tail[0];
+        h *= m;
+    }
+    h ^= h >> 13;
+    h *= m;
+    h ^= h >> 15;
+    return (int32_t)h;
+}
+
+/* ----------------------------------------------------------------------- Python helpers */
+
+/* Objects from the Python side, looked up on first use (the package imports this module). */
+static PyObject *record_too_large_error;
+static PyObject *illegal_state_error;
+static PyObject *compression_type_fn;
+static PyObject *resolve_level_fn;
+static PyObject *compress_fn;
+static PyObject *compression_none;
+
+static PyObject *
+import_attr(const char *module, const char *name)
+{
+    PyObject *mod = PyImport_ImportModule(module);
+    if (mod == NULL)
+        return NULL;
+    PyObject *attr = PyObject_GetAttrString(mod, name);
+    Py_DECREF(mod);
+    return attr;
+}
+
+static int
+ensure_python_side(void)
+{
+    if (compress_fn != NULL)
+        return 0;
+    if ((record_too_large_error = import_attr("kafkaline.errors", "RecordTooLargeError")) == NULL)
+        return -1;
+    if ((illegal_state_error = import_attr("kafkaline.errors", "IllegalStateError")) == NULL)
+        return -1;
+    if ((compression_type_fn = import_attr("kafkaline.record.compression", "compression_type")) ==
+        NULL)
+        return -1;
+    if ((resolve_level_fn =
+             import_attr("kafkaline.record.compression", "resolve_compression_level")) == NULL)
+        return -1;
+    PyObject *ctype = import_attr("kafkaline.record.compression", "CompressionType");
+    if (ctype == NULL)
+        return -1;
+    compression_none = PyObject_GetAttrString(ctype, "NONE");
+    Py_DECREF(ctype);
+    if (compression_none == NULL)
+        return -1;
+    if ((compress_fn = import_attr("kafkaline.record.compression", "compress")) == NULL)
+        return -1;
+    return 0;
+}
+
+/* A borrowed view of bytes-like data, as the Python builder's as_bytes() accepts it (bytes,
+ * bytearray, memoryview; a bytearray or memoryview is copied when encoded, as there). */
+typedef struct {
+    const char *data;
+    Py_ssize_t size;
+    Py_buffer view;
+    int has_view;
+} BytesArg;
+
+static int
+bytes_arg(PyObject *obj, const char *what, BytesArg *out)
+{
+    out->has_view = 0;
+    if (PyBytes_Check(obj)) {
+        out->data = PyBytes_AS_STRING(obj);
+        out->size = PyBytes_GET_SIZE(obj);
+        return 0;
+    }
+    if (PyByteArray_Check(obj) || PyMemoryView_Check(obj)) {
+        if (PyObject_GetBuffer(obj, &out->view, PyBUF_C_CONTIGUOUS) < 0)
+            return -1;
+        out->has_view = 1;
+        out->data = out->view.buf;
+        out->size = out->view.len;
+        return 0;
+    }
+    PyErr_Format(PyExc_TypeError, "%s must be bytes, not %.200s", what, Py_TYPE(obj)->tp_name);
+    return -1;
+}
+
+static void
+bytes_arg_release(BytesArg *arg)
+{
+    if (arg->has_view) {
+        PyBuffer_Release(&arg->view);
+        arg->has_view = 0;
+    }
+}
+
+/* An int timestamp outside int64 sets *out_of_range: as in the reference, such a record is
+ * taken and the batch fails when sealed (the accumulator fails that batch alone). */
+static int
+as_timestamp(PyObject *obj, int64_t *out, int *out_of_range)
+{
+    if (PyLong_CheckExact(obj)) {
+        int overflow;
+        long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+        if (overflow) {
+            *out_of_range = 1;
+            *out = 0;
+            return 0;
+        }
+        if (v == -1 && PyErr_Occurred())
+            return -1;
+        *out = v;
+        return 0;
+    }
+    PyObject *index = PyNumber_Index(obj);
+    if (index == NULL) {
+        PyErr_Format(PyExc_TypeError, "timestamp must be int milliseconds, not %.200s",
+                     Py_TYPE(obj)->tp_name);
+        return -1;
+    }
+    int rc = as_timestamp(index, out, out_of_range);
+    Py_DECREF(index);
+    return rc;
+}
+
+/* value as an int in [lo, hi], else ValueError "name value is outside lo..hi" (the reference's
+ * message). */
+static int
+check_range(const char *name, PyObject *value, long long lo, long long hi, long long *out)
+{
+    if (PyLong_Check(value)) {
+        int overflow;
+        long long v = PyLong_AsLongLongAndOverflow(value, &overflow);
+        if (v == -1 && PyErr_Occurred())
+            return -1;
+        if (!overflow && v >= lo && v <= hi) {
+            *out = v;
+            return 0;
+        }
+    }
+    PyErr_Format(PyExc_ValueError, "%s %R is outside %lld..%lld", name, value, lo, hi);
+    return -1;
+}
+
+/* --------------------------------------------------------------------------- varints */
+
+static inline uint64_t
+zigzag(int64_t n)
+{
+    return ((uint64_t)n << 1) ^ (uint64_t)(n >> 63);
+}
+
+static inline int
+varint_size(uint64_t z)
+{
+    int size = 1;
+    while (z >= 0x80) {
+        z >>= 7;
+        size++;
+    }
+    return size;
+}
+
+static inline unsigned char *
+put_varint(unsigned char *p, uint64_t z)
+{
+    while (z >= 0x80) {
+        *p++ = (unsigned char)(z | 0x80);
+        z >>= 7;
+    }
+    *p++ = (unsigned char)z;
+    return p;
+}
+
+static inline void
+put_be16(unsigned char *p, uint16_t v)
+{
+    p[0] = (unsigned char)(v >> 8);
+    p[1] = (unsigned char)v;
+}
+
+static inline void
+put_be32(unsigned char *p, uint32_t v)
+{
+    p[0] = (unsigned char)(v >> 24);
+    p[1] = (unsigned char)(v >> 16);
+    p[2] = (unsigned char)(v >> 8);
+    p[3] = (unsigned char)v;
+}
+
+static inline void
+put_be64(unsigned char *p, uint64_t v)
+{
+    put_be32(p, (uint32_t)(v >> 32));
+    put_be32(p + 4, (uint32_t)v);
+}
+
+/* ----------------------------------------------------------------------- the builder */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *buffer;          /* bytes: header room + records; NULL once compressed */
+    Py_ssize_t used;           /* bytes of buffer in use, header room included */
+    Py_ssize_t capacity;
+    int64_t count;
+    int64_t base_timestamp;
+    int64_t max_timestamp;
+    int closed;
+    int sealed;
+    int buffer_returned;       /* build_buffer() handed the buffer out: never change it */
+    int has_log_append_time;
+    int64_t log_append_time;
+    Py_ssize_t size_limit;
+    Py_ssize_t limit;          /* size_limit scaled by the compression ratio */
+    double ratio;
+    PyObject *compression;     /* CompressionType member */
+    long compression_id;
+    PyObject *compression_level; /* None or int */
+    int64_t base_offset;
+    int32_t partition_leader_epoch;
+    int64_t producer_id;
+    int16_t producer_epoch;
+    int32_t base_sequence;
+    int16_t attributes;
+    PyObject *payload;         /* compressed records, after seal() */
+    Py_ssize_t uncompressed_size;
+    PyObject *built;           /* cached build_buffer() result */
+    PyObject *bad_timestamp;   /* str: why seal() must fail, for a timestamp outside int64 */
+} Builder;
+
+static int
+builder_reserve(Builder *self, Py_ssize_t extra)
+{
+    Py_ssize_t need = self->used + extra;
+    if (need <= self->capacity)
+        return 0;
+    Py_ssize_t capacity = self->capacity ? self->capacity : INITIAL_CAPACITY;
+    while (capacity < need) {
+        if (capacity > PY_SSIZE_T_MAX / 2) {
+            capacity = need;
+            break;
+        }
+        capacity *= 2;
+    }
+    if (self->buffer == NULL) {
+        self->buffer = PyBytes_FromStringAndSize(NULL, capacity);
+        if (self->buffer == NULL)
+            return -1;
+    }
+    else if (_PyBytes_Resize(&self->buffer, capacity) < 0) {
+        return -1;
+    }
+    self->capacity = capacity;
+    return 0;
+}
+
+static Py_ssize_t
+records_room(Py_ssize_t size_limit, double ratio)
+{
+    return (Py_ssize_t)((double)(size_limit - HEADER_SIZE) / ratio);
+}
+
+static int
+Builder_init(Builder *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"batch_size_limit", "compression", "compression_level",
+                             "estimated_compression_ratio", "base_offset",
+                             "partition_leader_epoch", "producer_id", "producer_epoch",
+                             "base_sequence", "is_transactional", "is_control",
+                             "timestamp_type", "log_append_time", NULL};
+    Py_ssize_t size_limit = 16384;
+    PyObject *compression = NULL, *level = Py_None, *base_offset = NULL, *ple = NULL;
+    PyObject *producer_id = NULL, *producer_epoch = NULL, *base_sequence = NULL;
+    PyObject *timestamp_type = NULL, *log_append_time = Py_None;
+    double ratio = 1.0;
+    int transactional = 0, control = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|n$OOdOOOOOppOO", kwlist, &size_limit,
+                                     &compression, &level, &ratio, &base_offset, &ple,
+                                     &producer_id, &producer_epoch, &base_sequence,
+                                     &transactional, &control, &timestamp_type,
+                                     &log_append_time))
+        return -1;
+    if (ensure_python_side() < 0)
+        return -1;
+    if (self->buffer != NULL || self->payload != NULL) {
+        PyErr_SetString(PyExc_TypeError, "RecordBatchBuilder is initialised once");
+        return -1;
+    }
+    PyObject *codec;
+    if (compression == NULL || compression == compression_none) {
+        codec = Py_NewRef(compression_none);
+    }
+    else {
+        codec = PyObject_CallOneArg(compression_type_fn, compression);
+        if (codec == NULL)
+            return -1;
+    }
+    Py_XSETREF(self->compression, codec);
+    self->compression_id = PyLong_AsLong(codec);
+    if (self->compression_id == -1 && PyErr_Occurred())
+        return -1;
+    if (level != Py_None) {
+        PyObject *checked = PyObject_CallFunctionObjArgs(resolve_level_fn, codec, level, NULL);
+        if (checked == NULL)
+            return -1;
+        Py_DECREF(checked);
+    }
+    Py_XSETREF(self->compression_level, Py_NewRef(level));
+    if (!(size_limit > HEADER_SIZE && size_limit <= MAX_BATCH_SIZE)) {
+        PyErr_Format(PyExc_ValueError, "batch_size_limit %zd is outside %d..%lld", size_limit,
+                     HEADER_SIZE + 1, (long long)MAX_BATCH_SIZE);
+        return -1;
+    }
+    if (!(ratio > 0.0 && ratio <= 1.0)) {
+        PyObject *r = PyFloat_FromDouble(ratio);
+        if (r != NULL) {
+            PyErr_Format(PyExc_ValueError, "estimated_compression_ratio %R is outside (0, 1]", r);
+            Py_DECREF(r);
+        }
+        return -1;
+    }
+    int log_append = 0;
+    if (timestamp_type != NULL) {
+        long tt = PyLong_AsLong(timestamp_type);
+        if (tt == -1 && PyErr_Occurred())
+            return -1;
+        log_append = tt == 1;
+    }
+    self->has_log_append_time = 0;
+    if (log_append) {
+        long long lat;
+        if (log_append_time == Py_None) {
+            PyErr_SetString(PyExc_ValueError, "LOG_APPEND_TIME batches need log_append_time");
+            return -1;
+        }
+        if (check_range("log_append_time", log_append_time, INT64_MIN, INT64_MAX, &lat) < 0)
+            return -1;
+        self->has_log_append_time = 1;
+        self->log_append_time = lat;
+    }
+    self->size_limit = size_limit;
+    self->ratio = ratio;
+    self->limit = ratio == 1.0 ? size_limit : HEADER_SIZE + records_room(size_limit, ratio);
+    long long v;
+    self->base_offset = 0;
+    if (base_offset != NULL) {
+        if (check_range("base_offset", base_offset, INT64_MIN, INT64_MAX, &v) < 0)
+            return -1;
+        self->base_offset = v;
+    }
+    self->partition_leader_epoch = -1;
+    if (ple != NULL) {
+        if (check_range("partition_leader_epoch", ple, INT32_MIN, INT32_MAX, &v) < 0)
+            return -1;
+        self->partition_leader_epoch = (int32_t)v;
+    }
+    self->producer_id = -1;
+    self->producer_epoch = -1;
+    self->base_sequence = -1;
+    if (producer_id != NULL) {
+        if (check_range("producer_id", producer_id, INT64_MIN, INT64_MAX, &v) < 0)
+            return -1;
+        self->producer_id = v;
+    }
+    if (producer_epoch != NULL) {
+        if (check_range("producer_epoch", producer_epoch, INT16_MIN, INT16_MAX, &v) < 0)
+            return -1;
+        self->producer_epoch = (int16_t)v;
+    }
+    if (base_sequence != NULL) {
+        if (check_range("base_sequence", base_sequence, INT32_MIN, INT32_MAX, &v) < 0)
+            return -1;
+        self->base_sequence = (int32_t)v;
+    }
+    self->attributes = (int16_t)(self->compression_id | (log_append ? ATTR_TIMESTAMP_TYPE : 0) |
+                                 (transactional ? ATTR_TRANSACTIONAL : 0) |
+                                 (control ? ATTR_CONTROL : 0));
+    self->used = HEADER_SIZE;
+    self->capacity = 0;
+    self->count = 0;
+    self->closed = 0;
+    self->sealed = 0;
+    self->buffer_returned = 0;
+    self->uncompressed_size = 0;
+    return 0;
+}
+
+static int
+Builder_traverse(Builder *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->compression);
+    Py_VISIT(self->compression_level);
+    return 0;
+}
+
+static void
+Builder_dealloc(Builder *self)
+{
+    PyObject_GC_UnTrack(self);
+    Py_CLEAR(self->buffer);
+    Py_CLEAR(self->payload);
+    Py_CLEAR(self->built);
+    Py_CLEAR(self->bad_timestamp);
+    Py_CLEAR(self->compression);
+    Py_CLEAR(self->compression_level);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int
+Builder_clear(Builder *self)
+{
+    Py_CLEAR(self->compression);
+    Py_CLEAR(self->compression_level);
+    return 0;
+}
+
+/* The header_count and headers fields, encoded into a new bytes object (NULL on error). */
+static PyObject *
+encode_headers(PyObject *headers)
+{
+    PyObject *seq = PySequence_Fast(headers, "headers must be a sequence of (str, bytes) pairs");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    Py_ssize_t size = varint_size(zigzag(n));
+    /* first pass: sizes and checks */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *pair = items[i];
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            PyObject *fast = PySequence_Fast(pair, "a header must be a (str, bytes) pair");
+            if (fast == NULL)
+                goto error;
+            Py_ssize_t len = PySequence_Fast_GET_SIZE(fast);
+            Py_DECREF(fast);
+            if (len != 2) {
+                PyErr_Format(PyExc_ValueError,
+                             "a header must be a (str, bytes) pair, not %zd items", len);
+                goto error;
+            }
+        }
+        PyObject *key = PySequence_GetItem(pair, 0);
+        if (key == NULL)
+            goto error;
+        if (!PyUnicode_Check(key)) {
+            PyErr_Format(PyExc_TypeError, "header key must be str, not %.200s",
+                         Py_TYPE(key)->tp_name);
+            Py_DECREF(key);
+            goto error;
+        }
+        Py_ssize_t klen;
+        if (PyUnicode_AsUTF8AndSize(key, &klen) == NULL) {
+            Py_DECREF(key);
+            goto error;
+        }
+        Py_DECREF(key);
+        size += varint_size(zigzag(klen)) + klen;
+        PyObject *value = PySequence_GetItem(pair, 1);
+        if (value == NULL)
+            goto error;
+        if (value == Py_None) {
+            size += 1;
+        }
+        else {
+            BytesArg arg;
+            if (bytes_arg(value, "header value", &arg) < 0) {
+                Py_DECREF(value);
+                goto error;
+            }
+            size += varint_size(zigzag(arg.size)) + arg.size;
+            bytes_arg_release(&arg);
+        }
+        Py_DECREF(value);
+    }
+    PyObject *block = PyBytes_FromStringAndSize(NULL, size);
+    if (block == NULL)
+        goto error;
+    unsigned char *p = (unsigned char *)PyBytes_AS_STRING(block);
+    p = put_varint(p, zigzag(n));
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *key = PySequence_GetItem(items[i], 0);
+        Py_ssize_t klen;
+        const char *kdata = PyUnicode_AsUTF8AndSize(key, &klen);
+        p = put_varint(p, zigzag(klen));
+        memcpy(p, kdata, klen);
+        p += klen;
+        Py_DECREF(key);
+        PyObject *value = PySequence_GetItem(items[i], 1);
+        if (value == Py_None) {
+            p = put_varint(p, zigzag(-1));
+        }
+        else {
+            BytesArg arg;
+            if (bytes_arg(value, "header value", &arg) < 0) { /* changed meanwhile */
+                Py_DECREF(value);
+                Py_DECREF(block);
+                goto error;
+            }
+            p = put_varint(p, zigzag(arg.size));
+            memcpy(p, arg.data, arg.size);
+            p += arg.size;
+            bytes_arg_release(&arg);
+        }
+        Py_DECREF(value);
+    }
+    Py_DECREF(seq);
+    return block;
+error:
+    Py_DECREF(seq);
+    return NULL;
+}
+
+/* Results of try_append. */
+#define APPENDED 0
+#define NO_ROOM 1
+#define FAILED -1
+
+/* Encode one record into the batch if it fits under `limit` (exactly; the first record always
+ * fits, up to the largest batch). */
+static int
+try_append(Builder *self, int64_t timestamp, const char *key, Py_ssize_t key_size,
+           const char *value, Py_ssize_t value_size, const char *header_block,
+           Py_ssize_t header_size, Py_ssize_t limit)
+{
+    int64_t base = self->count ? self->base_timestamp : timestamp;
+    int64_t delta;
+    if (__builtin_sub_overflow(timestamp, base, &delta)) {
+        /* The reference fails the batch when it encodes the delta: at seal. */
+        if (self->bad_timestamp == NULL) {
+            self->bad_timestamp = PyUnicode_FromFormat(
+                "timestamp %lld is too far from the batch's first, %lld, for an int64 delta",
+                (long long)timestamp, (long long)base);
+            if (self->bad_timestamp == NULL)
+                return FAILED;
+        }
+        delta = 0;
+    }
+    if (self->count >= INT32_MAX) {
+        return NO_ROOM;
+    }
+    uint64_t ts_z = zigzag(delta);
+    uint64_t off_z = zigzag(self->count);
+    uint64_t key_z = key == NULL ? 1 : zigzag(key_size);
+    uint64_t value_z = value == NULL ? 1 : zigzag(value_size);
+    int64_t body = 1 + varint_size(ts_z) + varint_size(off_z) + varint_size(key_z) +
+                   (key == NULL ? 0 : key_size) + varint_size(value_z) +
+                   (value == NULL ? 0 : value_size) + (header_block ? header_size : 1);
+    uint64_t body_z = zigzag(body);
+    int64_t total = varint_size(body_z) + body;
+    if (self->count) {
+        if (self->used + total > limit)
+            return NO_ROOM;
+    }
+    else if (HEADER_SIZE + total > MAX_BATCH_SIZE) {
+        PyErr_Format(record_too_large_error,
+                     "a record of %lld bytes cannot fit a record batch (at most %lld bytes)",
+                     (long long)total, (long long)MAX_BATCH_SIZE);
+        return FAILED;
+    }
+    if (builder_reserve(self, (Py_ssize_t)total) < 0)
+        return FAILED;
+    unsigned char *p = (unsigned char *)PyBytes_AS_STRING(self->buffer) + self->used;
+    p = put_varint(p, body_z);
+    *p++ = 0;
+    p = put_varint(p, ts_z);
+    p = put_varint(p, off_z);
+    p = put_varint(p, key_z);
+    if (key != NULL) {
+        memcpy(p, key, key_size);
+        p += key_size;
+    }
+    p = put_varint(p, value_z);
+    if (value != NULL) {
+        memcpy(p, value, value_size);
+        p += value_size;
+    }
+    if (header_block != NULL) {
+        memcpy(p, header_block, header_size);
+        p += header_size;
+    }
+    else {
+        *p++ = 0;
+    }
+    self->used += (Py_ssize_t)total;
+    if (self->count == 0) {
+        self->base_timestamp = timestamp;
+        self->max_timestamp = timestamp;
+    }
+    else if (timestamp > self->max_timestamp) {
+        self->max_timestamp = timestamp;
+    }
+    self->count++;
+    return APPENDED;
+}
+
+/* The reference sizes a record by len(): a bytes subclass whose len() says it cannot fit any
+ * batch is refused as there, before its (real) bytes are looked at. */
+static int
+declared_too_large(PyObject *obj)
+{
+    if (obj == Py_None || PyBytes_CheckExact(obj))
+        return 0;
+    Py_ssize_t declared = PyObject_Length(obj);
+    if (declared < 0)
+        return -1;
+    if (HEADER_SIZE + (int64_t)declared > MAX_BATCH_SIZE) {
+        PyErr_Format(record_too_large_error,
+                     "a record of about %zd bytes cannot fit a record batch (at most %lld bytes)",
+                     declared, (long long)MAX_BATCH_SIZE);
+        return -1;
+    }
+    return 0;
+}
+
+/* append() / append_many()'s record: convert the arguments as the reference does, then
+ * try_append. */
+static int
+append_objects(Builder *self, PyObject *ts_obj, PyObject *key_obj, PyObject *value_obj,
+               PyObject *headers, Py_ssize_t limit)
+{
+    int64_t timestamp;
+    int out_of_range = 0;
+    if (as_timestamp(ts_obj, &timestamp, &out_of_range) < 0)
+        return FAILED;
+    BytesArg key = {NULL, 0}, value = {NULL, 0};
+    key.has_view = value.has_view = 0;
+    PyObject *block = NULL;
+    int rc = FAILED;
+    if (key_obj != Py_None && bytes_arg(key_obj, "key", &key) < 0)
+        goto done;
+    if (value_obj != Py_None && bytes_arg(value_obj, "value", &value) < 0)
+        goto done;
+    if (declared_too_large(key_obj) || declared_too_large(value_obj))
+        goto done;
+    if (headers != NULL && headers != Py_None) {
+        int truth = PyObject_IsTrue(headers);
+        if (truth < 0)
+            goto done;
+        if (truth && (block = encode_headers(headers)) == NULL)
+            goto done;
+    }
+    rc = try_append(self, timestamp, key_obj == Py_None ? NULL : key.data, key.size,
+                    value_obj == Py_None ? NULL : value.data, value.size,
+                    block ? PyBytes_AS_STRING(block) : NULL, block ? PyBytes_GET_SIZE(block) : 0,
+                    limit);
+    if (rc == APPENDED && out_of_range && self->bad_timestamp == NULL) {
+        self->bad_timestamp = PyUnicode_FromFormat("timestamp %R is outside int64", ts_obj);
+        if (self->bad_timestamp == NULL)
+            rc = FAILED;
+    }
+done:
+    bytes_arg_release(&key);
+    bytes_arg_release(&value);
+    Py_XDECREF(block);
+    return rc;
+}
+
+static PyObject *
+Builder_append(Builder *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    static const char *names[] = {"timestamp", "key", "value", "headers"};
+    PyObject *argv[4] = {NULL, NULL, NULL, Py_None};
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (nargs > 4 || (nargs + nkw) < 3) {
+        PyErr_SetString(PyExc_TypeError, "append() takes timestamp, key, value[, headers]");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        argv[i] = args[i];
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        const char *kw = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, i));
+        int found = 0;
+        for (int j = 0; j < 4 && kw; j++) {
+            if (strcmp(kw, names[j]) == 0) {
+                argv[j] = args[nargs + i];
+                found = 1;
+            }
+        }
+        if (!found) {
+            PyErr_Format(PyExc_TypeError, "append() got an unexpected keyword argument '%s'", kw);
+            return NULL;
+        }
+    }
+    if (argv[0] == NULL || argv[1] == NULL || argv[2] == NULL) {
+        PyErr_SetString(PyExc_TypeError, "append() takes timestamp, key, value[, headers]");
+        return NULL;
+    }
+    if (self->closed)
+        Py_RETURN_NONE;
+    int rc = append_objects(self, argv[0], argv[1], argv[2], argv[3], self->limit);
+    if (rc == FAILED)
+        return NULL;
+    if (rc == NO_ROOM) {
+        /* A builder that refuses a record for its size closes for appends (as Java's). */
+        self->closed = 1;
+        Py_RETURN_NONE;
+    }
+    return PyLong_FromLongLong(self->count - 1);
+}
+
+static PyObject *
+Builder_append_bytes(Builder *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError,
+                        "append_bytes() takes timestamp, key, value, payload_size");
+        return NULL;
+    }
+    if (self->closed)
+        Py_RETURN_NONE;
+    /* Never leaves the batch full: refuse a record that would reach the limit. */
+    int rc = append_objects(self, args[0], args[1], args[2], NULL, self->limit - 1);
+    if (rc == FAILED)
+        return NULL;
+    if (rc == NO_ROOM)
+        Py_RETURN_NONE;
+    return PyLong_FromLongLong(self->count - 1);
+}
+
+static PyObject *
+Builder_append_many(Builder *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"keys", "values", "timestamps", "headers", "start", NULL};
+    PyObject *keys, *values, *timestamps, *headers = Py_None;
+    Py_ssize_t start = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO|O$n", kwlist, &keys, &values, &timestamps,
+                                     &headers, &start))
+        return NULL;
+    PyObject *kseq = NULL, *vseq = NULL, *tseq = NULL, *hseq = NULL;
+    PyObject *result = NULL;
+    Py_ssize_t taken = 0;
+    if ((kseq = PySequence_Fast(keys, "keys must be a sequence")) == NULL)
+        goto done;
+    if ((vseq = PySequence_Fast(values, "values must be a sequence")) == NULL)
+        goto done;
+    Py_ssize_t count = PySequence_Fast_GET_SIZE(vseq);
+    if (headers != Py_None &&
+        (hseq = PySequence_Fast(headers, "headers must be a sequence")) == NULL)
+        goto done;
+    if (PySequence_Fast_GET_SIZE(kseq) != count ||
+        (hseq != NULL && PySequence_Fast_GET_SIZE(hseq) != count)) {
+        PyErr_SetString(PyExc_ValueError, "keys, values and headers must have the same length");
+        goto done;
+    }
+    int one_timestamp = PyLong_Check(timestamps);
+    if (!one_timestamp) {
+        if ((tseq = PySequence_Fast(timestamps, "timestamps must be one int or one per record")) ==
+            NULL)
+            goto done;
+        if (PySequence_Fast_GET_SIZE(tseq) != count) {
+            PyErr_SetString(PyExc_ValueError, "timestamps must be one int or one per record");
+            goto done;
+        }
+    }
+    if (start < 0 || start > count) {
+        PyErr_Format(PyExc_ValueError, "start %zd is outside 0..%zd", start, count);
+        goto done;
+    }
+    PyObject **k = PySequence_Fast_ITEMS(kseq);
+    PyObject **v = PySequence_Fast_ITEMS(vseq);
+    PyObject **t = tseq ? PySequence_Fast_ITEMS(tseq) : NULL;
+    PyObject **h = hseq ? PySequence_Fast_ITEMS(hseq) : NULL;
+    for (Py_ssize_t i = start; i < count && !self->closed; i++) {
+        int rc = append_objects(self, t ? t[i] : timestamps, k[i], v[i], h ? h[i] : NULL,
+                                self->limit);
+        if (rc == FAILED)
+            goto done;
+        if (rc == NO_ROOM)
+            break;
+        taken++;
+    }
+    result = PyLong_FromSsize_t(taken);
+done:
+    Py_XDECREF(kseq);
+    Py_XDECREF(vseq);
+    Py_XDECREF(tseq);
+    Py_XDECREF(hseq);
+    return result;
+}
+
+static PyObject *
+Builder_open_state(Builder *self, PyObject *Py_UNUSED(ignored))
+{
+    if (self->closed || self->count == 0)
+        Py_RETURN_NONE;
+    return Py_BuildValue("(nLL)", self->limit - self->used, (long long)self->count,
+                         (long long)self->base_timestamp);
+}
+
+static PyObject *
+Builder_append_encoded(Builder *self, PyObject *args)
+{
+    PyObject *records;
+    long long count, first_timestamp, max_timestamp;
+    if (!PyArg_ParseTuple(args, "OLLL:append_encoded", &records, &count, &first_timestamp,
+                          &max_timestamp))
+        return NULL;
+    if (ensure_python_side() < 0)
+        return NULL;
+    if (self->closed) {
+        PyErr_SetString(illegal_state_error, "cannot append to a closed record batch");
+        return NULL;
+    }
+    if (count <= 0) {
+        PyErr_Format(PyExc_ValueError, "count %lld must be positive", count);
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(records, "records must be a sequence of bytes");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    Py_ssize_t size = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t len = PyObject_Length(items[i]);
+        if (len < 0) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+        size += len;
+    }
+    if (self->count == 0 && HEADER_SIZE + (int64_t)size > MAX_BATCH_SIZE) {
+        PyErr_Format(record_too_large_error,
+                     "%lld records of %zd bytes cannot fit a record batch (at most %lld bytes)",
+                     count, size, (long long)MAX_BATCH_SIZE);
+        Py_DECREF(seq);
+        return NULL;
+    }
+    if (builder_reserve(self, size) < 0) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_buffer view;
+        if (PyObject_GetBuffer(items[i], &view, PyBUF_C_CONTIGUOUS) < 0) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+        memcpy(PyBytes_AS_STRING(self->buffer) + self->used, view.buf, view.len);
+        self->used += view.len;
+        PyBuffer_Release(&view);
+    }
+    Py_DECREF(seq);
+    if (self->count == 0) {
+        self->base_timestamp = first_timestamp;
+        self->max_timestamp = max_timestamp;
+    }
+    else if (max_timestamp > self->max_timestamp) {
+        self->max_timestamp = max_timestamp;
+    }
+    self->count += count;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Builder_close_for_appends(Builder *self, PyObject *Py_UNUSED(ignored))
+{
+    self->closed = 1;
+    Py_RETURN_NONE;
+}
+
+static int
+builder_seal(Builder *self)
+{
+    if (self->sealed)
+        return 0;
+    if (ensure_python_side() < 0)
+        return -1;
+    if (self->count == 0) {
+        PyErr_SetString(illegal_state_error, "cannot seal a record batch without records");
+        return -1;
+    }
+    if (self->bad_timestamp != NULL) {
+        PyErr_SetObject(PyExc_ValueError, self->bad_timestamp);
+        return -1;
+    }
+    self->closed = 1;
+    Py_ssize_t records = self->used - HEADER_SIZE;
+    if (self->compression_id) {
+        PyObject *data = PyBytes_FromStringAndSize(PyBytes_AS_STRING(self->buffer) + HEADER_SIZE,
+                                                   records);
+        if (data == NULL)
+            return -1;
+        PyObject *payload = PyObject_CallFunctionObjArgs(compress_fn, self->compression, data,
+                                                         self->compression_level, NULL);
+        Py_DECREF(data);
+        if (payload == NULL)
+            return -1;
+        if (!PyBytes_Check(payload)) {
+            Py_SETREF(payload, PyBytes_FromObject(payload));
+            if (payload == NULL)
+                return -1;
+        }
+        if (HEADER_SIZE + (int64_t)PyBytes_GET_SIZE(payload) > MAX_BATCH_SIZE) {
+            PyErr_Format(record_too_large_error,
+                         "record batch of %lld bytes exceeds the %lld-byte maximum",
+                         (long long)(HEADER_SIZE + PyBytes_GET_SIZE(payload)),
+                         (long long)MAX_BATCH_SIZE);
+            Py_DECREF(payload);
+            return -1;
+        }
+        self->payload = payload;
+        Py_CLEAR(self->buffer); /* the compressed copy holds everything now */
+        self->capacity = 0;
+    }
+    if (self->has_log_append_time)
+        self->max_timestamp = self->log_append_time;
+    self->uncompressed_size = records;
+    self->sealed = 1;
+    return 0;
+}
+
+static PyObject *
+Builder_seal(Builder *self, PyObject *Py_UNUSED(ignored))
+{
+    if (builder_seal(self) < 0)
+        return NULL;
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+Builder_set_producer_state(Builder *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"producer_id", "producer_epoch", "base_sequence", NULL};
+    PyObject *pid, *epoch, *seq;
+    long long a, b, c;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO:set_producer_state", kwlist, &pid, &epoch,
+                                     &seq))
+        return NULL;
+    if (check_range("producer_id", pid, INT64_MIN, INT64_MAX, &a) < 0 ||
+        check_range("producer_epoch", epoch, INT16_MIN, INT16_MAX, &b) < 0 ||
+        check_range("base_sequence", seq, INT32_MIN, INT32_MAX, &c) < 0)
+        return NULL;
+    self->producer_id = a;
+    self->producer_epoch = (int16_t)b;
+    self->base_sequence = (int32_t)c;
+    Py_CLEAR(self->built);
+    Py_RETURN_NONE;
+}
+
+static void
+write_header(Builder *self, unsigned char *p, Py_ssize_t payload_size)
+{
+    put_be64(p, (uint64_t)self->base_offset);
+    put_be32(p + 8, (uint32_t)(HEADER_SIZE - LOG_OVERHEAD + payload_size));
+    put_be32(p + 12, (uint32_t)self->partition_leader_epoch);
+    p[16] = 2;
+    put_be16(p + 21, (uint16_t)self->attributes);
+    put_be32(p + 23, (uint32_t)(self->count - 1));
+    put_be64(p + 27, (uint64_t)self->base_timestamp);
+    put_be64(p + 35, (uint64_t)self->max_timestamp);
+    put_be64(p + 43, (uint64_t)self->producer_id);
+    put_be16(p + 51, (uint16_t)self->producer_epoch);
+    put_be32(p + 53, (uint32_t)self->base_sequence);
+    put_be32(p + 57, (uint32_t)self->count);
+    put_be32(p + CRC_OFFSET, crc32c(0, p + CRC_SPAN_START,
+                                    (size_t)(HEADER_SIZE + payload_size - CRC_SPAN_START)));
+}
+
+static PyObject *
+Builder_build_buffer(Builder *self, PyObject *Py_UNUSED(ignored))
+{
+    if (self->built != NULL)
+        return Py_NewRef(self->built);
+    if (builder_seal(self) < 0)
+        return NULL;
+    PyObject *wire;
+    if (self->payload != NULL) {
+        Py_ssize_t size = PyBytes_GET_SIZE(self->payload);
+        wire = PyBytes_FromStringAndSize(NULL, HEADER_SIZE + size);
+        if (wire == NULL)
+            return NULL;
+        memcpy(PyBytes_AS_STRING(wire) + HEADER_SIZE, PyBytes_AS_STRING(self->payload), size);
+    }
+    else if (!self->buffer_returned) {
+        /* The buffer itself, trimmed: no copy of the records. */
+        if (self->capacity != self->used) {
+            if (_PyBytes_Resize(&self->buffer, self->used) < 0)
+                return NULL;
+            self->capacity = self->used;
+        }
+        wire = Py_NewRef(self->buffer);
+        self->buffer_returned = 1;
+    }
+    else {
+        /* Rebuilt (new producer state for a retry): what was returned before is never
+         * changed under its holder; this copy is written instead. */
+        wire = PyBytes_FromStringAndSize(PyBytes_AS_STRING(self->buffer), self->used);
+        if (wire == NULL)
+            return NULL;
+    }
+    write_header(self, (unsigned char *)PyBytes_AS_STRING(wire),
+                 PyBytes_GET_SIZE(wire) - HEADER_SIZE);
+    self->built = Py_NewRef(wire);
+    return wire;
+}
+
+static PyObject *
+Builder_records_room(PyObject *Py_UNUSED(cls), PyObject *args)
+{
+    Py_ssize_t limit;
+    double ratio = 1.0;
+    if (!PyArg_ParseTuple(args, "n|d:records_room", &limit, &ratio))
+        return NULL;
+    return PyLong_FromSsize_t(records_room(limit, ratio));
+}
+
+static Py_ssize_t
+Builder_len(Builder *self)
+{
+    return (Py_ssize_t)self->count;
+}
+
+static PyObject *
+Builder_get_is_closed(Builder *self, void *Py_UNUSED(c))
+{
+    return PyBool_FromLong(self->closed);
+}
+
+static PyObject *
+Builder_get_is_sealed(Builder *self, void *Py_UNUSED(c))
+{
+    return PyBool_FromLong(self->sealed);
+}
+
+static PyObject *
+Builder_get_is_full(Builder *self, void *Py_UNUSED(c))
+{
+    return PyBool_FromLong(self->closed || (self->count && self->used >= self->limit));
+}
+
+static PyObject *
+Builder_get_estimated_size(Builder *self, void *Py_UNUSED(c))
+{
+    if (self->payload != NULL)
+        return PyLong_FromSsize_t(HEADER_SIZE + PyBytes_GET_SIZE(self->payload));
+    if (self->sealed)
+        return PyLong_FromSsize_t(self->used);
+    Py_ssize_t records = self->used - HEADER_SIZE;
+    return PyLong_FromSsize_t(HEADER_SIZE + (Py_ssize_t)((double)records * self->ratio));
+}
+
+static PyObject *
+Builder_get_uncompressed_size(Builder *self, void *Py_UNUSED(c))
+{
+    return PyLong_FromSsize_t(self->uncompressed_size);
+}
+
+static PyObject *
+Builder_get_compression(Builder *self, void *Py_UNUSED(c))
+{
+    return Py_NewRef(self->compression);
+}
+
+static PyObject *
+Builder_get_size_limit(Builder *self, void *Py_UNUSED(c))
+{
+    return PyLong_FromSsize_t(self->size_limit);
+}
+
+static PyObject *
+Builder_get_producer_id(Builder *self, void *Py_UNUSED(c))
+{
+    return PyLong_FromLongLong(self->producer_id);
+}
+
+static PyObject *
+Builder_get_producer_epoch(Builder *self, void *Py_UNUSED(c))
+{
+    return PyLong_FromLong(self->producer_epoch);
+}
+
+static PyObject *
+Builder_get_base_sequence(Builder *self, void *Py_UNUSED(c))
+{
+    return PyLong_FromLong(self->base_sequence);
+}
+
+static PyMethodDef Builder_methods[] = {
+    {"append", (PyCFunction)(void (*)(void))Builder_append, METH_FASTCALL | METH_KEYWORDS,
+     "Add a record; its offset delta, or None when it does not fit or the batch is closed."},
+    {"append_bytes", (PyCFunction)(void (*)(void))Builder_append_bytes, METH_FASTCALL,
+     "append() of bytes without headers that never leaves the batch full."},
+    {"append_many", (PyCFunction)(void (*)(void))Builder_append_many,
+     METH_VARARGS | METH_KEYWORDS, "Add records of parallel sequences; how many were added."},
+    {"open_state", (PyCFunction)Builder_open_state, METH_NOARGS,
+     "(room, next offset delta, base timestamp), or None when closed or empty."},
+    {"append_encoded", (PyCFunction)Builder_append_encoded, METH_VARARGS,
+     "Add records the caller encoded."},
+    {"close_for_appends", (PyCFunction)Builder_close_for_appends, METH_NOARGS,
+     "Refuse further appends."},
+    {"seal", (PyCFunction)Builder_seal, METH_NOARGS, "Close for appends and compress."},
+    {"set_producer_state", (PyCFunction)(void (*)(void))Builder_set_producer_state,
+     METH_VARARGS | METH_KEYWORDS,
+     "Set producer id, epoch and base sequence."},
+    {"build", (PyCFunction)Builder_build_buffer, METH_NOARGS, "The batch's wire bytes."},
+    {"build_buffer", (PyCFunction)Builder_build_buffer, METH_NOARGS,
+     "The batch's wire bytes (never changed once returned)."},
+    {"records_room", (PyCFunction)Builder_records_room, METH_VARARGS | METH_STATIC,
+     "Bytes of encoded records an empty builder with these settings takes."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef Builder_getset[] = {
+    {"is_closed", (getter)Builder_get_is_closed, NULL, NULL, NULL},
+    {"is_sealed", (getter)Builder_get_is_sealed, NULL, NULL, NULL},
+    {"is_full", (getter)Builder_get_is_full, NULL, NULL, NULL},
+    {"estimated_size_in_bytes", (getter)Builder_get_estimated_size, NULL, NULL, NULL},
+    {"uncompressed_records_size", (getter)Builder_get_uncompressed_size, NULL, NULL, NULL},
+    {"compression", (getter)Builder_get_compression, NULL, NULL, NULL},
+    {"size_limit", (getter)Builder_get_size_limit, NULL, NULL, NULL},
+    {"producer_id", (getter)Builder_get_producer_id, NULL, NULL, NULL},
+    {"producer_epoch", (getter)Builder_get_producer_epoch, NULL, NULL, NULL},
+    {"base_sequence", (getter)Builder_get_base_sequence, NULL, NULL, NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PySequenceMethods Builder_as_sequence = {
+    .sq_length = (lenfunc)Builder_len,
+};
+
+static PyTypeObject BuilderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kafkaline._record_core.RecordBatchBuilder",
+    .tp_doc = "A record batch v2 builder whose records are encoded into one buffer as they "
+              "are appended (kafkaline.record.builder.RecordBatchBuilder is the reference).",
+    .tp_basicsize = sizeof(Builder),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Builder_init,
+    .tp_dealloc = (destructor)Builder_dealloc,
+    .tp_traverse = (traverseproc)Builder_traverse,
+    .tp_clear = (inquiry)Builder_clear,
+    .tp_methods = Builder_methods,
+    .tp_getset = Builder_getset,
+    .tp_as_sequence = &Builder_as_sequence,
+};
+
+/* ------------------------------------------------------------ OpenBatchAppender */
+
+/* send()'s hot path for a keyed record of bytes, as RecordAccumulator.append_to_open_batch
+ * does it, in one call: murmur2 partition, the partition's queue (accumulator._queues
+ * [topic][partition], read at each call: the map is copy-on-write), its lock, the last
+ * batch's builder (this module's), the record encoded into it, the future. None, with nothing
+ * done, wherever that method would return None (no queue, no batch, no room under the limit
+ * without filling the batch), or when the batch's builder is not this module's. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *accumulator;
+    PyTypeObject *future_type;
+    vectorcallfunc vectorcall; /* called without an argument tuple to build and parse */
+} Appender;
+
+static PyObject *Appender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                                     PyObject *kwnames);
+
+static PyObject *str_queues, *str_lock, *str_batches, *str_builder, *str_result;
+static PyObject *str_acquire, *str_release;
+
+static int
+Appender_init(Appender *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"accumulator", "future_type", NULL};
+    PyObject *accumulator, *future_type;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!:OpenBatchAppender", kwlist, &accumulator,
+                                     &PyType_Type, &future_type))
+        return -1;
+    if (!PyType_IsSubtype((PyTypeObject *)future_type, &PyTuple_Type)) {
+        PyErr_SetString(PyExc_TypeError, "future_type must be a tuple subclass");
+        return -1;
+    }
+    Py_XSETREF(self->accumulator, Py_NewRef(accumulator));
+    Py_XSETREF(self->future_type, (PyTypeObject *)Py_NewRef(future_type));
+    self->vectorcall = Appender_vectorcall;
+    return 0;
+}
+
+static int
+Appender_traverse(Appender *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->accumulator);
+    Py_VISIT(self->future_type);
+    return 0;
+}
+
+static int
+Appender_clear(Appender *self)
+{
+    Py_CLEAR(self->accumulator);
+    Py_CLEAR(self->future_type);
+    return 0;
+}
+
+static void
+Appender_dealloc(Appender *self)
+{
+    PyObject_GC_UnTrack(self);
+    Appender_clear(self);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* appender(topic, partition_count, key, value, timestamp) -> future or None */
+static PyObject *
+Appender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                    PyObject *kwnames)
+{
+    Appender *self = (Appender *)callable;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    if (nargs != 5 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames))) {
+        PyErr_SetString(PyExc_TypeError, "OpenBatchAppender takes topic, partition_count, "
+                                         "key, value, timestamp (positional)");
+        return NULL;
+    }
+    PyObject *topic = args[0], *key = args[2], *value = args[3];
+    if (!PyUnicode_Check(topic) || !PyBytes_Check(key) || !PyBytes_Check(value) ||
+        !PyLong_Check(args[1]) || !PyLong_Check(args[4])) {
+        PyErr_SetString(PyExc_TypeError, "OpenBatchAppender takes a str topic, an int "
+                                         "partition count, bytes key and value, an int "
+                                         "timestamp");
+        return NULL;
+    }
+    Py_ssize_t partition_count = PyLong_AsSsize_t(args[1]);
+    if (partition_count == -1 && PyErr_Occurred())
+        return NULL;
+    long long timestamp = PyLong_AsLongLong(args[4]);
+    if (timestamp == -1 && PyErr_Occurred())
+        return NULL;
+    if (self->accumulator == NULL || partition_count <= 0)
+        Py_RETURN_NONE;
+    Py_ssize_t key_size = PyBytes_GET_SIZE(key), value_size = PyBytes_GET_SIZE(value);
+    uint32_t h = (uint32_t)murmur2((const unsigned char *)PyBytes_AS_STRING(key), key_size);
+    Py_ssize_t partition = (Py_ssize_t)(h & 0x7fffffffu) % partition_count;
+
+    PyObject *queues = PyObject_GetAttr(self->accumulator, str_queues);
+    if (queues == NULL)
+        return NULL;
+    PyObject *by_topic = PyDict_Check(queues) ? PyDict_GetItemWithError(queues, topic) : NULL;
+    Py_XINCREF(by_topic);
+    Py_DECREF(queues);
+    if (by_topic == NULL || !PyDict_Check(by_topic)) {
+        Py_XDECREF(by_topic);
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    PyObject *number = PyLong_FromSsize_t(partition);
+    if (number == NULL) {
+        Py_DECREF(by_topic);
+        return NULL;
+    }
+    PyObject *queue = PyDict_GetItemWithError(by_topic, number);
+    Py_DECREF(number);
+    Py_XINCREF(queue);
+    Py_DECREF(by_topic);
+    if (queue == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    PyObject *lock = PyObject_GetAttr(queue, str_lock);
+    PyObject *batches = lock ? PyObject_GetAttr(queue, str_batches) : NULL;
+    Py_DECREF(queue);
+    if (batches == NULL) {
+        Py_XDECREF(lock);
+        return NULL;
+    }
+    PyObject *result = NULL, *batch_result = NULL, *offset = NULL;
+    PyObject *acquired = PyObject_CallMethodNoArgs(lock, str_acquire);
+    if (acquired == NULL)
+        goto done;
+    Py_DECREF(acquired);
+    /* Under the partition's lock: nothing here calls back into Python code that could let
+     * another thread in, but the Sender's thread takes this lock to drain. */
+    Py_ssize_t n = PyObject_Length(batches);
+    if (n > 0) {
+        PyObject *batch = PySequence_GetItem(batches, n - 1);
+        PyObject *builder = batch ? PyObject_GetAttr(batch, str_builder) : NULL;
+        if (builder != NULL && Py_IS_TYPE(builder, &BuilderType) && !((Builder *)builder)->closed) {
+            Builder *b = (Builder *)builder;
+            int rc = try_append(b, timestamp, PyBytes_AS_STRING(key), key_size,
+                                PyBytes_AS_STRING(value), value_size, NULL, 0, b->limit - 1);
+            if (rc == APPENDED) {
+                offset = PyLong_FromLongLong(b->count - 1);
+                batch_result = PyObject_GetAttr(batch, str_result);
+            }
+        }
+        Py_XDECREF(builder);
+        Py_XDECREF(batch);
+    }
+    PyObject *exc_type, *exc_value, *exc_tb;
+    PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
+    PyObject *released = PyObject_CallMethodNoArgs(lock, str_release);
+    if (released == NULL) {
+        Py_XDECREF(exc_type);
+        Py_XDECREF(exc_value);
+        Py_XDECREF(exc_tb);
+        goto done;
+    }
+    Py_DECREF(released);
+    if (exc_type != NULL) {
+        PyErr_Restore(exc_type, exc_value, exc_tb);
+        goto done;
+    }
+    if (offset == NULL || batch_result == NULL) {
+        result = Py_NewRef(Py_None);
+        goto done;
+    }
+    result = self->future_type->tp_alloc(self->future_type, 5);
+    if (result == NULL)
+        goto done;
+    PyObject *sizes[3] = {PyLong_FromSsize_t(key_size), PyLong_FromSsize_t(value_size),
+                          PyLong_FromLongLong(timestamp)};
+    if (sizes[0] == NULL || sizes[1] == NULL || sizes[2] == NULL) {
+        Py_XDECREF(sizes[0]);
+        Py_XDECREF(sizes[1]);
+        Py_XDECREF(sizes[2]);
+        Py_CLEAR(result);
+        goto done;
+    }
+    PyTuple_SET_ITEM(result, 0, batch_result);
+    PyTuple_SET_ITEM(result, 1, offset);
+    PyTuple_SET_ITEM(result, 2, sizes[0]);
+    PyTuple_SET_ITEM(result, 3, sizes[1]);
+    PyTuple_SET_ITEM(result, 4, sizes[2]);
+    batch_result = offset = NULL;
+done:
+    Py_XDECREF(batch_result);
+    Py_XDECREF(offset);
+    Py_DECREF(lock);
+    Py_DECREF(batches);
+    return result;
+}
+
+static PyTypeObject AppenderType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kafkaline._record_core.OpenBatchAppender",
+    .tp_doc = "appender(topic, partition_count, key, value, timestamp): a keyed record into "
+              "its partition's open batch; its future, or None when nothing was done.",
+    .tp_basicsize = sizeof(Appender),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
+    .tp_vectorcall_offset = offsetof(Appender, vectorcall),
+    .tp_new = PyType_GenericNew,
+    .tp_init = (initproc)Appender_init,
+    .tp_dealloc = (destructor)Appender_dealloc,
+    .tp_traverse = (traverseproc)Appender_traverse,
+    .tp_clear = (inquiry)Appender_clear,
+    .tp_call = PyVectorcall_Call,
+};
+
+/* ------------------------------------------------------------------- KeyHashes */
+
+/* key -> to_positive(murmur2(key)) as a read-only mapping: send()'s hot path looks a key's
+ * hash up as it would in a memo, without keeping one. */
+typedef struct {
+    PyObject_HEAD
+} KeyHashes;
+
+static PyObject *
+KeyHashes_getitem(PyObject *Py_UNUSED(self), PyObject *key)
+{
+    BytesArg data;
+    if (!PyBytes_Check(key)) {
+        PyErr_SetObject(PyExc_KeyError, key);
+        return NULL;
+    }
+    if (bytes_arg(key, "key", &data) < 0)
+        return NULL;
+    uint32_t h = (uint32_t)murmur2((const unsigned char *)data.data, data.size);
+    return PyLong_FromUnsignedLong(h & 0x7fffffffu);
+}
+
+static Py_ssize_t
+KeyHashes_len(PyObject *Py_UNUSED(self))
+{
+    return 0;
+}
+
+static PyMappingMethods KeyHashes_as_mapping = {
+    .mp_length = KeyHashes_len,
+    .mp_subscript = KeyHashes_getitem,
+};
+
+static PyTypeObject KeyHashesType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kafkaline._record_core.KeyHashes",
+    .tp_doc = "keys[key] is to_positive(murmur2(key)) for any bytes key (nothing is stored).",
+    .tp_basicsize = sizeof(KeyHashes),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = PyType_GenericNew,
+    .tp_as_mapping = &KeyHashes_as_mapping,
+};
+
+/* ------------------------------------------------------------------------ module */
+
+static PyObject *
+core_murmur2(PyObject *Py_UNUSED(module), PyObject *arg)
+{
+    BytesArg data;
+    if (bytes_arg(arg, "data", &data) < 0)
+        return NULL;
+    int32_t h = murmur2((const unsigned char *)data.data, data.size);
+    bytes_arg_release(&data);
+    return PyLong_FromLong(h);
+}
+
+static PyObject *
+core_partition_for_key(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError, "partition_for_key() takes key, partition_count");
+        return NULL;
+    }
+    Py_ssize_t count = PyLong_AsSsize_t(args[1]);
+    if (count == -1 && PyErr_Occurred())
+        return NULL;
+    if (count <= 0) {
+        PyErr_Format(PyExc_ValueError, "partition_count %zd must be positive", count);
+        return NULL;
+    }
+    BytesArg data;
+    if (bytes_arg(args[0], "key", &data) < 0)
+        return NULL;
+    int32_t h = murmur2((const unsigned char *)data.data, data.size);
+    bytes_arg_release(&data);
+    return PyLong_FromSsize_t((Py_ssize_t)((uint32_t)h & 0x7fffffffu) % count);
+}
+
+/* The input positions per partition, in input order, for the partitions murmur2 chooses for
+ * the keys (None keys: one group with partition None, the sticky partitioner's, last);
+ * partitions without records are left out. As kafkaline.producer.bulk.group_by_partition
+ * over the partitions send() would choose, in one pass. */
+static PyObject *
+core_group_by_key_partition(PyObject *Py_UNUSED(module), PyObject *const *args,
+                            Py_ssize_t nargs)
+{
+    if (nargs != 2) {
+        PyErr_SetString(PyExc_TypeError,
+                        "group_by_key_partition() takes keys, partition_count");
+        return NULL;
+    }
+    Py_ssize_t partitions = PyLong_AsSsize_t(args[1]);
+    if (partitions == -1 && PyErr_Occurred())
+        return NULL;
+    if (partitions <= 0) {
+        PyErr_Format(PyExc_ValueError, "partition_count %zd must be positive", partitions);
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(args[0], "keys must be a sequence");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **keys = PySequence_Fast_ITEMS(seq);
+    PyObject *result = NULL;
+    /* buckets[partitions] holds the keyless records */
+    PyObject **buckets = PyMem_Calloc((size_t)partitions + 1, sizeof(PyObject *));
+    if (buckets == NULL) {
+        Py_DECREF(seq);
+        return PyErr_NoMemory();
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t chosen;
+        PyObject *key = keys[i];
+        if (key == Py_None) {
+            chosen = partitions;
+        }
+        else {
+            BytesArg data;
+            if (bytes_arg(key, "key", &data) < 0)
+                goto done;
+            uint32_t h = (uint32_t)murmur2((const unsigned char *)data.data, data.size);
+            bytes_arg_release(&data);
+            chosen = (Py_ssize_t)(h & 0x7fffffffu) % partitions;
+        }
+        if (buckets[chosen] == NULL && (buckets[chosen] = PyList_New(0)) == NULL)
+            goto done;
+        PyObject *position = PyLong_FromSsize_t(i);
+        if (position == NULL)
+            goto done;
+        int rc = PyList_Append(buckets[chosen], position);
+        Py_DECREF(position);
+        if (rc < 0)
+            goto done;
+    }
+    result = PyList_New(0);
+    if (result == NULL)
+        goto done;
+    for (Py_ssize_t p = 0; p <= partitions; p++) {
+        if (buckets[p] == NULL)
+            continue;
+        PyObject *group = p == partitions ? Py_BuildValue("(OO)", Py_None, buckets[p])
+                                          : Py_BuildValue("(nO)", p, buckets[p]);
+        if (group == NULL || PyList_Append(result, group) < 0) {
+            Py_XDECREF(group);
+            Py_CLEAR(result);
+            goto done;
+        }
+        Py_DECREF(group);
+    }
+done:
+    for (Py_ssize_t p = 0; p <= partitions; p++)
+        Py_XDECREF(buckets[p]);
+    PyMem_Free(buckets);
+    Py_DECREF(seq);
+    return result;
+}
+
+static PyObject *
+core_crc32c(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs < 1 || nargs > 2) {
+        PyErr_SetString(PyExc_TypeError, "crc32c() takes data[, crc]");
+        return NULL;
+    }
+    unsigned long crc = 0;
+    if (nargs == 2) {
+        crc = PyLong_AsUnsignedLong(args[1]);
+        if (crc == (unsigned long)-1 && PyErr_Occurred())
+            return NULL;
+    }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_C_CONTIGUOUS) < 0)
+        return NULL;
+    uint32_t result = crc32c((uint32_t)crc, view.buf, (size_t)view.len);
+    PyBuffer_Release(&view);
+    return PyLong_FromUnsignedLong(result);
+}
+
+static PyMethodDef core_methods[] = {
+    {"murmur2", (PyCFunction)core_murmur2, METH_O,
+     "Kafka's murmur2 hash of data, a signed 32-bit int."},
+    {"partition_for_key", (PyCFunction)(void (*)(void))core_partition_for_key, METH_FASTCALL,
+     "The default partitioner's choice: to_positive(murmur2(key)) % partition_count."},
+    {"group_by_key_partition", (PyCFunction)(void (*)(void))core_group_by_key_partition,
+     METH_FASTCALL, "Input positions per murmur2 partition of the keys (None keys: None)."},
+    {"crc32c", (PyCFunction)(void (*)(void))core_crc32c, METH_FASTCALL,
+     "CRC-32C of data, continuing from crc."},
+    {NULL, NULL, 0, NULL},
+};
+
+static struct PyModuleDef core_module = {
+    PyModuleDef_HEAD_INIT,
+    .m_name = "kafkaline._record_core",
+    .m_doc = "The compiled record core (see kafkaline.record.core).",
+    .m_size = -1,
+    .m_methods = core_methods,
+};
+
+PyMODINIT_FUNC
+PyInit__record_core(void)
+{
+    crc_init();
+    if (PyType_Ready(&BuilderType) < 0 || PyType_Ready(&KeyHashesType) < 0 ||
+        PyType_Ready(&AppenderType) < 0)
+        return NULL;
+    if ((str_queues = PyUnicode_InternFromString("_queues")) == NULL ||
+        (str_lock = PyUnicode_InternFromString("lock")) == NULL ||
+        (str_batches = PyUnicode_InternFromString("batches")) == NULL ||
+        (str_builder = PyUnicode_InternFromString("builder")) == NULL ||
+        (str_result = PyUnicode_InternFromString("result")) == NULL ||
+        (str_acquire = PyUnicode_InternFromString("acquire")) == NULL ||
+        (str_release = PyUnicode_InternFromString("release")) == NULL)
+        return NULL;
+    PyObject *module = PyModule_Create(&core_module);
+    if (module == NULL)
+        return NULL;
+    if (PyModule_AddObjectRef(module, "RecordBatchBuilder", (PyObject *)&BuilderType) < 0 ||
+        PyModule_AddObjectRef(module, "KeyHashes", (PyObject *)&KeyHashesType) < 0 ||
+        PyModule_AddObjectRef(module, "OpenBatchAppender", (PyObject *)&AppenderType) < 0 ||
+        PyModule_AddStringConstant(module, "BUILD", "compiled") < 0) {
+        Py_DECREF(module);
+        return NULL;
+    }
+    return module;
+}

@@ -514,7 +514,7 @@ class Producer:
                 # The compiled core: hash, queue, lock, encoding and future in one call.
                 try:
                     partition_count = self._partition_counts[topic]
-                except KeyError:
+                except (KeyError, TypeError):  # TypeError: a topic that is no str, named below
                     pass
                 else:
                     if len(key) + value_size <= self._payload_limit:

@@ -688,8 +688,6 @@ JAVA_KEYS_WITHOUT_MEANING: Final[frozenset[str]] = frozenset(
         "auto.include.jmx.reporter",
         "client.dns.lookup",
         "enable.metrics.push",
-        "metadata.recovery.rebootstrap.trigger.ms",
-        "metadata.recovery.strategy",
         "metric.reporters",
         "metrics.num.samples",
         "metrics.recording.level",

@@ -7,8 +7,9 @@ left open. Counts per case are printed (pytest -s).
 
 The drivers run as child processes (eos_job.py): retries need ``local[2,3]``, and a driver
 must be SIGKILLable. Spark speculation launches no copy in local mode (a copy never runs on
-the host of its original), so duplicate attempts are shown by retries after a task that wrote
-and failed, and by a worker killed with its transaction open."""
+the host of its original), so duplicate attempts are shown here by retries after a task that
+wrote and failed, and by a worker killed with its transaction open; a real speculative copy
+runs on a two-host standalone cluster in test_spark_speculation.py."""
 
 from __future__ import annotations
 

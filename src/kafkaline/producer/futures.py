@@ -294,23 +294,31 @@ class ProduceRequestResult:
             self._error = error
             self._error_traceback = None if error is None else error.__traceback__
             self._record_errors = record_errors
-            self._completer = _get_ident()
             self._state = state
             hooks = self._hooks
-            self._hooks = []
-        try:
-            for offset_delta, future, on_success, on_error in hooks:
-                self._run_hook(offset_delta, future, on_success, on_error)
-        finally:
-            # Only now are the waiters released (flush(), get()): after the callbacks, as
-            # Java's producer does, so that what a callback did is seen once they return.
-            with self._lock:
+            if hooks:
+                self._completer = _get_ident()
+                self._hooks = []
+                waiters = None
+            else:  # no callbacks to wait for: done now, one lock as before
                 self._final = True
                 waiters = self._waiters
                 self._waiters = None
-            if waiters is not None:
-                for waiter in waiters:
-                    waiter.release()
+        if hooks:
+            try:
+                for offset_delta, future, on_success, on_error in hooks:
+                    self._run_hook(offset_delta, future, on_success, on_error)
+            finally:
+                # Only now are the waiters released (flush(), get()): after the callbacks,
+                # as Java's producer does, so that what a callback did is seen once they
+                # return.
+                with self._lock:
+                    self._final = True
+                    waiters = self._waiters
+                    self._waiters = None
+        if waiters is not None:
+            for waiter in waiters:
+                waiter.release()
         return None
 
     def redirect(self, targets: Sequence[tuple[ProduceRequestResult, int]]) -> BatchState | None:

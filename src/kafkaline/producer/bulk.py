@@ -146,10 +146,9 @@ class BatchSendResult:
         if self._futures is not None:
             return all(future.done() for future in self._futures)
         for result, first_delta, count, _, _ in self._runs:
-            state = result.state
-            if state is None:
+            if not result.is_done():  # completed and its callbacks ran
                 return False
-            if state is SPLIT and not all(
+            if result.state is SPLIT and not all(
                 _resolve(result, first_delta + j)[0].is_done() for j in range(count)
             ):
                 return False

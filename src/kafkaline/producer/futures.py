@@ -24,6 +24,11 @@ Threads: handles may be used from any thread. Callbacks run on the thread that c
 batch (the Sender's), in the order they were added; one raising is logged and the others still
 run. A callback added to a record already done runs at once on the caller's thread.
 
+As in Java, a batch counts as done only once its callbacks ran: ``get()``, ``done()``, ``await``
+and the producer's ``flush()`` wait for them, so after ``flush()`` every callback of every record
+sent before it has run. The thread running them (and the I/O thread) does not wait for them: a
+callback calling ``get()`` on a record of its own batch gets the result at once.
+
 Example (what the Sender does with a response, then what the user sees)::
 
     >>> result = ProduceRequestResult("events", 2)
@@ -107,6 +112,7 @@ Errback = Callable[[Exception], object]
 
 _Waiter = _thread.LockType
 _allocate_lock = _thread.allocate_lock
+_get_ident = _thread.get_ident
 
 # A hook kept by a result until it completes: (offset delta in that result, the record's
 # handle, on success, on failure). Either function may be None.
@@ -123,8 +129,10 @@ class ProduceRequestResult:
     """
 
     __slots__ = (
+        "_completer",
         "_error",
         "_error_traceback",
+        "_final",
         "_hooks",
         "_lock",
         "_record_errors",
@@ -144,7 +152,12 @@ class ProduceRequestResult:
         self.base_offset = UNKNOWN_OFFSET
         #: The broker's log-append time, -1 when the topic uses create time.
         self.log_append_time = NO_TIMESTAMP
+        # _state is set when the batch completes, _final once its callbacks ran after it: the
+        # threads waiting for it are released then (Java counts its latch down after them).
         self._state: BatchState | None = None
+        self._final = False
+        # The thread that completed it (running its callbacks), which must not wait for them.
+        self._completer: int | None = None
         self._error: Exception | None = None
         self._error_traceback: Any = None
         self._record_errors: Mapping[int, Exception] | None = None
@@ -152,18 +165,25 @@ class ProduceRequestResult:
         self._hooks: list[_Hook] = []
         self._lock = threading.Lock()
         # One held lock per waiting thread, released on completion (see wait()).
-        self._waiters: list[_Waiter] | None = None
+        self._waiters: list[_Waiter | _LoopWaker] | None = None
 
     # ------------------------------------------------------------------ state
 
     @property
     def state(self) -> BatchState | None:
-        """How the batch ended, or ``None`` while pending."""
+        """How the batch ended, or ``None`` while pending (set before its callbacks run)."""
         return self._state
 
     def is_done(self) -> bool:
-        """Whether the batch completed (or was split)."""
-        return self._state is not None
+        """Whether the batch completed and its callbacks ran (or it was split): whether
+        :meth:`wait` would return at once."""
+        return self._final or (self._state is not None and self._waits_for_itself())
+
+    def _waits_for_itself(self) -> bool:
+        """Whether a wait on this thread for this batch's callbacks could wait for itself:
+        this thread runs them (a callback waiting for its own batch), or it is an I/O thread
+        (whose callbacks must never block on another thread's)."""
+        return self._completer == _get_ident() or on_io_thread()
 
     @property
     def error(self) -> Exception | None:
@@ -184,11 +204,15 @@ class ProduceRequestResult:
         return None if redirects is None else redirects[offset_delta]
 
     def wait(self, timeout: float | None = None) -> bool:
-        """Block until done or ``timeout`` seconds passed; return whether done."""
-        if self._state is not None:
+        """Block until done (its callbacks ran) or ``timeout`` seconds passed; return
+        whether done. On the thread running the batch's callbacks, or on an I/O thread, it
+        returns once the batch completed, without waiting for the callbacks."""
+        if self._final:
+            return True
+        if self._state is not None and self._waits_for_itself():
             return True
         if timeout is not None and timeout <= 0:
-            return self._state is not None  # as Event.wait(0): no waiting
+            return False  # as Event.wait(0): no waiting
         if on_io_thread():
             raise IllegalStateError(
                 f"a record sent to {self.topic}-{self.partition} is not acknowledged yet, and "
@@ -203,13 +227,8 @@ class ProduceRequestResult:
         # per round trip in the client process (valgrind, two runs of the old code).
         waiter = _allocate_lock()
         waiter.acquire()
-        with self._lock:
-            if self._state is not None:
-                return True
-            if self._waiters is None:
-                self._waiters = [waiter]
-            else:
-                self._waiters.append(waiter)
+        if not self.add_waiter(waiter):
+            return True
         if waiter.acquire(True, -1.0 if timeout is None else timeout):
             return True
         with self._lock:
@@ -218,6 +237,18 @@ class ProduceRequestResult:
             if waiters is not None and waiter in waiters:
                 waiters.remove(waiter)
                 return False
+        return True
+
+    def add_waiter(self, waiter: _Waiter | _LoopWaker) -> bool:
+        """Have ``waiter.release()`` called once the batch is done (its callbacks ran, or it
+        was split); return ``False``, keeping nothing, if it is already."""
+        with self._lock:
+            if self._final:
+                return False
+            if self._waiters is None:
+                self._waiters = [waiter]
+            else:
+                self._waiters.append(waiter)
         return True
 
     def wait_final(self, deadline: float | None) -> bool:
@@ -265,14 +296,29 @@ class ProduceRequestResult:
             self._record_errors = record_errors
             self._state = state
             hooks = self._hooks
-            self._hooks = []
-            waiters = self._waiters
-            self._waiters = None
+            if hooks:
+                self._completer = _get_ident()
+                self._hooks = []
+                waiters = None
+            else:  # no callbacks to wait for: done now, one lock as before
+                self._final = True
+                waiters = self._waiters
+                self._waiters = None
+        if hooks:
+            try:
+                for offset_delta, future, on_success, on_error in hooks:
+                    self._run_hook(offset_delta, future, on_success, on_error)
+            finally:
+                # Only now are the waiters released (flush(), get()): after the callbacks,
+                # as Java's producer does, so that what a callback did is seen once they
+                # return.
+                with self._lock:
+                    self._final = True
+                    waiters = self._waiters
+                    self._waiters = None
         if waiters is not None:
             for waiter in waiters:
                 waiter.release()
-        for offset_delta, future, on_success, on_error in hooks:
-            self._run_hook(offset_delta, future, on_success, on_error)
         return None
 
     def redirect(self, targets: Sequence[tuple[ProduceRequestResult, int]]) -> BatchState | None:
@@ -291,6 +337,8 @@ class ProduceRequestResult:
             self._hooks = []
             self._redirects = tuple(targets)
             self._state = SPLIT
+            # No callbacks run here (they moved): the waiters go on to the new results.
+            self._final = True
             waiters = self._waiters
             self._waiters = None
         if waiters is not None:
@@ -486,24 +534,22 @@ class FutureRecordMetadata(_RecordHandle):
 
     def __await__(self) -> Generator[Any, None, RecordMetadata]:
         """Wait in an event loop without blocking it: the completing thread wakes the loop
-        through ``call_soon_threadsafe``."""
-        if not self.done():
-            # Imported here: only code that awaits needs asyncio, and awaiting code has it
-            # loaded already, while importing it costs every other program's start-up.
-            import asyncio
+        through ``call_soon_threadsafe``, once the batch's callbacks ran (as :meth:`get`)."""
+        result, delta = self.batch_result, self.offset_delta
+        while True:
+            if not result.is_done():
+                # Imported here: only code that awaits needs asyncio, and awaiting code has it
+                # loaded already, while importing it costs every other program's start-up.
+                import asyncio
 
-            loop = asyncio.get_running_loop()
-            waiter = loop.create_future()
-
-            def wake(_: object) -> None:
-                try:
-                    loop.call_soon_threadsafe(_set_waiter_done, waiter)
-                except RuntimeError:
-                    # The loop was closed while the record was in flight: nobody awaits.
-                    _log.debug("event loop closed before a record it awaited completed")
-
-            self.add_both(wake, wake)
-            yield from waiter
+                loop = asyncio.get_running_loop()
+                waiter: asyncio.Future[None] = loop.create_future()
+                if result.add_waiter(_LoopWaker(loop, waiter)):
+                    yield from waiter
+            target = result.redirected(delta)
+            if target is None:
+                break
+            result, delta = target
         return self.get(0)
 
     # ------------------------------------------------------------------ identity
@@ -526,6 +572,24 @@ class FutureRecordMetadata(_RecordHandle):
 def _set_waiter_done(waiter: asyncio.Future[None]) -> None:
     if not waiter.done():  # the awaiting task may have been cancelled
         waiter.set_result(None)
+
+
+class _LoopWaker:
+    """A waiter of a :class:`ProduceRequestResult` (as the locks :meth:`wait` uses) that
+    wakes an awaiting task in its event loop."""
+
+    __slots__ = ("_loop", "_waiter")
+
+    def __init__(self, loop: asyncio.AbstractEventLoop, waiter: asyncio.Future[None]) -> None:
+        self._loop = loop
+        self._waiter = waiter
+
+    def release(self) -> None:
+        try:
+            self._loop.call_soon_threadsafe(_set_waiter_done, self._waiter)
+        except RuntimeError:
+            # The loop was closed while the record was in flight: nobody awaits.
+            _log.debug("event loop closed before a record it awaited completed")
 
 
 def new_future(

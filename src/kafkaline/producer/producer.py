@@ -1584,6 +1584,8 @@ class Producer:
         """Make every buffered record sendable now and wait until all records sent before
         this call are acknowledged or failed (their futures are done).
 
+        As in Java, when it returns every callback of those records has run too.
+
         ``timeout`` in seconds (``None``: no limit); raises
         :class:`~kafkaline.errors.KafkaTimeoutError` when it runs out (the records stay
         buffered). Returns at once before the first send and after :meth:`close`. Raises

@@ -740,3 +740,31 @@ def test_a_new_batch_carries_the_accumulators_settings(
     assert batch.is_transactional is transactional
     assert batch.builder.size_limit == 2048
     assert (batch.created_ms, batch.last_attempt_ms, batch.record_count) == (7.0, 7.0, 1)
+
+
+def test_a_flush_returns_only_after_the_batchs_callbacks_ran() -> None:
+    # As Java: after flush() every callback of every record sent before it has run.
+    accumulator = new_accumulator(linger_ms=60_000)
+    futures = [append(accumulator, T0) for _ in range(2)]
+    entered, release = threading.Event(), threading.Event()
+    ran: list[int] = []
+
+    def block(_: object) -> None:
+        entered.set()
+        release.wait(10)
+
+    futures[0].add_callback(block)
+    futures[1].add_callback(lambda metadata: ran.append(metadata.offset))
+    accumulator.begin_flush()
+    (batch,) = drain_all(accumulator, 0.0)
+    completer = threading.Thread(target=accumulator.complete_batch, args=(batch, 3), daemon=True)
+    completer.start()
+    assert entered.wait(10)
+    flusher = threading.Thread(target=accumulator.await_flush_completion, daemon=True)
+    flusher.start()
+    flusher.join(0.05)
+    assert flusher.is_alive() and not ran
+    release.set()
+    flusher.join(10)
+    completer.join(10)
+    assert not flusher.is_alive() and ran == [4]

@@ -278,6 +278,111 @@ def test_many_threads_adding_callbacks_while_it_completes_each_run_once() -> Non
     assert counts == [4] * 50
 
 
+# ----------------------------------------------------------------- callbacks before waiters
+
+
+def complete_with_a_blocked_callback(
+    result: ProduceRequestResult, record: FutureRecordMetadata, io_thread: bool = False
+) -> tuple[threading.Event, threading.Thread, list[object]]:
+    """Complete ``result`` on another thread (an I/O thread or not) whose callback of
+    ``record`` blocks until the returned event is set; returns once that callback is running,
+    with what it saw of its own record first (done(), get(), wait(0))."""
+    entered, release = threading.Event(), threading.Event()
+    seen: list[object] = []
+
+    def block(_: RecordMetadata) -> None:
+        # The completing thread must not wait for the callbacks it runs itself.
+        seen.extend((record.done(), record.get().offset, record.batch_result.wait(0)))
+        entered.set()
+        release.wait(10)
+
+    def complete() -> None:
+        if io_thread:
+            futures_module.mark_io_thread()
+        result.complete(SUCCEEDED, base_offset=7)
+
+    record.add_callback(block)
+    completer = threading.Thread(target=complete, daemon=True)
+    completer.start()
+    assert entered.wait(10)
+    return release, completer, seen
+
+
+@pytest.mark.parametrize("io_thread", [False, True])
+def test_get_and_wait_return_only_after_the_batchs_callbacks_ran(io_thread: bool) -> None:
+    # Java's semantics: flush() and get() see every callback of the batch done. A waiter
+    # arriving while they run (the state already set) waits too; the completing thread (the
+    # I/O thread, or a user thread aborting batches on close) does not.
+    result = ProduceRequestResult("events", 0)
+    records = handles(result, 2)
+    seen: list[int] = []
+    records[1].add_callback(lambda metadata: seen.append(metadata.offset))
+    release, completer, seen_in_callback = complete_with_a_blocked_callback(
+        result, records[0], io_thread
+    )
+    assert seen_in_callback == [True, 7, True]
+    assert result.state is SUCCEEDED  # completed, its callbacks running
+    assert not records[1].done() and not result.is_done()
+    assert not result.wait(timeout=0.02)
+    with pytest.raises(KafkaTimeoutError):
+        records[1].get(timeout=0.02)
+    # Another I/O thread (a callback) reading it gets it at once: it never blocks.
+    on_io: list[int] = []
+
+    def read_on_an_io_thread() -> None:
+        futures_module.mark_io_thread()
+        on_io.append(records[1].get().offset)
+
+    reader = threading.Thread(target=read_on_an_io_thread, daemon=True)
+    reader.start()
+    reader.join(10)
+    assert on_io == [8]
+    got: list[int] = []
+    waiter = threading.Thread(target=lambda: got.append(records[1].get().offset), daemon=True)
+    waiter.start()
+    waiter.join(0.05)
+    assert waiter.is_alive() and not got
+    release.set()
+    waiter.join(10)
+    completer.join(10)
+    assert got == [8] and seen == [8]  # the other callback ran before get() returned
+    assert records[0].done() and result.wait(timeout=0)
+
+
+def test_get_through_a_split_waits_for_the_new_batchs_callbacks() -> None:
+    old = ProduceRequestResult("events", 0)
+    (future,) = handles(old, 1)
+    part = ProduceRequestResult("events", 0)
+    old.redirect([(part, 0)])
+    release, completer, _ = complete_with_a_blocked_callback(part, future)
+    assert not future.done() and not old.wait_final(time.monotonic() + 0.02)
+    with pytest.raises(KafkaTimeoutError):
+        future.get(timeout=0.02)
+    release.set()
+    completer.join(10)
+    assert future.get(0).offset == 7 and old.wait_final(time.monotonic())
+
+
+def test_await_returns_only_after_the_batchs_callbacks_ran() -> None:
+    result = ProduceRequestResult("events", 0)
+    records = handles(result, 2)
+    task_done_early: list[bool] = []
+
+    async def main() -> int:
+        task = asyncio.ensure_future(_await(records[1]))
+        await asyncio.sleep(0)  # the task waits now
+        release, completer, _ = complete_with_a_blocked_callback(result, records[0])
+        await asyncio.sleep(0.05)
+        task_done_early.append(task.done())
+        release.set()
+        metadata = await asyncio.wait_for(task, timeout=10)
+        completer.join(10)
+        return metadata.offset
+
+    assert asyncio.run(main()) == 8
+    assert task_done_early == [False]
+
+
 # --------------------------------------------------------------------------- redirection
 
 

@@ -14,18 +14,13 @@ ApiVersions responses always use header v0, so a client that sent a version the 
 not know can still read the broker's answer.
 """
 
-# kafka_field() returns a dataclasses.field(), which ruff cannot know.
-
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from kafkaline.protocol.schema import INT16, INT32, STRING, Message, Versions, kafka_field
 
 API_VERSIONS_KEY = 18
 
 
-@dataclass(slots=True, kw_only=True)
 class RequestHeader(Message):
     """The header before every request body (v1, or v2 for flexible request versions)."""
 
@@ -39,7 +34,6 @@ class RequestHeader(Message):
     client_id: str | None = kafka_field(STRING, "1+", nullable="1+", flexible="none")
 
 
-@dataclass(slots=True, kw_only=True)
 class ResponseHeader(Message):
     """The header before every response body (v0, or v1 for flexible response versions)."""
 

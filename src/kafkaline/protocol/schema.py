@@ -1,12 +1,17 @@
 """Declarative, versioned message schemas and the generic encoder/decoder that walks them.
 
-A Kafka struct is a slotted, keyword-only dataclass whose fields are declared with
-:func:`kafka_field`, in wire order, mirroring Apache Kafka's ``message/*.json`` schemas::
+A Kafka struct is a class whose fields are declared with :func:`kafka_field`, in wire order,
+mirroring Apache Kafka's ``message/*.json`` schemas::
 
-    @dataclass(slots=True, kw_only=True)
     class PartitionProduceData(Struct):
         index: int = kafka_field(INT32, "0+")
         records: Records | None = kafka_field(RECORDS, "0+", nullable="0+")
+
+A struct behaves like a ``@dataclass(slots=True, kw_only=True)``: slots, a keyword-only
+``__init__`` with the fields' defaults, ``==`` and ``repr()`` over its fields. Its metaclass,
+:class:`StructType`, builds it without compiling code at import time: the ``__init__`` is
+compiled when the first instance is made, so the APIs a program never uses cost only their
+class statements (see docs/performance.md, "Start-up").
 
 The first time a struct is used at a given (version, flexible) pair, its fields are compiled
 into a flat list of reader/writer functions (memoised, never mutated afterwards), so encoding and
@@ -19,16 +24,26 @@ tagged (written only when they differ from their default, ordered by tag).
 
 from __future__ import annotations
 
-import dataclasses
 import struct
+import sys
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, ClassVar, Generic, Protocol, TypeAlias, TypeVar, cast, overload
+from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeAlias, TypeVar, overload
 
 from kafkaline.errors import DecodeError, EncodeError
 from kafkaline.protocol import primitives as p
 from kafkaline.protocol.primitives import Buffer, Reader
+
+if TYPE_CHECKING:
+    from typing_extensions import dataclass_transform
+elif sys.version_info >= (3, 11):
+    from typing import dataclass_transform
+else:  # Python 3.10: only type checkers read it
+
+    def dataclass_transform(**_: object) -> Callable[[T], T]:
+        return lambda decorated: decorated
+
 
 T = TypeVar("T")
 S = TypeVar("S", bound="Struct")
@@ -298,8 +313,6 @@ def struct_of(struct_type: type[S]) -> Kind[S]:
 
 # --------------------------------------------------------------------------- field declaration
 
-_SPEC_KEY = "kafkaline.protocol"
-
 
 @dataclass(frozen=True, slots=True)
 class FieldSpec:
@@ -319,6 +332,24 @@ class _Missing:
 
 
 _MISSING: Any = _Missing()
+
+
+class FieldDeclaration:
+    """What :func:`kafka_field` puts in a struct's class body: the field's wire spec and its
+    default (a value, or a factory making a fresh one). :class:`StructType` collects them."""
+
+    __slots__ = ("default", "default_factory", "spec")
+
+    def __init__(
+        self, spec: FieldSpec, default: Any, default_factory: Callable[[], Any] | None
+    ) -> None:
+        self.spec = spec
+        self.default = default
+        self.default_factory = default_factory
+
+    def new_default(self) -> Any:
+        """The field's default (a fresh one for mutable kinds)."""
+        return self.default if self.default_factory is None else self.default_factory()
 
 
 @overload
@@ -353,7 +384,7 @@ def kafka_field(
     default: Any = _MISSING,
     flexible: str | None = None,
 ) -> Any:
-    """Declare a dataclass field's wire format.
+    """Declare a struct field's wire format.
 
     ``versions``, ``nullable`` (nullableVersions), ``tagged`` (taggedVersions) and ``flexible``
     (a field-level flexibleVersions override) use Kafka's range syntax. ``default`` is the
@@ -369,10 +400,9 @@ def kafka_field(
         tag=tag,
         flexible_versions=Versions.parse(flexible) if flexible else None,
     )
-    metadata = {_SPEC_KEY: spec}
     if default is not _MISSING:
-        return dataclasses.field(default=default, metadata=metadata)
-    return dataclasses.field(default_factory=kind.new_default, metadata=metadata)
+        return FieldDeclaration(spec, default, None)
+    return FieldDeclaration(spec, None, kind.new_default)
 
 
 @dataclass(frozen=True, slots=True)
@@ -387,28 +417,104 @@ class DeclaredField:
 
 def declared_fields(struct_type: type[Struct]) -> tuple[DeclaredField, ...]:
     """The declared fields of a struct, in wire order."""
-    fields = []
-    for field in dataclasses.fields(cast(Any, struct_type)):
-        spec = field.metadata.get(_SPEC_KEY)
-        if not isinstance(spec, FieldSpec):
-            raise TypeError(f"{struct_type.__name__}.{field.name} is not a kafka_field()")
-        if field.default is not dataclasses.MISSING:
-            default = field.default
-        elif field.default_factory is not dataclasses.MISSING:
-            default = field.default_factory()
-        else:  # pragma: no cover - kafka_field always sets one
-            raise TypeError(f"{struct_type.__name__}.{field.name} has no default")
-        fields.append(DeclaredField(field.name, spec, default))
-    return tuple(fields)
+    return tuple(
+        DeclaredField(name, declaration.spec, declaration.new_default())
+        for name, declaration in struct_type.__kafka_fields__
+    )
 
 
 # --------------------------------------------------------------------------- structs
 
 
-class Struct:
-    """Base of every declared Kafka struct. Subclasses are slotted keyword-only dataclasses."""
+@dataclass_transform(kw_only_default=True)
+class StructType(type):
+    """The metaclass of every :class:`Struct`.
+
+    Like ``@dataclass(slots=True, kw_only=True)``, it turns the class body's
+    :func:`kafka_field` declarations into ``__slots__`` and a keyword-only ``__init__``
+    (with ``==`` and ``repr()`` inherited from :class:`Struct`). Unlike it, it compiles no code
+    when the class is made: ``__init__`` is compiled by the first call, since most of the APIs
+    declared are never used by a given program.
+    """
+
+    def __new__(
+        mcs, name: str, bases: tuple[type, ...], namespace: dict[str, Any], **kwargs: Any
+    ) -> StructType:
+        own = [(key, value) for key, value in namespace.items() if _is_declaration(value)]
+        for key, annotation in namespace.get("__annotations__", {}).items():
+            # Annotations are strings here (every module declaring structs has
+            # `from __future__ import annotations`).
+            if not _is_declaration(namespace.get(key)) and "ClassVar" not in str(annotation):
+                raise TypeError(f"{name}.{key} is not a kafka_field()")
+        if "__slots__" in namespace:
+            if own:
+                raise TypeError(f"{name} declares __slots__ and kafka_field()s")
+        else:
+            for key, _ in own:
+                del namespace[key]
+            namespace["__slots__"] = tuple(key for key, _ in own)
+        inherited: tuple[tuple[str, FieldDeclaration], ...] = ()
+        for base in bases:
+            inherited += getattr(base, "__kafka_fields__", ())
+        namespace["__kafka_fields__"] = inherited + tuple(own)
+        namespace.setdefault("__init__", _init_compiling_at_first_call)
+        return super().__new__(mcs, name, bases, namespace, **kwargs)
+
+
+def _is_declaration(value: object) -> bool:
+    return isinstance(value, FieldDeclaration)
+
+
+def _init_compiling_at_first_call(self: Struct, *args: Any, **values: Any) -> None:
+    # Replaces itself on the class with the compiled __init__, then makes this instance.
+    cls = type(self)
+    init = _compile_init(cls)
+    cls.__init__ = init  # type: ignore[method-assign]
+    init(self, *args, **values)
+
+
+def _compile_init(cls: type[Struct]) -> Callable[..., None]:
+    """A keyword-only ``__init__`` setting every field, as @dataclass writes one."""
+    namespace: dict[str, Any] = {"_MISSING": _MISSING}
+    parameters = []
+    lines = []
+    for index, (name, declaration) in enumerate(cls.__kafka_fields__):
+        if declaration.default_factory is None:
+            namespace[f"_default_{index}"] = declaration.default
+            parameters.append(f"{name}=_default_{index}")
+            lines.append(f"self.{name} = {name}")
+        else:
+            namespace[f"_factory_{index}"] = declaration.default_factory
+            parameters.append(f"{name}=_MISSING")
+            lines.append(f"self.{name} = _factory_{index}() if {name} is _MISSING else {name}")
+    signature = ", ".join(["self", "*", *parameters]) if parameters else "self"
+    body = "".join(f"    {line}\n" for line in lines or ["pass"])
+    exec(f"def __init__({signature}):\n{body}", namespace)
+    init: Callable[..., None] = namespace["__init__"]
+    init.__qualname__ = f"{cls.__qualname__}.__init__"
+    return init
+
+
+class Struct(metaclass=StructType):
+    """Base of every declared Kafka struct: slotted, keyword-only, compared and shown by its
+    fields (see :class:`StructType`)."""
 
     __slots__ = ()
+
+    #: The declared fields in wire order, this class's after its bases'.
+    __kafka_fields__: ClassVar[tuple[tuple[str, FieldDeclaration], ...]]
+
+    def __eq__(self, other: object) -> bool:
+        if other.__class__ is not self.__class__:
+            return NotImplemented
+        names = [name for name, _ in self.__kafka_fields__]
+        return [getattr(self, name) for name in names] == [getattr(other, name) for name in names]
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, like a dataclass with eq
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{name}={getattr(self, name)!r}" for name, _ in self.__kafka_fields__)
+        return f"{type(self).__qualname__}({fields})"
 
 
 @dataclass(frozen=True, slots=True)

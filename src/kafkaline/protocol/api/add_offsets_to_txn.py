@@ -6,11 +6,7 @@ AddOffsetsToTxnResponse
   throttle_time_ms int32, error_code int16
 """
 
-# kafka_field() returns a dataclasses.field(), which ruff cannot know.
-
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from kafkaline.protocol.schema import (
     INT16,
@@ -24,7 +20,6 @@ from kafkaline.protocol.schema import (
 )
 
 
-@dataclass(slots=True, kw_only=True)
 class AddOffsetsToTxnResponse(Response):
     """Whether the group was added to the transaction."""
 
@@ -36,7 +31,6 @@ class AddOffsetsToTxnResponse(Response):
     error_code: int = kafka_field(INT16, "0+")
 
 
-@dataclass(slots=True, kw_only=True)
 class AddOffsetsToTxnRequest(Request):
     """Add ``group_id``'s offsets to the transaction (before TxnOffsetCommit)."""
 

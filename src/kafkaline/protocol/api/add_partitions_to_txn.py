@@ -16,12 +16,7 @@ AddPartitionsToTxnResponse
     name, results_by_partition [partition_index int32, partition_error_code int16]
 """
 
-# kafka_field() returns a dataclasses.field(), which ruff cannot know.
-# ruff: noqa: RUF009
-
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from kafkaline.protocol.schema import (
     BOOL,
@@ -40,7 +35,6 @@ from kafkaline.protocol.schema import (
 # --------------------------------------------------------------------------- response
 
 
-@dataclass(slots=True, kw_only=True)
 class AddPartitionsToTxnPartitionResult(Struct):
     """The outcome for one partition."""
 
@@ -48,7 +42,6 @@ class AddPartitionsToTxnPartitionResult(Struct):
     partition_error_code: int = kafka_field(INT16, "0+")
 
 
-@dataclass(slots=True, kw_only=True)
 class AddPartitionsToTxnTopicResult(Struct):
     """The outcomes for one topic."""
 
@@ -58,7 +51,6 @@ class AddPartitionsToTxnTopicResult(Struct):
     )
 
 
-@dataclass(slots=True, kw_only=True)
 class AddPartitionsToTxnResult(Struct):
     """The outcomes for one transaction (v4+)."""
 
@@ -68,7 +60,6 @@ class AddPartitionsToTxnResult(Struct):
     )
 
 
-@dataclass(slots=True, kw_only=True)
 class AddPartitionsToTxnResponse(Response):
     """Per-partition outcomes of adding partitions to transactions."""
 
@@ -89,7 +80,6 @@ class AddPartitionsToTxnResponse(Response):
 # --------------------------------------------------------------------------- request
 
 
-@dataclass(slots=True, kw_only=True)
 class AddPartitionsToTxnTopic(Struct):
     """Partitions of one topic to add."""
 
@@ -97,7 +87,6 @@ class AddPartitionsToTxnTopic(Struct):
     partitions: list[int] = kafka_field(array_of(INT32), "0+")
 
 
-@dataclass(slots=True, kw_only=True)
 class AddPartitionsToTxnTransaction(Struct):
     """One transaction's partitions (v4+, sent by brokers)."""
 
@@ -108,7 +97,6 @@ class AddPartitionsToTxnTransaction(Struct):
     topics: list[AddPartitionsToTxnTopic] = kafka_field(array_of(AddPartitionsToTxnTopic), "4+")
 
 
-@dataclass(slots=True, kw_only=True)
 class AddPartitionsToTxnRequest(Request):
     """Add partitions to a transaction. Producers use v0-3 and the ``v3_and_below_*`` fields."""
 

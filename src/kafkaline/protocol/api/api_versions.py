@@ -15,12 +15,7 @@ with a v0 body and error UNSUPPORTED_VERSION (35), listing its own ApiVersions r
 falls back to v0 for that case, as the Java client does.
 """
 
-# kafka_field() returns a dataclasses.field(), which ruff cannot know.
-# ruff: noqa: RUF009
-
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from kafkaline.errors import DecodeError
 from kafkaline.protocol.primitives import Buffer, Reader
@@ -42,7 +37,6 @@ from kafkaline.protocol.schema import (
 # --------------------------------------------------------------------------- response
 
 
-@dataclass(slots=True, kw_only=True)
 class ApiVersion(Struct):
     """The range of versions the broker supports for one API."""
 
@@ -51,7 +45,6 @@ class ApiVersion(Struct):
     max_version: int = kafka_field(INT16, "0+")
 
 
-@dataclass(slots=True, kw_only=True)
 class SupportedFeatureKey(Struct):
     """A feature the broker supports (KIP-584)."""
 
@@ -60,7 +53,6 @@ class SupportedFeatureKey(Struct):
     max_version: int = kafka_field(INT16, "3+")
 
 
-@dataclass(slots=True, kw_only=True)
 class FinalizedFeatureKey(Struct):
     """A feature finalized cluster-wide (KIP-584)."""
 
@@ -69,7 +61,6 @@ class FinalizedFeatureKey(Struct):
     min_version_level: int = kafka_field(INT16, "3+")
 
 
-@dataclass(slots=True, kw_only=True)
 class ApiVersionsResponse(Response):
     """The APIs and version ranges the broker supports."""
 
@@ -107,7 +98,6 @@ class ApiVersionsResponse(Response):
 # --------------------------------------------------------------------------- request
 
 
-@dataclass(slots=True, kw_only=True)
 class ApiVersionsRequest(Request):
     """Ask the broker which API versions it supports; the first request on a connection."""
 

@@ -16,13 +16,9 @@ CreateTopicsResponse
     configs nullable [CreatableTopicConfigs] (v5+)
 """
 
-# kafka_field() returns a dataclasses.field(), which ruff cannot know.
-# ruff: noqa: RUF009
-
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 
 from kafkaline.protocol.schema import (
     BOOL,
@@ -42,7 +38,6 @@ from kafkaline.protocol.schema import (
 # --------------------------------------------------------------------------- response
 
 
-@dataclass(slots=True, kw_only=True)
 class CreatableTopicConfigs(Struct):
     """A config of a created topic (v5+)."""
 
@@ -53,7 +48,6 @@ class CreatableTopicConfigs(Struct):
     is_sensitive: bool = kafka_field(BOOL, "5+")
 
 
-@dataclass(slots=True, kw_only=True)
 class CreatableTopicResult(Struct):
     """The outcome for one topic."""
 
@@ -69,7 +63,6 @@ class CreatableTopicResult(Struct):
     )
 
 
-@dataclass(slots=True, kw_only=True)
 class CreateTopicsResponse(Response):
     """Per-topic outcomes of CreateTopics."""
 
@@ -84,7 +77,6 @@ class CreateTopicsResponse(Response):
 # --------------------------------------------------------------------------- request
 
 
-@dataclass(slots=True, kw_only=True)
 class CreatableReplicaAssignment(Struct):
     """A manual replica assignment for one partition."""
 
@@ -92,7 +84,6 @@ class CreatableReplicaAssignment(Struct):
     broker_ids: list[int] = kafka_field(array_of(INT32), "0+")
 
 
-@dataclass(slots=True, kw_only=True)
 class CreatableTopicConfig(Struct):
     """A topic config to set at creation."""
 
@@ -100,7 +91,6 @@ class CreatableTopicConfig(Struct):
     value: str | None = kafka_field(STRING, "0+", nullable="0+")
 
 
-@dataclass(slots=True, kw_only=True)
 class CreatableTopic(Struct):
     """A topic to create."""
 
@@ -113,7 +103,6 @@ class CreatableTopic(Struct):
     configs: list[CreatableTopicConfig] = kafka_field(array_of(CreatableTopicConfig), "0+")
 
 
-@dataclass(slots=True, kw_only=True)
 class CreateTopicsRequest(Request):
     """Create topics."""
 

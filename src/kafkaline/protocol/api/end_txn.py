@@ -7,11 +7,7 @@ EndTxnResponse
   producer_id int64 (v5+), producer_epoch int16 (v5+)   (KIP-890 epoch bump)
 """
 
-# kafka_field() returns a dataclasses.field(), which ruff cannot know.
-
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from kafkaline.protocol.schema import (
     BOOL,
@@ -26,7 +22,6 @@ from kafkaline.protocol.schema import (
 )
 
 
-@dataclass(slots=True, kw_only=True)
 class EndTxnResponse(Response):
     """The outcome of ending a transaction."""
 
@@ -40,7 +35,6 @@ class EndTxnResponse(Response):
     producer_epoch: int = kafka_field(INT16, "5+", default=-1)
 
 
-@dataclass(slots=True, kw_only=True)
 class EndTxnRequest(Request):
     """Commit (``committed=True``) or abort the producer's transaction."""
 

@@ -26,13 +26,9 @@ kafkaline implements v4+ only: v4 is the first version that returns record batch
       node_endpoints [NodeEndpoint] (tag 0, v16+)
 """
 
-# kafka_field() returns a dataclasses.field(), which ruff cannot know.
-# ruff: noqa: RUF009
-
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 
 from kafkaline.protocol.schema import (
     INT8,
@@ -55,7 +51,6 @@ from kafkaline.protocol.schema import (
 # --------------------------------------------------------------------------- response
 
 
-@dataclass(slots=True, kw_only=True)
 class EpochEndOffset(Struct):
     """Where the follower's log diverges from the leader's (v12+)."""
 
@@ -63,7 +58,6 @@ class EpochEndOffset(Struct):
     end_offset: int = kafka_field(INT64, "12+", default=-1)
 
 
-@dataclass(slots=True, kw_only=True)
 class LeaderIdAndEpoch(Struct):
     """The partition's current leader (v12+)."""
 
@@ -71,7 +65,6 @@ class LeaderIdAndEpoch(Struct):
     leader_epoch: int = kafka_field(INT32, "12+", default=-1)
 
 
-@dataclass(slots=True, kw_only=True)
 class SnapshotId(Struct):
     """The snapshot to fetch instead (KRaft; v12+)."""
 
@@ -79,7 +72,6 @@ class SnapshotId(Struct):
     epoch: int = kafka_field(INT32, "0+", default=-1)
 
 
-@dataclass(slots=True, kw_only=True)
 class AbortedTransaction(Struct):
     """An aborted transaction whose records lie in the fetched range."""
 
@@ -87,7 +79,6 @@ class AbortedTransaction(Struct):
     first_offset: int = kafka_field(INT64, "4+")
 
 
-@dataclass(slots=True, kw_only=True)
 class PartitionData(Struct):
     """Fetched data for one partition."""
 
@@ -110,7 +101,6 @@ class PartitionData(Struct):
     records: Records | None = kafka_field(RECORDS, "0+", nullable="0+", default=None)
 
 
-@dataclass(slots=True, kw_only=True)
 class FetchableTopicResponse(Struct):
     """Fetched data for one topic."""
 
@@ -119,7 +109,6 @@ class FetchableTopicResponse(Struct):
     partitions: list[PartitionData] = kafka_field(array_of(PartitionData), "0+")
 
 
-@dataclass(slots=True, kw_only=True)
 class NodeEndpoint(Struct):
     """Where to reach a new leader named in ``current_leader`` (v16+)."""
 
@@ -129,7 +118,6 @@ class NodeEndpoint(Struct):
     rack: str | None = kafka_field(STRING, "16+", nullable="16+", default=None)
 
 
-@dataclass(slots=True, kw_only=True)
 class FetchResponse(Response):
     """Record batches per partition."""
 
@@ -149,7 +137,6 @@ class FetchResponse(Response):
 # --------------------------------------------------------------------------- request
 
 
-@dataclass(slots=True, kw_only=True)
 class ReplicaState(Struct):
     """The fetching replica (brokers only; v15+)."""
 
@@ -157,7 +144,6 @@ class ReplicaState(Struct):
     replica_epoch: int = kafka_field(INT64, "15+", default=-1)
 
 
-@dataclass(slots=True, kw_only=True)
 class FetchPartition(Struct):
     """Where to fetch from in one partition."""
 
@@ -170,7 +156,6 @@ class FetchPartition(Struct):
     replica_directory_id: uuid.UUID = kafka_field(UUID, "17+", tagged="17+", tag=0)
 
 
-@dataclass(slots=True, kw_only=True)
 class FetchTopic(Struct):
     """Partitions of one topic to fetch (by name before v13, by id from v13)."""
 
@@ -179,7 +164,6 @@ class FetchTopic(Struct):
     partitions: list[FetchPartition] = kafka_field(array_of(FetchPartition), "0+")
 
 
-@dataclass(slots=True, kw_only=True)
 class ForgottenTopic(Struct):
     """Partitions to drop from an incremental fetch session (v7+)."""
 
@@ -188,7 +172,6 @@ class ForgottenTopic(Struct):
     partitions: list[int] = kafka_field(array_of(INT32), "7+")
 
 
-@dataclass(slots=True, kw_only=True)
 class FetchRequest(Request):
     """Fetch record batches. Clients leave ``replica_id`` at -1."""
 

@@ -12,12 +12,7 @@ FindCoordinatorResponse v0-3                 v4+
                                                  error_code, error_message
 """
 
-# kafka_field() returns a dataclasses.field(), which ruff cannot know.
-# ruff: noqa: RUF009
-
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from kafkaline.protocol.schema import (
     INT8,
@@ -37,7 +32,6 @@ KEY_TYPE_GROUP = 0
 KEY_TYPE_TRANSACTION = 1
 
 
-@dataclass(slots=True, kw_only=True)
 class Coordinator(Struct):
     """The coordinator for one key (v4+)."""
 
@@ -49,7 +43,6 @@ class Coordinator(Struct):
     error_message: str | None = kafka_field(STRING, "4+", nullable="4+")
 
 
-@dataclass(slots=True, kw_only=True)
 class FindCoordinatorResponse(Response):
     """Where the coordinator lives (one key before v4, a list from v4)."""
 
@@ -66,7 +59,6 @@ class FindCoordinatorResponse(Response):
     coordinators: list[Coordinator] = kafka_field(array_of(Coordinator), "4+")
 
 
-@dataclass(slots=True, kw_only=True)
 class FindCoordinatorRequest(Request):
     """Find the group or transaction coordinator for a key (``key`` before v4,
     ``coordinator_keys`` from v4)."""

@@ -10,11 +10,7 @@ InitProducerIdResponse
   throttle_time_ms int32, error_code int16, producer_id int64, producer_epoch int16
 """
 
-# kafka_field() returns a dataclasses.field(), which ruff cannot know.
-
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from kafkaline.protocol.schema import (
     INT16,
@@ -28,7 +24,6 @@ from kafkaline.protocol.schema import (
 )
 
 
-@dataclass(slots=True, kw_only=True)
 class InitProducerIdResponse(Response):
     """The producer id and epoch to stamp on record batches."""
 
@@ -42,7 +37,6 @@ class InitProducerIdResponse(Response):
     producer_epoch: int = kafka_field(INT16, "0+")
 
 
-@dataclass(slots=True, kw_only=True)
 class InitProducerIdRequest(Request):
     """Ask for a producer id (and, for transactions, bump the epoch of an existing one)."""
 

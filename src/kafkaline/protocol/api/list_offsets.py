@@ -18,12 +18,7 @@ ListOffsetsResponse
       offset (v1+), leader_epoch (v4+)
 """
 
-# kafka_field() returns a dataclasses.field(), which ruff cannot know.
-# ruff: noqa: RUF009
-
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from kafkaline.protocol.schema import (
     INT8,
@@ -46,7 +41,6 @@ EARLIEST_TIMESTAMP = -2
 # --------------------------------------------------------------------------- response
 
 
-@dataclass(slots=True, kw_only=True)
 class ListOffsetsPartitionResponse(Struct):
     """The offset found for one partition."""
 
@@ -58,7 +52,6 @@ class ListOffsetsPartitionResponse(Struct):
     leader_epoch: int = kafka_field(INT32, "4+", default=-1)
 
 
-@dataclass(slots=True, kw_only=True)
 class ListOffsetsTopicResponse(Struct):
     """The offsets found for one topic."""
 
@@ -68,7 +61,6 @@ class ListOffsetsTopicResponse(Struct):
     )
 
 
-@dataclass(slots=True, kw_only=True)
 class ListOffsetsResponse(Response):
     """Per-partition offsets."""
 
@@ -83,7 +75,6 @@ class ListOffsetsResponse(Response):
 # --------------------------------------------------------------------------- request
 
 
-@dataclass(slots=True, kw_only=True)
 class ListOffsetsPartition(Struct):
     """A partition and the timestamp to look up."""
 
@@ -93,7 +84,6 @@ class ListOffsetsPartition(Struct):
     max_num_offsets: int = kafka_field(INT32, "0", default=1)
 
 
-@dataclass(slots=True, kw_only=True)
 class ListOffsetsTopic(Struct):
     """Partitions of one topic to look up."""
 
@@ -101,7 +91,6 @@ class ListOffsetsTopic(Struct):
     partitions: list[ListOffsetsPartition] = kafka_field(array_of(ListOffsetsPartition), "0+")
 
 
-@dataclass(slots=True, kw_only=True)
 class ListOffsetsRequest(Request):
     """Look up offsets by timestamp."""
 

@@ -22,13 +22,9 @@ MetadataResponse
   cluster_authorized_operations int32 (v8-10)
 """
 
-# kafka_field() returns a dataclasses.field(), which ruff cannot know.
-# ruff: noqa: RUF009
-
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 
 from kafkaline.protocol.schema import (
     BOOL,
@@ -50,7 +46,6 @@ _AUTHORIZED_OPERATIONS_OMITTED = -2147483648
 # --------------------------------------------------------------------------- response
 
 
-@dataclass(slots=True, kw_only=True)
 class MetadataResponseBroker(Struct):
     """A broker in the cluster."""
 
@@ -60,7 +55,6 @@ class MetadataResponseBroker(Struct):
     rack: str | None = kafka_field(STRING, "1+", nullable="1+", default=None)
 
 
-@dataclass(slots=True, kw_only=True)
 class MetadataResponsePartition(Struct):
     """A partition: its leader and replicas."""
 
@@ -73,7 +67,6 @@ class MetadataResponsePartition(Struct):
     offline_replicas: list[int] = kafka_field(array_of(INT32), "5+")
 
 
-@dataclass(slots=True, kw_only=True)
 class MetadataResponseTopic(Struct):
     """A topic and its partitions."""
 
@@ -89,7 +82,6 @@ class MetadataResponseTopic(Struct):
     )
 
 
-@dataclass(slots=True, kw_only=True)
 class MetadataResponse(Response):
     """The cluster's brokers and the requested topics' partition leaders."""
 
@@ -110,7 +102,6 @@ class MetadataResponse(Response):
 # --------------------------------------------------------------------------- request
 
 
-@dataclass(slots=True, kw_only=True)
 class MetadataRequestTopic(Struct):
     """A topic to describe, by name (or by id from v10)."""
 
@@ -118,7 +109,6 @@ class MetadataRequestTopic(Struct):
     name: str | None = kafka_field(STRING, "0+", nullable="10+")
 
 
-@dataclass(slots=True, kw_only=True)
 class MetadataRequest(Request):
     """Describe topics (``topics=None``: all topics, v1+)."""
 

@@ -24,14 +24,10 @@ kafkaline implements v3+ only: v3 is the first version that carries record batch
 A request with ``acks=0`` gets no response at all.
 """
 
-# kafka_field() returns a dataclasses.field(), which ruff cannot know.
-# ruff: noqa: RUF009
-
 from __future__ import annotations
 
 import struct
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 
 from kafkaline.protocol.primitives import (
     SCATTER_MIN_BYTES,
@@ -63,7 +59,6 @@ from kafkaline.protocol.schema import (
 # --------------------------------------------------------------------------- response
 
 
-@dataclass(slots=True, kw_only=True)
 class BatchIndexAndErrorMessage(Struct):
     """A record that made the broker drop the whole batch (v8+)."""
 
@@ -71,7 +66,6 @@ class BatchIndexAndErrorMessage(Struct):
     batch_index_error_message: str | None = kafka_field(STRING, "8+", nullable="8+", default=None)
 
 
-@dataclass(slots=True, kw_only=True)
 class LeaderIdAndEpoch(Struct):
     """The partition's current leader, sent with NOT_LEADER_OR_FOLLOWER (KIP-951)."""
 
@@ -79,7 +73,6 @@ class LeaderIdAndEpoch(Struct):
     leader_epoch: int = kafka_field(INT32, "10+", default=-1)
 
 
-@dataclass(slots=True, kw_only=True)
 class PartitionProduceResponse(Struct):
     """The outcome of producing to one partition."""
 
@@ -97,7 +90,6 @@ class PartitionProduceResponse(Struct):
     )
 
 
-@dataclass(slots=True, kw_only=True)
 class TopicProduceResponse(Struct):
     """The outcomes for one topic."""
 
@@ -107,7 +99,6 @@ class TopicProduceResponse(Struct):
     )
 
 
-@dataclass(slots=True, kw_only=True)
 class NodeEndpoint(Struct):
     """Where to reach a new leader named in ``current_leader`` (KIP-951)."""
 
@@ -117,7 +108,6 @@ class NodeEndpoint(Struct):
     rack: str | None = kafka_field(STRING, "10+", nullable="10+", default=None)
 
 
-@dataclass(slots=True, kw_only=True)
 class ProduceResponse(Response):
     """The broker's answer to a ProduceRequest with acks != 0."""
 
@@ -233,7 +223,6 @@ def _decode_usual_flexible(data: Buffer) -> ProduceResponse | None:
 # --------------------------------------------------------------------------- request
 
 
-@dataclass(slots=True, kw_only=True)
 class PartitionProduceData(Struct):
     """Record batches for one partition."""
 
@@ -241,7 +230,6 @@ class PartitionProduceData(Struct):
     records: Records | None = kafka_field(RECORDS, "0+", nullable="0+", default=None)
 
 
-@dataclass(slots=True, kw_only=True)
 class TopicProduceData(Struct):
     """Record batches for the partitions of one topic."""
 
@@ -249,7 +237,6 @@ class TopicProduceData(Struct):
     partition_data: list[PartitionProduceData] = kafka_field(array_of(PartitionProduceData), "0+")
 
 
-@dataclass(slots=True, kw_only=True)
 class ProduceRequest(Request):
     """Write record batches to partition leaders.
 

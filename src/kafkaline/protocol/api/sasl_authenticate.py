@@ -5,12 +5,7 @@ SaslAuthenticateResponse  error_code int16, error_message nullable string,
                           auth_bytes bytes, session_lifetime_ms int64 (v1+)
 """
 
-# kafka_field() returns a dataclasses.field(), which ruff cannot know.
-# ruff: noqa: RUF009
-
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from kafkaline.protocol.primitives import Buffer
 from kafkaline.protocol.schema import (
@@ -25,7 +20,6 @@ from kafkaline.protocol.schema import (
 )
 
 
-@dataclass(slots=True, kw_only=True)
 class SaslAuthenticateResponse(Response):
     """The server's SASL token, or an authentication error."""
 
@@ -39,7 +33,6 @@ class SaslAuthenticateResponse(Response):
     session_lifetime_ms: int = kafka_field(INT64, "1+", default=0)
 
 
-@dataclass(slots=True, kw_only=True)
 class SaslAuthenticateRequest(Request):
     """The client's SASL token."""
 
@@ -52,5 +45,5 @@ class SaslAuthenticateRequest(Request):
 
     def __repr__(self) -> str:
         # The token can hold a password (PLAIN) or a bearer token (OAUTHBEARER): a logged or
-        # printed request shows its size only. (dataclass keeps a __repr__ defined here.)
+        # printed request shows its size only. (A __repr__ defined here wins over Struct's.)
         return f"SaslAuthenticateRequest(auth_bytes=<{len(self.auth_bytes)} bytes>)"

@@ -7,12 +7,7 @@ v1 means the SASL tokens that follow are wrapped in SaslAuthenticate requests (K
 v0 sent them as raw length-prefixed frames.
 """
 
-# kafka_field() returns a dataclasses.field(), which ruff cannot know.
-# ruff: noqa: RUF009
-
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from kafkaline.protocol.schema import (
     INT16,
@@ -25,7 +20,6 @@ from kafkaline.protocol.schema import (
 )
 
 
-@dataclass(slots=True, kw_only=True)
 class SaslHandshakeResponse(Response):
     """Whether the mechanism is enabled, and which ones are."""
 
@@ -37,7 +31,6 @@ class SaslHandshakeResponse(Response):
     mechanisms: list[str] = kafka_field(array_of(STRING), "0+")
 
 
-@dataclass(slots=True, kw_only=True)
 class SaslHandshakeRequest(Request):
     """Propose a SASL mechanism, e.g. ``"PLAIN"`` or ``"SCRAM-SHA-512"``."""
 

@@ -14,12 +14,7 @@ TxnOffsetCommitResponse
   topics [name, partitions [partition_index int32, error_code int16]]
 """
 
-# kafka_field() returns a dataclasses.field(), which ruff cannot know.
-# ruff: noqa: RUF009
-
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 from kafkaline.protocol.schema import (
     INT16,
@@ -37,7 +32,6 @@ from kafkaline.protocol.schema import (
 # --------------------------------------------------------------------------- response
 
 
-@dataclass(slots=True, kw_only=True)
 class TxnOffsetCommitResponsePartition(Struct):
     """The outcome for one partition."""
 
@@ -45,7 +39,6 @@ class TxnOffsetCommitResponsePartition(Struct):
     error_code: int = kafka_field(INT16, "0+")
 
 
-@dataclass(slots=True, kw_only=True)
 class TxnOffsetCommitResponseTopic(Struct):
     """The outcomes for one topic."""
 
@@ -55,7 +48,6 @@ class TxnOffsetCommitResponseTopic(Struct):
     )
 
 
-@dataclass(slots=True, kw_only=True)
 class TxnOffsetCommitResponse(Response):
     """Per-partition outcomes of a transactional offset commit."""
 
@@ -72,7 +64,6 @@ class TxnOffsetCommitResponse(Response):
 # --------------------------------------------------------------------------- request
 
 
-@dataclass(slots=True, kw_only=True)
 class TxnOffsetCommitRequestPartition(Struct):
     """An offset to commit for one partition."""
 
@@ -82,7 +73,6 @@ class TxnOffsetCommitRequestPartition(Struct):
     committed_metadata: str | None = kafka_field(STRING, "0+", nullable="0+")
 
 
-@dataclass(slots=True, kw_only=True)
 class TxnOffsetCommitRequestTopic(Struct):
     """Offsets to commit for one topic."""
 
@@ -92,7 +82,6 @@ class TxnOffsetCommitRequestTopic(Struct):
     )
 
 
-@dataclass(slots=True, kw_only=True)
 class TxnOffsetCommitRequest(Request):
     """Commit a consumer group's offsets within the producer's transaction."""
 

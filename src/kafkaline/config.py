@@ -39,21 +39,20 @@ by mistake.
 
 from __future__ import annotations
 
-import difflib
-import hmac
 import logging
 import math
 import operator
 import os
 import re
-import ssl
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Final, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Final, Literal, NamedTuple, Protocol
 
 from kafkaline.errors import ConfigError
 
 if TYPE_CHECKING:
+    import ssl
+
     from kafkaline.producer.interceptors import ProducerInterceptor
     from kafkaline.producer.partitioner import Partitioner
     from kafkaline.producer.serializers import SerializerLike
@@ -217,6 +216,8 @@ class Secret:
         # Constant-time, so equality tests cannot be used to guess a secret byte by byte.
         if not isinstance(other, Secret):
             return NotImplemented
+        import hmac  # here, not at import: it loads OpenSSL's hashes
+
         return hmac.compare_digest(self._value.encode(), other._value.encode())
 
     def __hash__(self) -> int:
@@ -474,7 +475,11 @@ def _pem_file(key: str, value: object) -> str | None:
 
 
 def _ssl_context(key: str, value: object) -> ssl.SSLContext | None:
-    if value is None or isinstance(value, ssl.SSLContext):
+    if value is None:
+        return None
+    import ssl  # only a TLS configuration pays for loading it
+
+    if isinstance(value, ssl.SSLContext):
         return value
     raise _invalid(key, value, "must be an ssl.SSLContext or None")
 
@@ -511,8 +516,7 @@ _Kind = Literal[
 ]
 
 
-@dataclass(frozen=True, slots=True)
-class Setting:
+class Setting(NamedTuple):
     """One row of the configuration reference: how a setting is named, parsed and explained."""
 
     name: str
@@ -750,6 +754,8 @@ def _unknown_key_error(key: str, *, java_names_allowed: bool) -> ConfigError:
         if java_names_allowed
         else [*_BY_NAME]
     )
+    import difflib  # only a mistyped key pays for it
+
     close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
     hint = f"; did you mean {close[0]!r}?" if close else ""
     return ConfigError(f"{key!r} is not a producer setting{hint}")

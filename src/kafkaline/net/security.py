@@ -11,12 +11,11 @@ less, is allowed but logged as a warning each time a client is made with it.
 from __future__ import annotations
 
 import logging
-import ssl
+from typing import TYPE_CHECKING
 
 from kafkaline.config import ProducerConfig, reveal
 from kafkaline.errors import ConfigError
 from kafkaline.net.connection import AuthenticatorFactory
-from kafkaline.net.sasl import sasl_authenticator_factory
 from kafkaline.net.transport import (
     SocketOptions,
     TransportFactory,
@@ -24,9 +23,13 @@ from kafkaline.net.transport import (
     tls_transport_factory,
 )
 
+if TYPE_CHECKING:
+    import ssl
+
 _log = logging.getLogger(__name__)
 
 _TLS_PROTOCOLS = frozenset({"SSL", "SASL_SSL"})
+_SASL_PROTOCOLS = frozenset({"SASL_PLAINTEXT", "SASL_SSL"})
 
 
 def ssl_context_from_config(config: ProducerConfig) -> ssl.SSLContext | None:
@@ -37,6 +40,8 @@ def ssl_context_from_config(config: ProducerConfig) -> ssl.SSLContext | None:
     """
     if config.security_protocol not in _TLS_PROTOCOLS:
         return None
+    import ssl  # here: a plaintext producer never loads it
+
     given = config.ssl_context
     if given is not None:
         if given.verify_mode == ssl.CERT_NONE:
@@ -92,4 +97,9 @@ def transport_factory_from_config(config: ProducerConfig) -> TransportFactory:
 
 def authenticator_factory_from_config(config: ProducerConfig) -> AuthenticatorFactory | None:
     """The SASL authenticator per connection for SASL_PLAINTEXT and SASL_SSL; else None."""
+    if config.security_protocol not in _SASL_PROTOCOLS:
+        return None
+    # Imported here: the SASL mechanisms load hashlib, hmac and secrets.
+    from kafkaline.net.sasl import sasl_authenticator_factory
+
     return sasl_authenticator_factory(config)

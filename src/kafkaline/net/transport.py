@@ -24,12 +24,15 @@ import errno
 import os
 import selectors
 import socket
-import ssl
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from kafkaline.errors import KafkaConnectionError, SslAuthenticationError
+
+if TYPE_CHECKING:
+    # At run time the TLS methods import ssl themselves: a plaintext producer never loads it.
+    import ssl
 
 # Linux allows 1024 buffers per sendmsg (IOV_MAX); a producer rarely has more than a few
 # requests queued per connection, so a small cap costs nothing.
@@ -271,6 +274,8 @@ class TlsTransport(TcpTransport):
         self._tls: ssl.SSLSocket | None = None
 
     def handshake(self) -> int:
+        import ssl
+
         tls = self._tls
         if tls is None:
             sock = self._socket()
@@ -298,6 +303,8 @@ class TlsTransport(TcpTransport):
         return 0
 
     def send(self, buffers: Sequence[memoryview]) -> int:
+        import ssl
+
         tls = self._tls
         if tls is None:
             raise KafkaConnectionError(f"TLS to {self._description} is not set up")
@@ -313,6 +320,8 @@ class TlsTransport(TcpTransport):
             raise self._error("cannot send to", error) from error
 
     def recv_into(self, buffer: memoryview) -> int:
+        import ssl
+
         tls = self._tls
         if tls is None:
             raise KafkaConnectionError(f"TLS to {self._description} is not set up")
@@ -358,6 +367,8 @@ class TlsTransport(TcpTransport):
         return KafkaConnectionError(f"TLS error on the connection to {self._description}: {error}")
 
     def _tls_error(self, error: ssl.SSLError) -> KafkaConnectionError | SslAuthenticationError:
+        import ssl
+
         if isinstance(error, (ssl.SSLEOFError, ssl.SSLZeroReturnError, ssl.SSLSyscallError)):
             # The peer went away mid-handshake or mid-stream: a lost connection, retried.
             return KafkaConnectionError(

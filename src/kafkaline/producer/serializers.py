@@ -20,8 +20,6 @@ value_serializer
 
 from __future__ import annotations
 
-import difflib
-import json
 import struct
 import uuid
 from collections.abc import Callable, Sequence
@@ -130,6 +128,8 @@ class JsonSerializer:
     def __init__(
         self, *, default: Callable[[Any], Any] | None = None, sort_keys: bool = False
     ) -> None:
+        import json  # here: a producer without JSON values does not load it
+
         # One encoder for all calls: json.dumps builds a new one whenever options are given.
         self._encoder = json.JSONEncoder(
             separators=(",", ":"), ensure_ascii=False, default=default, sort_keys=sort_keys
@@ -289,6 +289,8 @@ def serializer_for_name(name: str) -> Serializer[Any] | None:
     if name == _JAVA_PACKAGE + "VoidSerializer":
         return CallableSerializer(_always_null)
     names = (*_STRING, *_BYTES, *_JSON, *_JAVA_SERIALIZERS)
+    import difflib  # only a mistyped name pays for it
+
     close = difflib.get_close_matches(name, names, n=1, cutoff=0.8)
     if close:
         raise LookupError(f"unknown serializer; did you mean {close[0]!r}?")

@@ -28,8 +28,17 @@ import struct
 import sys
 import uuid
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, Generic, Protocol, TypeAlias, TypeVar, overload
+from typing import (
+    TYPE_CHECKING,
+    Any,
+    ClassVar,
+    Generic,
+    NamedTuple,
+    Protocol,
+    TypeAlias,
+    TypeVar,
+    overload,
+)
 
 from kafkaline.errors import DecodeError, EncodeError
 from kafkaline.protocol import primitives as p
@@ -69,8 +78,7 @@ class BodyWriter(Protocol):
 # --------------------------------------------------------------------------- versions
 
 
-@dataclass(frozen=True, slots=True)
-class Versions:
+class Versions(NamedTuple):
     """An inclusive version range as Kafka's schemas spell it: ``"3+"``, ``"0-2"``, ``"0"``,
     ``"none"``. ``high`` is None for an open range; an empty range has ``high < low``."""
 
@@ -113,8 +121,7 @@ NO_VERSIONS = Versions(0, -1)
 # --------------------------------------------------------------------------- field kinds
 
 
-@dataclass(frozen=True, slots=True)
-class Codec:
+class Codec(NamedTuple):
     """How one field is read and written at one (version, flexible, nullable) combination."""
 
     read: ReadFn
@@ -314,8 +321,7 @@ def struct_of(struct_type: type[S]) -> Kind[S]:
 # --------------------------------------------------------------------------- field declaration
 
 
-@dataclass(frozen=True, slots=True)
-class FieldSpec:
+class FieldSpec(NamedTuple):
     """Everything the wire needs to know about one field, as in Kafka's JSON schema."""
 
     kind: Kind[Any]
@@ -405,8 +411,7 @@ def kafka_field(
     return FieldDeclaration(spec, None, kind.new_default)
 
 
-@dataclass(frozen=True, slots=True)
-class DeclaredField:
+class DeclaredField(NamedTuple):
     """A struct field as declared: its Python name and its wire spec."""
 
     name: str
@@ -517,8 +522,7 @@ class Struct(metaclass=StructType):
         return f"{type(self).__qualname__}({fields})"
 
 
-@dataclass(frozen=True, slots=True)
-class _TaggedField:
+class _TaggedField(NamedTuple):
     tag: int
     name: str
     codec: Codec

@@ -76,3 +76,14 @@ def test_an_annotated_attribute_that_is_not_a_kafka_field_is_refused() -> None:
 
         class Broken(Struct):
             count: int = 0
+
+
+def test_declaring_a_struct_compiles_no_code_until_the_first_instance() -> None:
+    # What keeps importing the protocol cheap: an API nobody calls never compiles its __init__.
+    class Unused(Struct):
+        name: str = kafka_field(STRING, "0+")
+
+    assert Unused.__init__.__name__ == "_init_compiling_at_first_call"
+    assert Unused(name="x").name == "x"
+    assert Unused.__init__.__name__ == "__init__"
+    assert Unused(name="y").name == "y"

@@ -27,7 +27,7 @@ default. Those fields keep the user's intent (``None`` = not set) so that
 :attr:`ProducerConfig.reconnect_backoff`.
 
 :data:`SETTINGS` lists every setting (name, Java name, default, meaning);
-:func:`config_reference_markdown` renders it for the README.
+:func:`config_reference_markdown` renders it for the producer guide (docs/producer.md).
 
 Security settings (TLS and SASL) follow kafka-python's names (``security_protocol``,
 ``ssl_cafile``, ``sasl_mechanism``, ...). Passwords and tokens are held as :class:`Secret`, whose
@@ -536,7 +536,7 @@ def _row(
 _I32 = _int_in(0, INT32_MAX)
 _I64 = _int_in(0, INT64_MAX)
 
-#: Every producer setting, in the order of the README's reference table.
+#: Every producer setting, in the order of the configuration reference in docs/producer.md.
 SETTINGS: Final[tuple[Setting, ...]] = (
     _row("bootstrap_servers", "bootstrap.servers", "servers", _bootstrap_servers, "(required)",
          "Brokers to contact first, 'host:port,...' or a list; the rest are discovered."),

@@ -5,7 +5,7 @@ here happens before send() would wait for one. Cases that need a broker (a parti
 does not have, flush() from a delivery callback) are in
 tests/integration/test_bad_input_broker.py.
 
-The catalogue is a table, ``CASES``; RELIABILITY.md quotes its size (``pytest -s`` prints it).
+The catalogue is a table, ``CASES``; docs/reliability.md quotes its size (``pytest -s`` prints it).
 """
 
 from __future__ import annotations
@@ -615,7 +615,7 @@ def test_catalogue_size(capsys: pytest.CaptureFixture[str]) -> None:
 
 
 def test_a_metadata_timeout_with_no_broker_reachable_says_why() -> None:
-    # Issue 16, item 7: README's error table promises the last error with the timeout.
+    # The producer guide's error table (docs/producer.md) promises the last error with the timeout.
     with (
         Producer(bootstrap_servers=NOBODY, max_block_ms=1500) as producer,
         pytest.raises(KafkaTimeoutError) as raised,

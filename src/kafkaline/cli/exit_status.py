@@ -6,7 +6,7 @@ import enum
 
 
 class ExitStatus(enum.IntEnum):
-    """What the process exit status means. Documented in the README's CLI section."""
+    """What the process exit status means. Documented in docs/cli.md."""
 
     #: Everything asked for was done (every record acknowledged).
     OK = 0

@@ -13,7 +13,7 @@ it, and checks what a user of the producer sees.
    BufferExhaustedError after max_block_ms; the process's memory stays bounded; once the
    broker is back, everything send() accepted is delivered.
 
-Each test prints its figures (run with ``-s`` to see them); RELIABILITY.md quotes them.
+Each test prints its figures (run with ``-s`` to see them); docs/reliability.md quotes them.
 """
 
 from __future__ import annotations

@@ -2,8 +2,10 @@
 
 Starts one local broker (Tansu), runs every client in its own process, in turn, for every
 workload and round, reads every run's records back, and writes the results to
-``benchmarks/results/``: ``latest.md`` (the table, also printed), ``latest.json`` (every run),
-``latest.png`` (the chart, with matplotlib) and timestamped copies of the Markdown and JSON.
+``benchmarks/results/runs/`` (not committed): ``latest.md`` (the table, also printed),
+``latest.json`` (every run), ``latest.png`` (the chart, with matplotlib) and timestamped copies
+of the Markdown and JSON. ``--publish`` also writes the table to ``benchmarks/results/``, the
+one copy kept in the repository, which the docs link to.
 
 Examples::
 
@@ -59,7 +61,10 @@ DEFAULT_ROUNDS = 3
 FOCUSED_ROUNDS = 1
 FOCUSED_WORKLOADS = ("small",)
 FOCUSED_CLIENTS = ("kafkaline", "kafkaline-pure", "confluent-kafka")
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+#: Where every run's files go; not committed (.gitignore).
+RESULTS_DIR = Path(__file__).resolve().parent / "results" / "runs"
+#: Where --publish puts the table: the one results file in the repository.
+PUBLISHED_DIR = Path(__file__).resolve().parent / "results"
 
 
 def _names(text: str, known: tuple[str, ...], what: str) -> tuple[str, ...]:
@@ -158,8 +163,14 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         "--output-dir",
         type=Path,
         default=None,
-        help="where results go (default: benchmarks/results, or benchmarks/results/quick "
-        "with --quick)",
+        help="where results go (default: benchmarks/results/runs, or "
+        "benchmarks/results/runs/quick with --quick; not committed)",
+    )
+    parser.add_argument(
+        "--publish",
+        action="store_true",
+        help="also write the table to benchmarks/results/ (latest.md, or partitions-latest.md "
+        "and instructions-latest.md for those modes): the copy the docs link to, committed",
     )
     parser.add_argument("--no-chart", action="store_true", help="write no PNG")
     parser.add_argument(
@@ -276,6 +287,15 @@ def write_results(
     return notes
 
 
+def publish_table(markdown: str, published_dir: Path, prefix: str = "") -> Path:
+    """Write the table as ``{prefix}latest.md`` in ``published_dir`` (the committed copy; no
+    chart: the PNG stays with the run's other files) and return its path."""
+    published_dir.mkdir(parents=True, exist_ok=True)
+    path = published_dir / f"{prefix}latest.md"
+    path.write_text(markdown.rstrip("\n") + "\n")
+    return path
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     plan = _plan(args)
@@ -284,7 +304,8 @@ def main(argv: list[str] | None = None) -> int:
     if args.instructions:
         bench = run_instruction_counts(plan, args.instruction_records)
         markdown = render_instructions_markdown(bench, args.instruction_records)
-        notes = write_results(bench, output_dir, False, markdown, prefix="instructions-")
+        prefix = "instructions-"
+        notes = write_results(bench, output_dir, False, markdown, prefix)
     else:
         bench = run_plan(plan)
         markdown = render_markdown(bench)
@@ -295,4 +316,7 @@ def main(argv: list[str] | None = None) -> int:
     for note in notes:
         print(note, file=sys.stderr)
     print(f"results written to {output_dir}", file=sys.stderr)
+    if args.publish:
+        published = publish_table(markdown, PUBLISHED_DIR, prefix)
+        print(f"table published to {published}", file=sys.stderr)
     return 1 if bench.failed else 0

@@ -1,7 +1,7 @@
 """The result of one run, as the client process reports it and the harness completes it.
 
 The child writes a :class:`RunResult` as JSON; the harness adds what only it knows (the round,
-the read-back count, the load average) and keeps every run in ``results/latest.json``.
+the read-back count, the load average) and keeps every run in ``results/runs/latest.json``.
 """
 
 from __future__ import annotations

@@ -21,8 +21,9 @@ Every run is verified by reading its topic back with kafkaline's Fetch and recor
 (the broker's reported end offsets are never used: see DESIGN.md): a run whose topic does not
 hold exactly ``rows`` records of the right size is failed and its time is not used. The
 table gives the median rows/s of the good runs per path and the ratio to
-foreachPartition + confluent-kafka. Results: ``benchmarks/results/spark-latest.md`` and
-``spark-latest.json`` (``--out`` elsewhere).
+foreachPartition + confluent-kafka. Results: ``spark-latest.md`` and ``spark-latest.json`` in
+``benchmarks/results/runs/`` (not committed; ``--out`` elsewhere); ``--publish`` also writes
+the table to ``benchmarks/results/spark-latest.md``, the copy docs/spark.md links to.
 
     python -m benchmarks.spark_bench                          # 2,000,000 rows, 3 rounds
     python -m benchmarks.spark_bench --rows 2000 --rounds 1 --out smoke-results   # smoke run
@@ -47,7 +48,10 @@ from benchmarks.verify import ReadBack, read_back
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, Row, SparkSession
 
-RESULTS_DIR = Path(__file__).resolve().parent / "results"
+#: Where every run's files go; not committed (.gitignore).
+RESULTS_DIR = Path(__file__).resolve().parent / "results" / "runs"
+#: Where --publish puts the table: the one Spark results file in the repository.
+PUBLISHED_DIR = Path(__file__).resolve().parent / "results"
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 KEY_BYTES = 16
 VALUE_BYTES = 100
@@ -451,7 +455,14 @@ def main(argv: list[str] | None = None) -> int:
         metavar="NAME=VALUE",
         help="an extra option of the kafkaline sink, e.g. kafka.linger.ms=5",
     )
-    parser.add_argument("--out", type=Path, default=RESULTS_DIR, help="results directory")
+    parser.add_argument(
+        "--out", type=Path, default=RESULTS_DIR, help="results directory (not committed)"
+    )
+    parser.add_argument(
+        "--publish",
+        action="store_true",
+        help="also write the table to benchmarks/results/spark-latest.md (committed)",
+    )
     args = parser.parse_args(argv)
     paths = tuple(p.strip() for p in args.paths.split(",") if p.strip())
     unknown = [p for p in paths if p not in PATHS]
@@ -473,6 +484,9 @@ def main(argv: list[str] | None = None) -> int:
     (args.out / "spark-latest.json").write_text(
         scrub_paths(json.dumps(payload, indent=2, default=str)) + "\n"
     )
+    if args.publish:
+        PUBLISHED_DIR.mkdir(parents=True, exist_ok=True)
+        (PUBLISHED_DIR / "spark-latest.md").write_text(text)
     print()
     print(text)
     return 0 if all(run.good for run in result.runs) else 1

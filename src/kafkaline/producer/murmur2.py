@@ -27,8 +27,8 @@ _M: Final = 0x5BD1E995
 _MASK: Final = 0xFFFFFFFF
 _unpack_from = struct.unpack_from
 # Precompiled little-endian word readers for keys up to 128 bytes: building the format and
-# looking it up in struct's cache each call cost ~15-20% of a short key's hash (measured: a
-# 10-byte key 1.65 -> 1.42 us, a 36-byte key 3.97 -> 3.26 us, CPython 3.11).
+# looking it up in struct's cache each call was a sixth of a short key's hash
+# (docs/performance.md, "Notes moved from the code").
 _WORD_READERS: Final = tuple(struct.Struct(f"<{n}I").unpack_from for n in range(33))
 
 
@@ -79,10 +79,9 @@ def partitions_of_many(keys: Sequence[bytes], partition_count: int) -> list[int]
     so that every step of the hash (32-bit arithmetic) is one C-level operation over all of
     them: a lane holds any product of two 32-bit values, and masking every lane after a
     shift drops what came in from the next lane. The modulo is a multiplication by a
-    reciprocal (exact for 31-bit dividends), lane-parallel too. Measured (10,000 keys of 10
-    bytes, the project's 2-core machine): ~0.25 us a key, against ~2.1 us for
-    :func:`murmur2` and the modulo one key at a time: a send_batch() of 10,000 new keys
-    spent ~25 ms hashing them.
+    reciprocal (exact for 31-bit dividends), lane-parallel too: about 8x faster per key than
+    :func:`murmur2` and the modulo one key at a time (docs/performance.md, "Notes moved from
+    the code").
 
     >>> partitions_of_many([b"21", b"abc"] * 10, 1000)[:2] == [
     ...     to_positive(murmur2(b"21")) % 1000, 479470107 % 1000]

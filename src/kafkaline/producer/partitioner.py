@@ -125,14 +125,12 @@ def partition_for_key(key_bytes: bytes | bytearray | memoryview, partition_count
 class KeyPartitionCache:
     """Keyed partitioning with a bounded memo of each key's hash.
 
-    Pure-Python murmur2 costs ~1.0 us for a 4-byte key, ~1.5 us for 10 bytes and ~3.4 us for
-    a 36-byte UUID (CPython 3.11 on the shared development machine), against a ~1 us budget
-    for a whole send(); a memo hit costs ~0.11 us.
-    Real key sets are often small (user ids, device ids), so the hash of keys up to
-    ``max_key_size`` bytes is remembered, for up to ``max_entries`` keys. When full, the memo
-    is cleared rather than evicted one by one: ``dict.clear()`` is atomic under the GIL, so
-    threads may share the cache without a lock, and a key set larger than the cache gains
-    nothing from finer eviction anyway.
+    Pure-Python murmur2 costs more than a whole send() may, and a memo hit a tenth of it
+    (docs/performance.md, "Notes moved from the code"). Real key sets are often small (user
+    ids, device ids), so the hash of keys up to ``max_key_size`` bytes is remembered, for up to
+    ``max_entries`` keys. When full, the memo is cleared rather than evicted one by one:
+    ``dict.clear()`` is atomic under the GIL, so threads may share the cache without a lock,
+    and a key set larger than the cache gains nothing from finer eviction anyway.
 
     >>> cache = KeyPartitionCache()
     >>> cache.partition_for_key(b"user-1", 12) == partition_for_key(b"user-1", 12)

@@ -400,15 +400,26 @@ def kafka_field(
         raise TypeError("a tagged field needs both tagged= and tag=")
     spec = FieldSpec(
         kind=kind,
-        versions=Versions.parse(versions),
-        nullable_versions=Versions.parse(nullable) if nullable else NO_VERSIONS,
-        tagged_versions=Versions.parse(tagged) if tagged else NO_VERSIONS,
+        versions=_parse_versions(versions),
+        nullable_versions=_parse_versions(nullable) if nullable else NO_VERSIONS,
+        tagged_versions=_parse_versions(tagged) if tagged else NO_VERSIONS,
         tag=tag,
-        flexible_versions=Versions.parse(flexible) if flexible else None,
+        flexible_versions=_parse_versions(flexible) if flexible else None,
     )
     if default is not _MISSING:
         return FieldDeclaration(spec, default, None)
     return FieldDeclaration(spec, None, kind.new_default)
+
+
+# The few range texts ("0+", "3-8", ...) recur across hundreds of fields: parse each once.
+_PARSED_VERSIONS: dict[str, Versions] = {}
+
+
+def _parse_versions(text: str) -> Versions:
+    versions = _PARSED_VERSIONS.get(text)
+    if versions is None:
+        versions = _PARSED_VERSIONS[text] = Versions.parse(text)
+    return versions
 
 
 class DeclaredField(NamedTuple):
@@ -542,8 +553,8 @@ class CompiledStruct:
 
     Consecutive fixed-width fields are merged into one ``struct.Struct``: a Produce response
     partition (index, error_code, base_offset, log_append_time_ms, log_start_offset) is one
-    ``unpack_from`` instead of five reads. Measured on a 10-partition ProduceResponse (best of
-    15x2000, CPython 3.11): v3 41 -> 33 us, v9 88 -> 47 us, v11 82 -> 48 us.
+    ``unpack_from`` instead of five reads, which nearly halves decoding a flexible
+    ProduceResponse (docs/performance.md, "Notes moved from the code").
     """
 
     __slots__ = ("_flexible", "_steps", "_struct_type", "_tagged", "_tagged_by_tag")

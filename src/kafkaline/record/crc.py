@@ -1,12 +1,10 @@
 """CRC-32C (Castagnoli), the checksum of record batch v2.
 
 Backed by the ``crc32c`` package (a C extension using SSE4.2/ARMv8 CRC instructions when the
-CPU has them, a table-driven C loop otherwise). Measured against ``google-crc32c`` on this
-project's 2-core machines, the two were within noise of each other on 1 KiB and 64 KiB buffers
-(about 0.4 us and 4 us) and ``crc32c`` was about 8% faster on 1 MiB; ``crc32c`` also takes a
-``memoryview`` or ``bytearray`` without a copy (``google-crc32c`` accepts only ``bytes``), which
-the reader relies on to check a batch in place, and it releases the GIL for buffers of 32 KiB
-and more.
+CPU has them, a table-driven C loop otherwise): as fast as ``google-crc32c``
+(docs/performance.md, "Notes moved from the code"), and it takes a ``memoryview`` or
+``bytearray`` without a copy (``google-crc32c`` accepts only ``bytes``), which the reader relies
+on to check a batch in place; it releases the GIL for buffers of 32 KiB and more.
 """
 
 from __future__ import annotations

@@ -1407,6 +1407,23 @@ class RecordAccumulator:
         if batch.pooled_bytes:
             self._pool.deallocate(batch.pooled_bytes)
 
+    def deallocate_batches(self, batches: Collection[ProducerBatch]) -> None:
+        """:meth:`deallocate` for each of ``batches``, under one lock, their memory given
+        back to the pool at once (the Sender, for the successes of one response)."""
+        pooled = 0
+        incomplete = self._incomplete
+        lock = self._incomplete_lock
+        lock.acquire()
+        try:
+            for batch in batches:
+                if batch in incomplete:
+                    incomplete.remove(batch)
+                    pooled += batch.pooled_bytes
+        finally:
+            lock.release()
+        if pooled:
+            self._pool.deallocate(pooled)
+
     def reenqueue(self, batch: ProducerBatch, now: float) -> None:
         """Put a batch that failed with a retriable error back at the head of its queue:
         one more attempt, and not retried before its backoff passed (``retry_backoff``,

@@ -31,7 +31,7 @@ import argparse
 import json
 import shutil
 import sys
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from datetime import datetime, timezone
 from pathlib import Path
 
@@ -49,6 +49,7 @@ from benchmarks.report import render_markdown
 from benchmarks.summary import summarise
 from benchmarks.workloads import (
     ISSUE_WORKLOADS,
+    MIB,
     Kind,
     Sizes,
     with_partitions,
@@ -188,6 +189,13 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     parser.add_argument(
         "--run-timeout", type=float, default=300.0, help="seconds before a run is killed"
     )
+    parser.add_argument(
+        "--buffer-memory",
+        type=int,
+        default=None,
+        help="buffer memory in MiB for every client (default 32); a batch holds batch_size "
+        "of it, so 600 partitions of 64 KiB batches need more than 32 MiB",
+    )
     args = parser.parse_args(argv)
     if args.quick:
         args.sizes = Sizes.QUICK
@@ -216,6 +224,8 @@ def _plan(args: argparse.Namespace) -> Plan:
     workloads = tuple(workload_by_name(name, sized) for name in args.workloads)
     if args.partitions is not None:
         workloads = tuple(with_partitions(w, n) for w in workloads for n in args.partitions)
+    if args.buffer_memory is not None:
+        workloads = tuple(replace(w, buffer_memory=args.buffer_memory * MIB) for w in workloads)
     return Plan(
         workloads=workloads,
         clients=tuple(args.clients),

@@ -350,6 +350,22 @@ class RecordAccumulator:
                 list[_PartitionQueue | None],
             ],
         ] = {}
+        # (cluster, queues, partitioners, the view ready() scans): see _ready_view.
+        self._ready_cache: (
+            tuple[
+                AccumulatorCluster,
+                dict[str, dict[int, _PartitionQueue]],
+                dict[str, BuiltInPartitioner],
+                list[
+                    tuple[
+                        str,
+                        BuiltInPartitioner | None,
+                        list[tuple[_PartitionQueue, int | None]],
+                    ]
+                ],
+            ]
+            | None
+        ) = None
         self._node_latency: dict[int, _NodeLatency] = {}
         self._next_expiry_ms = math.inf
         self._flushes_in_progress = 0
@@ -1109,25 +1125,23 @@ class RecordAccumulator:
             return _new_tuple(ReadyCheckResult, (ready_nodes, next_delay, unknown_leader_topics))
         linger = self._linger_ms
         muted = self._muted
-        sticky = self._sticky
-        for topic, partitions in self._queues.items():
-            partitioner = sticky.get(topic)
-            queue_states: list[PartitionQueueState] | None = (
-                [] if partitioner is not None and self._adaptive else None
-            )
-            for queue in partitions.values():
-                if queue_states is None and not queue.batches:
-                    # Nothing queued and no statistics to keep: no lock, no lookup (an append
-                    # to an empty queue makes a new batch, which wakes the Sender).
-                    continue
-                leader_node = cluster.leader_for(queue.tp)
-                leader = None if leader_node is None else leader_node.node_id
-                with queue.lock:
-                    batches = queue.batches
+        # Every first batch is sendable now, whatever it waited (read once a pass: a flush
+        # or close begun during the pass wakes the Sender for another).
+        eager = self._pool.queued > 0 or self._closed or self._flushes_in_progress > 0
+        for topic, partitioner, queues in self._ready_view(cluster):
+            queue_states: list[PartitionQueueState] | None = None if partitioner is None else []
+            for queue, leader in queues:
+                # No lock: a deque's len() and [0] are atomic, and what this reads is only a
+                # hint (drain() decides under the lock). Appending threads then never wait for
+                # this thread, which scans thousands of queues on a topic of that many
+                # partitions (the lock per queue was most of this loop's cost there).
+                batches = queue.batches
+                if queue_states is None:
+                    if not batches or (leader is not None and leader in ready_nodes):
+                        continue  # nothing queued, or its node is sendable already
                     queue_size = len(batches)
-                    first = batches[0] if queue_size else None
-                    held = first is not None and first.held_by_appenders > 0
-                if queue_states is not None:
+                else:
+                    queue_size = len(batches)
                     queue_states.append(
                         PartitionQueueState(
                             queue.tp.partition,
@@ -1136,34 +1150,32 @@ class RecordAccumulator:
                             leader_stalled_ms=self._leader_stalled_ms(leader),
                         )
                     )
-                if first is None:
+                    if not queue_size or (leader is not None and leader in ready_nodes):
+                        continue
+                try:
+                    first = batches[0]
+                except IndexError:  # drained or aborted since len()
                     continue
                 if leader is None:
                     unknown_leader_topics.add(topic)
                     continue
-                if held:
+                if first.held_by_appenders:
                     continue  # a bulk append fills it now, and wakes the Sender when done
-                if leader in ready_nodes or (muted and queue.tp in muted):
+                if muted and queue.tp in muted:
                     continue
                 # A batch's times and attempts change only in reenqueue(), on the Sender's own
-                # thread: no lock needed to read them. Whether it is full is read after the
-                # lock, and only when it waited less than linger_ms: appends only fill it
-                # more, and only this thread closes it. (Records sent one at a time with
-                # linger 0 then ask neither it nor the buffer pool, two calls each.)
+                # thread. Whether it is full is asked only when it waited less than linger_ms
+                # (records sent one at a time with linger 0 then never ask it).
                 waited = now - first.last_attempt_ms
-                backing_off = first.attempts > 0 and waited < first.retry_backoff_ms
-                time_to_wait = first.retry_backoff_ms if backing_off else linger
-                if not backing_off and (
-                    waited >= time_to_wait
-                    or queue_size > 1
-                    or first.is_full
-                    or self._pool.queued > 0
-                    or self._closed
-                    or self._flushes_in_progress > 0
-                ):
+                if first.attempts and waited < first.retry_backoff_ms:
+                    wait_left = first.retry_backoff_ms - waited  # backing off after a failure
+                elif eager or waited >= linger or queue_size > 1 or first.is_full:
                     ready_nodes.add(leader)
+                    continue
                 else:
-                    next_delay = min(next_delay, max(time_to_wait - waited, 0.0))
+                    wait_left = linger - waited
+                if wait_left < next_delay:
+                    next_delay = wait_left if wait_left > 0.0 else 0.0
             if partitioner is not None and queue_states is not None:
                 try:
                     partition_count = cluster.partition_count(topic)
@@ -1174,6 +1186,35 @@ class RecordAccumulator:
         # tuple.__new__, not the named tuple's Python-level __new__: ready() runs twice per
         # record sent one at a time.
         return _new_tuple(ReadyCheckResult, (ready_nodes, next_delay, unknown_leader_topics))
+
+    def _ready_view(
+        self, cluster: AccumulatorCluster
+    ) -> list[tuple[str, BuiltInPartitioner | None, list[tuple[_PartitionQueue, int | None]]]]:
+        """Per topic: its adaptive partitioner (None when there are no statistics to keep)
+        and its queues, each with its leader's node id (None: unknown). Made again only when
+        the metadata, the set of queues or the set of partitioners changed (each is
+        replaced, never changed in place), so ready() asks no leader per queue per pass."""
+        queues = self._queues
+        sticky = self._sticky
+        cached = self._ready_cache
+        if (
+            cached is not None
+            and cached[0] is cluster
+            and cached[1] is queues
+            and cached[2] is sticky
+        ):
+            return cached[3]
+        view: list[
+            tuple[str, BuiltInPartitioner | None, list[tuple[_PartitionQueue, int | None]]]
+        ] = []
+        for topic, partitions in queues.items():
+            leaders: list[tuple[_PartitionQueue, int | None]] = []
+            for queue in partitions.values():
+                node = cluster.leader_for(queue.tp)
+                leaders.append((queue, None if node is None else node.node_id))
+            view.append((topic, sticky.get(topic) if self._adaptive else None, leaders))
+        self._ready_cache = (cluster, queues, sticky, view)
+        return view
 
     def _leader_stalled_ms(self, leader: int | None) -> int:
         latency = None if leader is None else self._node_latency.get(leader)
@@ -1227,6 +1268,8 @@ class RecordAccumulator:
         size = 0
         muted = self._muted
         transactions = self._transaction_manager
+        stats = self.batch_stats
+        on_batch_sealed = self._on_batch_sealed
         node_queues = self._node_queues(node, parts)
         for index in chain(range(start, count), range(start)):
             queue = node_queues[index]
@@ -1238,7 +1281,11 @@ class RecordAccumulator:
             tp = queue.tp
             if muted and tp in muted:  # most producers mute nothing: no hash per partition
                 continue
-            with queue.lock:
+            # acquire/try/finally rather than `with` (two bound methods a queue less): a
+            # topic of thousands of partitions drains a batch of a record or two from each.
+            lock = queue.lock
+            lock.acquire()
+            try:
                 batches = queue.batches
                 if not batches:
                     continue
@@ -1250,13 +1297,15 @@ class RecordAccumulator:
                     continue
                 if transactions is not None and transactions.should_stop_drain(first):
                     continue
-                if ready and size + first.estimated_size_in_bytes > max_request_size:
+                builder = first.builder
+                if ready and size + builder.estimated_size_in_bytes > max_request_size:
                     next_start = index  # it goes first next time
                     break
                 batches.popleft()
-                first.close_for_appends()
+                builder.close_for_appends()  # ProducerBatch.close_for_appends()
+            finally:
+                lock.release()
             # Encoding is the expensive part: done without holding the queue's lock.
-            builder = first.builder
             try:
                 builder.seal()  # ProducerBatch.close()
             except Exception as error:
@@ -1269,15 +1318,20 @@ class RecordAccumulator:
                 # After encoding: a batch that failed to encode must not take a sequence.
                 transactions.assign_sequence(first)
             # The sealed size, read once: the counters take it too. (Python calls per batch
-            # are most of the I/O thread's cost on the bulk paths: ~160 calls per 64 KiB
-            # batch, send_arrow, cProfile; this loop made ~25 of them.) What a sealed batch
-            # updates, written out here (its only caller) rather than in a method of its own.
+            # are most of the I/O thread's cost on the bulk paths and on topics of many
+            # partitions.) What a sealed batch updates, written out here (its only caller)
+            # rather than in methods of its own: BatchStats.add() too.
             wire_size = builder.estimated_size_in_bytes
-            self.batch_stats.add(first, wire_size)
+            stats.batches += 1
+            stats.records += len(builder)
+            stats.bytes += wire_size
             if builder.compression:
+                stats.uncompressed_bytes += builder.uncompressed_records_size
                 self._estimator.update(first.topic, first.compression_ratio)
-            if self._on_batch_sealed is not None:
-                self._on_batch_sealed(first)
+            else:
+                stats.uncompressed_bytes += wire_size
+            if on_batch_sealed is not None:
+                on_batch_sealed(first)
             size += wire_size
             if now > first.drained_ms:  # ProducerBatch.drained()
                 first.drained_ms = now
@@ -1352,6 +1406,23 @@ class RecordAccumulator:
             self._incomplete.remove(batch)
         if batch.pooled_bytes:
             self._pool.deallocate(batch.pooled_bytes)
+
+    def deallocate_batches(self, batches: Collection[ProducerBatch]) -> None:
+        """:meth:`deallocate` for each of ``batches``, under one lock, their memory given
+        back to the pool at once (the Sender, for the successes of one response)."""
+        pooled = 0
+        incomplete = self._incomplete
+        lock = self._incomplete_lock
+        lock.acquire()
+        try:
+            for batch in batches:
+                if batch in incomplete:
+                    incomplete.remove(batch)
+                    pooled += batch.pooled_bytes
+        finally:
+            lock.release()
+        if pooled:
+            self._pool.deallocate(pooled)
 
     def reenqueue(self, batch: ProducerBatch, now: float) -> None:
         """Put a batch that failed with a retriable error back at the head of its queue:

@@ -88,7 +88,7 @@ class SenderCounters:
         self.queued_batches = 0
         self.queue_time_total_ms = 0.0
         self.queue_time_max_ms = 0.0
-        #: Largest batch closed for sending (wire bytes).
+        #: Largest batch sent (wire bytes).
         self.batch_size_max = 0
         #: Batches split after MESSAGE_TOO_LARGE.
         self.batch_splits = 0
@@ -121,7 +121,8 @@ class SenderCounters:
             self.throttle_max_ms = throttle_ms
 
     def record_batch_size(self, size_bytes: int) -> None:
-        """A batch of ``size_bytes`` was closed for sending."""
+        """A batch of ``size_bytes`` was sent (the Sender gives the largest of each
+        request)."""
         if size_bytes > self.batch_size_max:
             self.batch_size_max = size_bytes
 

@@ -73,7 +73,6 @@ from kafkaline.producer.accumulator import (
     EncodedRun,
     RecordAccumulator,
 )
-from kafkaline.producer.batch import ProducerBatch
 from kafkaline.producer.bulk import (
     TO_MILLISECONDS,
     ArrowSlice,
@@ -242,9 +241,7 @@ class Producer:
                 retry_backoff=config.retry_backoff, on_fatal_error=self._on_fatal_error
             )
         self._accumulator = RecordAccumulator.from_config(
-            config,
-            on_batch_sealed=self._on_batch_sealed,
-            transaction_manager=self._transaction_manager,
+            config, transaction_manager=self._transaction_manager
         )
         # send()'s hot path for keyed records with the compiled core (None without it).
         self._append_keyed = (
@@ -398,9 +395,6 @@ class Producer:
         }
         self._cluster = cluster
         self._partition_counts = counts
-
-    def _on_batch_sealed(self, batch: ProducerBatch) -> None:
-        self._counters.record_batch_size(batch.estimated_size_in_bytes)
 
     def close(self, timeout: float | None = None) -> None:
         """Send what is buffered, stop the I/O thread and close every connection.

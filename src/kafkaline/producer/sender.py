@@ -368,13 +368,17 @@ class Sender:
             if ready_nodes:
                 drained = accumulator.drain(cluster, ready_nodes, self._max_request_size, now)
                 in_flight = self._in_flight
+                mute = accumulator.mute if self._guarantee_order else None
+                earliest = math.inf
                 for batches in drained.values():
                     for batch in batches:
-                        if self._guarantee_order:
-                            accumulator.mute(batch.topic_partition)
+                        if mute is not None:
+                            mute(batch.topic_partition)
                         in_flight.add(batch)
-                        if batch.created_ms + timeout < self._in_flight_expiry_ms:
-                            self._in_flight_expiry_ms = batch.created_ms + timeout
+                        if batch.created_ms < earliest:
+                            earliest = batch.created_ms
+                if earliest + timeout < self._in_flight_expiry_ms:
+                    self._in_flight_expiry_ms = earliest + timeout
         if (
             transactions is not None
             and isinstance(transactions, TransactionalManager)
@@ -573,8 +577,11 @@ class Sender:
         by_partition: dict[TopicPartition, ProducerBatch] = {}
         topic_data: dict[str, list[tuple[int, Records]]] = {}
         size = 0
+        largest = 0
         records = 0
         queue_times: list[float] = []
+        topic: str | None = None
+        partitions: list[tuple[int, Records]] = []
         # Per batch, the builder is used directly (ProducerBatch.build, record_count and
         # final_state are each a call or two more): see the note in _handle_produce_response.
         for batch in batches:
@@ -583,10 +590,16 @@ class Sender:
             tp = batch.topic_partition
             builder = batch.builder
             wire = builder.build_buffer()
-            size += len(wire)
+            wire_size = len(wire)
+            size += wire_size
+            if wire_size > largest:
+                largest = wire_size
             records += len(builder)
             queue_times.append(now - batch.created_ms)
-            topic_data.setdefault(tp.topic, []).append((tp.partition, wire))
+            if tp.topic != topic:  # a node's partitions come grouped by topic
+                topic = tp.topic
+                partitions = topic_data.setdefault(topic, [])
+            partitions.append((tp.partition, wire))
             by_partition[tp] = batch
         if not by_partition:
             return
@@ -607,7 +620,9 @@ class Sender:
                 self._complete_with_error(batch, error, now)
             return
         self._produce_requests_in_flight += 1
-        self._counters.record_request(records=records, size_bytes=size, queue_times_ms=queue_times)
+        counters = self._counters
+        counters.record_request(records=records, size_bytes=size, queue_times_ms=queue_times)
+        counters.record_batch_size(largest)
         for topic in topic_data:
             # Keeps the topic in the metadata requests (unused topics expire from them).
             self._metadata.add_topic(topic, now)
@@ -653,24 +668,39 @@ class Sender:
         # (topic, partition) tuple finds the TopicPartition key (a named tuple: same hash and
         # equality) without building one per answer.
         pending: dict[tuple[str, int], ProducerBatch] = dict(batches.items())
-        for topic_response in produce.responses:
-            name = topic_response.name
-            for answer in topic_response.partition_responses:
-                found = pending.pop((name, answer.index), None)
-                if found is None:
-                    _log.warning(
-                        "node %d answered for %s-%d, which was not in the request",
-                        response.node_id,
-                        name,
-                        answer.index,
-                    )
-                    continue
-                if answer.error_code == 0:
-                    self._complete(found, answer.base_offset, answer.log_append_time_ms)
-                else:
+        # Successes are completed here (Sender._complete written out) and their memory given
+        # back in one go after the loop: a topic of thousands of partitions answers for a
+        # batch of a record or two per partition, and each call less counts.
+        accumulator = self._accumulator
+        in_flight = self._in_flight
+        transactions = self._transactions
+        unmute = accumulator.unmute if self._guarantee_order else None
+        succeeded: list[ProducerBatch] = []
+        try:
+            for topic_response in produce.responses:
+                name = topic_response.name
+                for answer in topic_response.partition_responses:
+                    found = pending.pop((name, answer.index), None)
+                    if found is None:
+                        _log.warning(
+                            "node %d answered for %s-%d, which was not in the request",
+                            response.node_id,
+                            name,
+                            answer.index,
+                        )
+                        continue
+                    if answer.error_code == 0:
+                        in_flight.discard(found)
+                        if transactions is not None and found.result.state is None:
+                            transactions.handle_completed_batch(found)
+                        succeeded.append(found)
+                        found.done(answer.base_offset, answer.log_append_time_ms)
+                        if unmute is not None:
+                            unmute(found.topic_partition)
+                        continue
                     broker_error, record_errors = _partition_error(found.topic_partition, answer)
-                    if self._transactions is not None and leaves_outcome_unknown(broker_error):
-                        self._transactions.note_unknown_outcome(found, broker_error)
+                    if transactions is not None and leaves_outcome_unknown(broker_error):
+                        transactions.note_unknown_outcome(found, broker_error)
                     moved = answer.current_leader.leader_id >= 0 and self._take_leader_hint(
                         found.topic_partition, answer, produce
                     )
@@ -678,6 +708,9 @@ class Sender:
                     if moved:
                         # The retry goes to the new leader: no backoff (KIP-951).
                         found.skip_retry_backoff()
+        finally:
+            if succeeded:
+                accumulator.deallocate_batches(succeeded)
         for batch in pending.values():
             self._fail_batch(
                 batch,

@@ -768,3 +768,48 @@ def test_a_flush_returns_only_after_the_batchs_callbacks_ran() -> None:
     flusher.join(10)
     completer.join(10)
     assert not flusher.is_alive() and ran == [4]
+
+
+def test_ready_does_not_wait_for_a_thread_holding_a_queue_lock() -> None:
+    # ready() scans every queue on every pass (thousands on a topic of that many
+    # partitions): it must not make an appending thread, or itself, wait on their locks.
+    accumulator = new_accumulator()
+    append(accumulator, T0)
+    append(accumulator, T2)
+    held = threading.Event()
+    release = threading.Event()
+
+    def hold_lock() -> None:
+        with accumulator._queue(T0.topic, T0.partition).lock:
+            held.set()
+            release.wait(10)
+
+    holder = threading.Thread(target=hold_lock)
+    holder.start()
+    try:
+        assert held.wait(10)
+        result: list[set[int]] = []
+        checker = threading.Thread(
+            target=lambda: result.append(accumulator.ready(CLUSTER, 5.0).ready_nodes)
+        )
+        checker.start()
+        checker.join(2)
+        assert result == [{1, 2}], "ready() waited for the queue's lock"
+    finally:
+        release.set()
+        holder.join()
+
+
+def test_ready_follows_leaders_and_new_queues_across_metadata_snapshots() -> None:
+    # ready() keeps the leaders it found per snapshot: a new snapshot, or a queue made
+    # since, must be seen at once.
+    accumulator = new_accumulator(linger_ms=0)
+    append(accumulator, T0)
+    assert accumulator.ready(CLUSTER, 0.0).ready_nodes == {1}
+    moved = make_cluster({("t", 0): 2, ("t", 1): 1, ("t", 2): 2})
+    assert accumulator.ready(moved, 0.0).ready_nodes == {2}
+    unknown = make_cluster({("t", 0): None, ("t", 1): 1})
+    result = accumulator.ready(unknown, 0.0)
+    assert result.ready_nodes == set() and result.unknown_leader_topics == {"t"}
+    append(accumulator, TopicPartition("u", 0))
+    assert accumulator.ready(CLUSTER, 0.0).ready_nodes == {1, 2}

@@ -9,6 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from kafkaline.errors import EncodeError
+from kafkaline.protocol.api import produce as produce_module
 from kafkaline.protocol.api.produce import (
     PartitionProduceData,
     ProduceRequest,
@@ -227,3 +228,23 @@ def test_a_bad_value_gets_the_generic_encoders_named_error(
     out = bytearray(b"head")
     with pytest.raises(EncodeError, match=named):
         ProduceRequest.body_writer(11).write(out, request_)
+
+
+def test_a_request_for_thousands_of_partitions_is_written_by_hand() -> None:
+    # Counts and a name length of two varint bytes: still the usual shape.
+    request = new_produce_request(
+        None,
+        1,
+        30_000,
+        {
+            "t" * 200: [(index, b"batch-%d" % index) for index in range(3_000)],
+            "other": [(0, bytes(20_000))],
+        },
+    )
+    written = bytearray()
+    assert produce_module._write_usual(written, request, None, _unused_records_writer)
+    assert bytes(written) == generic_body(request, 11) == body(request, 11)
+
+
+def _unused_records_writer(out: bytearray, records: object) -> None:
+    raise AssertionError("only views go to the generic records writer")

@@ -121,3 +121,26 @@ def test_damaged_bytes_decode_alike_or_fail_alike(
     except DecodeError:
         decoded = None
     assert decoded == expected
+
+
+def test_an_answer_for_thousands_of_partitions_takes_the_fast_path() -> None:
+    # A topic of 3,000 partitions: counts of two varint bytes, and a long topic name.
+    many = ProduceResponse(
+        responses=[
+            TopicProduceResponse(
+                name="t" * 200,
+                partition_responses=[
+                    PartitionProduceResponse(
+                        index=index, error_code=0, base_offset=index * 3, record_errors=[]
+                    )
+                    for index in range(3_000)
+                ],
+            ),
+            TopicProduceResponse(name="other", partition_responses=[]),
+        ],
+        throttle_time_ms=5,
+    )
+    for version in (9, 10, 11):
+        data = many.encode(version)
+        fast = produce_module._decode_usual_flexible(memoryview(data))
+        assert fast == many == generic(data, version)

@@ -29,6 +29,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Mapping, Sequence
 
+from kafkaline.errors import EncodeError
 from kafkaline.protocol.primitives import (
     SCATTER_MIN_BYTES,
     Buffer,
@@ -127,8 +128,8 @@ class ProduceResponse(Response):
         <kafkaline.protocol.schema.Message.decode>`).
 
         Flexible versions (v9+) in their usual shape (no errors listed per record, no error
-        message, no tagged fields, every count and the topic name's length in one varint
-        byte) are read by hand; anything else by the generic decoder, which also names what
+        message, no tagged fields, every count and the topic name's length in at most three
+        varint bytes) are read by hand; anything else by the generic decoder, which also names what
         is wrong with a malformed body. Both give equal objects (a test checks).
         """
         # Records sent one at a time and each waited for (linger 0): the generic walk is ~57
@@ -157,34 +158,53 @@ _PARTITION_USUAL_TAIL = b"\x01\x00\x00"
 _INT32 = struct.Struct(">i")
 
 
+def _read_count(view: bytes | memoryview, pos: int) -> tuple[int, int]:
+    """A compact count or length (uvarint of n + 1) of at most three bytes at ``pos``: ``(n,
+    the position after it)``; n is -1 for a null or anything longer (not the usual shape)."""
+    first = view[pos]
+    if first < 0x80:
+        return first - 1, pos + 1
+    second = view[pos + 1]
+    if second < 0x80:
+        return ((first & 0x7F) | (second << 7)) - 1, pos + 2
+    third = view[pos + 2]
+    if third < 0x80:
+        return ((first & 0x7F) | ((second & 0x7F) << 7) | (third << 14)) - 1, pos + 3
+    return -1, pos
+
+
 def _decode_usual_flexible(data: Buffer) -> ProduceResponse | None:
     """A v9+ ProduceResponse in its usual shape (see ProduceResponse.decode), or None when
     the body has any other shape or is malformed (the generic decoder then decides)."""
     view = data if isinstance(data, bytes) else memoryview(data).cast("B")
+    unpack_partition = _PARTITION_FIXED.unpack_from
+    fixed_size = _PARTITION_FIXED.size
     try:
         end = len(view)
-        topic_count = view[0] - 1
-        if not 0 <= topic_count < 0x7F:
+        topic_count, pos = _read_count(view, 0)
+        if topic_count < 0:
             return None
-        pos = 1
         topics: list[TopicProduceResponse] = []
         for _ in range(topic_count):
-            name_size = view[pos] - 1
-            if not 0 <= name_size < 0x7F:
+            name_size, pos = _read_count(view, pos)
+            if name_size < 0 or pos + name_size > end:
                 return None
-            pos += 1
             name = str(view[pos : pos + name_size], "utf-8")
             pos += name_size
-            partition_count = view[pos] - 1
-            if not 0 <= partition_count < 0x7F:
+            partition_count, pos = _read_count(view, pos)
+            if partition_count < 0:
                 return None
-            pos += 1
             partitions: list[PartitionProduceResponse] = []
+            # One default current_leader per answer, shared by its partitions: equal to one
+            # each, and a topic of thousands of partitions makes thousands fewer objects.
+            leader = _new_object(LeaderIdAndEpoch)  # the tagged field's default
+            leader.leader_id = -1
+            leader.leader_epoch = -1
             for _ in range(partition_count):
                 index, error_code, base_offset, log_append_time, log_start_offset = (
-                    _PARTITION_FIXED.unpack_from(view, pos)
+                    unpack_partition(view, pos)
                 )
-                pos += _PARTITION_FIXED.size
+                pos += fixed_size
                 if view[pos : pos + 3] != _PARTITION_USUAL_TAIL:
                     return None
                 pos += 3
@@ -196,9 +216,6 @@ def _decode_usual_flexible(data: Buffer) -> ProduceResponse | None:
                 partition.log_start_offset = log_start_offset
                 partition.record_errors = []
                 partition.error_message = None
-                leader = _new_object(LeaderIdAndEpoch)  # the tagged field's default
-                leader.leader_id = -1
-                leader.leader_epoch = -1
                 partition.current_leader = leader
                 partitions.append(partition)
             if view[pos] != 0:  # the topic's tagged fields
@@ -303,16 +320,15 @@ def new_produce_request(
     return request
 
 
-# transactional_id null (0), acks, timeout_ms, the topic count + 1 (below 0x7F: one byte).
-_HEAD = struct.Struct(">BhiB")
+# transactional_id null (0), acks, timeout_ms.
+_HEAD = struct.Struct(">Bhi")
 #: Record sets this large or larger have no compact length (uvarint32 of size + 1).
 _MAX_COMPACT_RECORDS = (1 << 32) - 1
 
 
 class _UsualFlexibleRequestWriter:
-    """Writes a v9+ ProduceRequest body without a transactional id, whose counts and topic
-    names fit one varint byte (every request of a non-transactional producer with fewer
-    than 127 topics and partitions per topic), by hand; anything else, or a value it cannot
+    """Writes a v9+ ProduceRequest body without a transactional id (every request of a
+    non-transactional producer), by hand; anything else, or a value it cannot
     write, goes to the generic encoder, which names the problem. Both write the same bytes
     (a test checks). Records sent one at a time and each waited for (linger 0): the generic
     walk is ~30 Python calls per request; ~554k -> ~545k instructions per round trip in the
@@ -353,26 +369,19 @@ def _write_usual(
     request is not of the usual shape or has a value only the generic encoder can name."""
     try:
         topics = request.topic_data
-        if (
-            request.transactional_id is not None
-            or not isinstance(topics, (list, tuple))
-            or len(topics) >= 0x7F
-        ):
+        if request.transactional_id is not None or not isinstance(topics, (list, tuple)):
             return False
         # transactional_id null (0), acks, timeout_ms, the topic count + 1.
-        out += _HEAD.pack(0, request.acks, request.timeout_ms, len(topics) + 1)
+        out += _HEAD.pack(0, request.acks, request.timeout_ms)
+        write_unsigned_varint(out, len(topics) + 1)
         for topic in topics:
             name = topic.name.encode("utf-8")
             partitions = topic.partition_data
-            if (
-                len(name) >= 0x7F
-                or not isinstance(partitions, (list, tuple))
-                or len(partitions) >= 0x7F
-            ):
+            if not isinstance(partitions, (list, tuple)):
                 return False
-            out.append(len(name) + 1)
+            write_unsigned_varint(out, len(name) + 1)
             out += name
-            out.append(len(partitions) + 1)
+            write_unsigned_varint(out, len(partitions) + 1)
             for partition in partitions:
                 records = partition.records
                 if not isinstance(records, (bytes, bytearray)):
@@ -404,6 +413,6 @@ def _write_usual(
                 out.append(0)  # the partition's tagged fields
             out.append(0)  # the topic's tagged fields
         out.append(0)  # the request's tagged fields
-    except (AttributeError, TypeError, struct.error, UnicodeError):
+    except (AttributeError, TypeError, struct.error, UnicodeError, EncodeError):
         return False
     return True

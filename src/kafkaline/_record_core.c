@@ -21,6 +21,7 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
@@ -1304,6 +1305,14 @@ static PyTypeObject BuilderType = {
  * The producer makes one only when nothing else must see each record (no interceptors,
  * serializers, custom partitioner or transactions), sets `open` while its gate is open, and
  * `partition_counts` to its map of topic -> partition count whenever it replaces that map. */
+/* Where a type keeps an attribute declared in __slots__ (its member descriptor's offset), so
+ * that reading it is a load instead of a lookup through the type; offset -1 when the
+ * attribute is something else and is read the general way. */
+typedef struct {
+    PyTypeObject *type;
+    Py_ssize_t offset;
+} SlotCache;
+
 typedef struct {
     PyObject_HEAD
     PyObject *accumulator;
@@ -1317,6 +1326,7 @@ typedef struct {
     PyTypeObject *lock_type;
     PyObject *lock_acquire;
     PyObject *lock_release;
+    SlotCache queue_lock, queue_batches, batch_builder, batch_result;
 } Sender;
 
 static PyObject *Sender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
@@ -1362,12 +1372,20 @@ Sender_traverse(Sender *self, visitproc visit, void *arg)
     Py_VISIT(self->lock_type);
     Py_VISIT(self->lock_acquire);
     Py_VISIT(self->lock_release);
+    Py_VISIT(self->queue_lock.type);
+    Py_VISIT(self->queue_batches.type);
+    Py_VISIT(self->batch_builder.type);
+    Py_VISIT(self->batch_result.type);
     return 0;
 }
 
 static int
 Sender_clear(Sender *self)
 {
+    Py_CLEAR(self->queue_lock.type);
+    Py_CLEAR(self->queue_batches.type);
+    Py_CLEAR(self->batch_builder.type);
+    Py_CLEAR(self->batch_result.type);
     Py_CLEAR(self->accumulator);
     Py_CLEAR(self->future_type);
     Py_CLEAR(self->partition_counts);
@@ -1445,6 +1463,39 @@ call_lock(Sender *self, PyObject *lock, int acquire)
         return -1;
     Py_DECREF(done);
     return 0;
+}
+
+/* obj.name (a new reference, or NULL with an exception set), through the cache when it is
+ * a __slots__ member of obj's type. The type's member descriptor is found as
+ * type(obj).name, which is also what obj.name finds first (a data descriptor). */
+static PyObject *
+read_slot(PyObject *obj, PyObject *name, SlotCache *cache)
+{
+    PyTypeObject *type = Py_TYPE(obj);
+    if (type != cache->type) {
+        Py_ssize_t offset = -1;
+        PyObject *descr = PyObject_GetAttr((PyObject *)type, name);
+        if (descr == NULL) {
+            PyErr_Clear(); /* obj.name below says what is wrong */
+        }
+        else {
+            if (Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+                PyMemberDescrObject *member = (PyMemberDescrObject *)descr;
+                if (member->d_member->type == T_OBJECT_EX &&
+                    PyType_IsSubtype(type, member->d_common.d_type))
+                    offset = member->d_member->offset;
+            }
+            Py_DECREF(descr);
+        }
+        Py_XSETREF(cache->type, (PyTypeObject *)Py_NewRef(type));
+        cache->offset = offset;
+    }
+    if (cache->offset >= 0) {
+        PyObject *value = *(PyObject **)((char *)obj + cache->offset);
+        if (value != NULL)
+            return Py_NewRef(value);
+    }
+    return PyObject_GetAttr(obj, name); /* also the AttributeError of an unset slot */
 }
 
 /* obj.name as a C integer: 0, 1 when it is not an int that fits (nothing set), -1 on error. */
@@ -1596,9 +1647,9 @@ Sender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyOb
     Py_DECREF(by_partition);
     if (queue == NULL)
         goto none_or_error;
-    if ((lock = PyObject_GetAttr(queue, str_lock)) == NULL)
+    if ((lock = read_slot(queue, str_lock, &self->queue_lock)) == NULL)
         goto done;
-    if ((batches = PyObject_GetAttr(queue, str_batches)) == NULL)
+    if ((batches = read_slot(queue, str_batches, &self->queue_batches)) == NULL)
         goto done;
     if (call_lock(self, lock, 1) < 0)
         goto done;
@@ -1606,7 +1657,7 @@ Sender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyOb
      * that could let another thread in: the attributes read are plain ones. */
     Py_ssize_t n = PyObject_Length(batches);
     PyObject *batch = n > 0 ? PySequence_GetItem(batches, n - 1) : NULL;
-    PyObject *builder = batch ? PyObject_GetAttr(batch, str_builder) : NULL;
+    PyObject *builder = batch ? read_slot(batch, str_builder, &self->batch_builder) : NULL;
     int appended = 0;
     if (builder != NULL && Py_IS_TYPE(builder, &BuilderType) && !((Builder *)builder)->closed) {
         Builder *b = (Builder *)builder;
@@ -1641,7 +1692,7 @@ Sender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyOb
         }
         if (appended) {
             offset = PyLong_FromLongLong(b->count - 1);
-            batch_result = offset ? PyObject_GetAttr(batch, str_result) : NULL;
+            batch_result = offset ? read_slot(batch, str_result, &self->batch_result) : NULL;
         }
     }
     Py_XDECREF(builder);

@@ -1327,6 +1327,7 @@ typedef struct {
     PyObject *lock_acquire;
     PyObject *lock_release;
     SlotCache queue_lock, queue_batches, batch_builder, batch_result;
+    SlotCache sticky_current, sticky_size, sticky_partition, sticky_produced;
 } Sender;
 
 static PyObject *Sender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
@@ -1376,6 +1377,10 @@ Sender_traverse(Sender *self, visitproc visit, void *arg)
     Py_VISIT(self->queue_batches.type);
     Py_VISIT(self->batch_builder.type);
     Py_VISIT(self->batch_result.type);
+    Py_VISIT(self->sticky_current.type);
+    Py_VISIT(self->sticky_size.type);
+    Py_VISIT(self->sticky_partition.type);
+    Py_VISIT(self->sticky_produced.type);
     return 0;
 }
 
@@ -1386,6 +1391,10 @@ Sender_clear(Sender *self)
     Py_CLEAR(self->queue_batches.type);
     Py_CLEAR(self->batch_builder.type);
     Py_CLEAR(self->batch_result.type);
+    Py_CLEAR(self->sticky_current.type);
+    Py_CLEAR(self->sticky_size.type);
+    Py_CLEAR(self->sticky_partition.type);
+    Py_CLEAR(self->sticky_produced.type);
     Py_CLEAR(self->accumulator);
     Py_CLEAR(self->future_type);
     Py_CLEAR(self->partition_counts);
@@ -1500,9 +1509,9 @@ read_slot(PyObject *obj, PyObject *name, SlotCache *cache)
 
 /* obj.name as a C integer: 0, 1 when it is not an int that fits (nothing set), -1 on error. */
 static int
-attr_ssize(PyObject *obj, PyObject *name, Py_ssize_t *out)
+attr_ssize(PyObject *obj, PyObject *name, SlotCache *cache, Py_ssize_t *out)
 {
-    PyObject *v = PyObject_GetAttr(obj, name);
+    PyObject *v = read_slot(obj, name, cache);
     if (v == NULL)
         return -1;
     int rc = 1;
@@ -1607,19 +1616,20 @@ Sender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyOb
         Py_DECREF(by_topic);
         if (partitioner == NULL)
             goto none_or_error;
-        sticky = PyObject_GetAttr(partitioner, str_current);
+        sticky = read_slot(partitioner, str_current, &self->sticky_current);
         if (sticky == NULL)
             goto done;
         if (sticky == Py_None)
             goto none;
         Py_ssize_t p;
-        int rc = attr_ssize(sticky, str_partition, &p);
+        int rc = attr_ssize(sticky, str_partition, &self->sticky_partition, &p);
         if (rc < 0)
             goto done;
         if (rc > 0 || p >= count)
             goto none;
         partition = p;
-        if ((rc = attr_ssize(partitioner, str_sticky_batch_size, &sticky_limit)) < 0)
+        if ((rc = attr_ssize(partitioner, str_sticky_batch_size, &self->sticky_size,
+                             &sticky_limit)) < 0)
             goto done;
         if (rc > 0 || sticky_limit > PY_SSIZE_T_MAX / 2)
             goto none;
@@ -1667,9 +1677,10 @@ Sender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyOb
         if (sticky != NULL) {
             /* BuiltInPartitioner.switch_due(): still current, and this record leaves it
              * under twice the sticky batch size (the batch stays not full, see below). */
-            PyObject *current = PyObject_GetAttr(partitioner, str_current);
+            PyObject *current = read_slot(partitioner, str_current, &self->sticky_current);
             int rc = current == NULL ? -1 : current != sticky ? 1
                                           : attr_ssize(sticky, str_produced_bytes,
+                                                       &self->sticky_produced,
                                                        &produced_bytes);
             Py_XDECREF(current);
             go = rc == 0 && produced_bytes <= PY_SSIZE_T_MAX - record_size &&

@@ -7,10 +7,12 @@ cached), the partition, and :meth:`RecordAccumulator.append
 batch is new or full. Everything else (encoding, requests, retries, completing futures) runs
 on the Sender's thread, started by the first send (or :meth:`Producer.start`).
 
-The hot path is one method with no per-record lock of its own and nothing allocated but the
-record's future handle (the accumulator takes its partition's lock). Each piece is the
-cheapest form measured (CPython 3.11, the project's 2-core machine); see
-``benchmarks/simple_loop.py`` for the end-to-end rate and profile.
+With the compiled record core, the common case (bytes or None, no headers, a known topic, an
+open batch with room) is one C call at the top of ``send()``
+(:meth:`RecordAccumulator.open_batch_sender
+<kafkaline.producer.accumulator.RecordAccumulator.open_batch_sender>`); every other record,
+and every record of the pure-Python build, takes the general path described above, which
+is the reference for what that call does.
 
 Lifecycle decisions:
 

@@ -21,9 +21,11 @@
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
+#include <structmember.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #if (defined(__x86_64__) || defined(_M_X64)) && (defined(__GNUC__) || defined(__clang__))
 #define KL_HW_CRC 1
@@ -1283,258 +1285,502 @@ static PyTypeObject BuilderType = {
     .tp_as_sequence = &Builder_as_sequence,
 };
 
-/* ------------------------------------------------------------ OpenBatchAppender */
+/* ---------------------------------------------------------------- OpenBatchSender */
 
-/* send()'s hot path for a keyed record of bytes, as RecordAccumulator.append_to_open_batch
- * does it, in one call: murmur2 partition, the partition's queue (accumulator._queues
- * [topic][partition], read at each call: the map is copy-on-write), its lock, the last
- * batch's builder (this module's), the record encoded into it, the future. None, with nothing
- * done, wherever that method would return None (no queue, no batch, no room under the limit
- * without filling the batch), or when the batch's builder is not this module's. */
+/* Producer.send()'s common case in one call: sender(topic, value, key, headers, partition,
+ * timestamp_ms) puts a record into its partition's open batch and returns its future, or
+ * returns None with nothing done, and send() then takes its general path, which decides the
+ * same way for every record this one takes and raises the named errors for bad ones. So
+ * anything unusual is None here, never an error: a value or key that is not bytes or None,
+ * headers, a topic not yet in the partition counts, a partition or timestamp that is not a
+ * valid int, a record over the payload limit, no open batch with room, a sticky partition
+ * due to switch, a producer that is not open.
+ *
+ * The partition is what the general path chooses: the one given, murmur2 of the key (as
+ * Java), or the topic's current sticky partition (KIP-794) for a record without key. The
+ * accumulator's state is read where it keeps it (its copy-on-write map of queues, each
+ * queue's lock and batches, the sticky partitioners), under the same lock the general path
+ * takes, so the order of records within a partition is the order of the appends.
+ *
+ * The producer makes one only when nothing else must see each record (no interceptors,
+ * serializers, custom partitioner or transactions), sets `open` while its gate is open, and
+ * `partition_counts` to its map of topic -> partition count whenever it replaces that map. */
+/* Where a type keeps an attribute declared in __slots__ (its member descriptor's offset), so
+ * that reading it is a load instead of a lookup through the type; offset -1 when the
+ * attribute is something else and is read the general way. */
+typedef struct {
+    PyTypeObject *type;
+    Py_ssize_t offset;
+} SlotCache;
+
 typedef struct {
     PyObject_HEAD
     PyObject *accumulator;
     PyTypeObject *future_type;
+    PyObject *partition_counts; /* dict, the producer's own */
+    Py_ssize_t payload_limit;   /* key + value bytes above which the general path checks */
+    Py_ssize_t record_overhead; /* a record's size bound without key, value, headers */
+    int open;
     vectorcallfunc vectorcall; /* called without an argument tuple to build and parse */
-} Appender;
+    /* The lock type's acquire and release, looked up on the first lock seen. */
+    PyTypeObject *lock_type;
+    PyObject *lock_acquire;
+    PyObject *lock_release;
+    SlotCache queue_lock, queue_batches, batch_builder, batch_result;
+    SlotCache sticky_current, sticky_size, sticky_partition, sticky_produced;
+} Sender;
 
-static PyObject *Appender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
-                                     PyObject *kwnames);
+static PyObject *Sender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                                   PyObject *kwnames);
 
-static PyObject *str_queues, *str_lock, *str_batches, *str_builder, *str_result;
-static PyObject *str_acquire, *str_release;
+static PyObject *str_queues, *str_lock, *str_batches, *str_builder, *str_result, *str_sticky;
+static PyObject *str_current, *str_partition, *str_produced_bytes, *str_sticky_batch_size;
 
 static int
-Appender_init(Appender *self, PyObject *args, PyObject *kwds)
+Sender_init(Sender *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"accumulator", "future_type", NULL};
+    static char *kwlist[] = {"accumulator", "future_type", "payload_limit", "record_overhead",
+                             NULL};
     PyObject *accumulator, *future_type;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!:OpenBatchAppender", kwlist, &accumulator,
-                                     &PyType_Type, &future_type))
+    Py_ssize_t payload_limit, record_overhead;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!nn:OpenBatchSender", kwlist, &accumulator,
+                                     &PyType_Type, &future_type, &payload_limit,
+                                     &record_overhead))
         return -1;
     if (!PyType_IsSubtype((PyTypeObject *)future_type, &PyTuple_Type)) {
         PyErr_SetString(PyExc_TypeError, "future_type must be a tuple subclass");
         return -1;
     }
+    PyObject *counts = PyDict_New();
+    if (counts == NULL)
+        return -1;
     Py_XSETREF(self->accumulator, Py_NewRef(accumulator));
     Py_XSETREF(self->future_type, (PyTypeObject *)Py_NewRef(future_type));
-    self->vectorcall = Appender_vectorcall;
+    Py_XSETREF(self->partition_counts, counts);
+    self->payload_limit = payload_limit;
+    self->record_overhead = record_overhead;
+    self->open = 0;
+    self->vectorcall = Sender_vectorcall;
     return 0;
 }
 
 static int
-Appender_traverse(Appender *self, visitproc visit, void *arg)
+Sender_traverse(Sender *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->accumulator);
     Py_VISIT(self->future_type);
+    Py_VISIT(self->partition_counts);
+    Py_VISIT(self->lock_type);
+    Py_VISIT(self->lock_acquire);
+    Py_VISIT(self->lock_release);
+    Py_VISIT(self->queue_lock.type);
+    Py_VISIT(self->queue_batches.type);
+    Py_VISIT(self->batch_builder.type);
+    Py_VISIT(self->batch_result.type);
+    Py_VISIT(self->sticky_current.type);
+    Py_VISIT(self->sticky_size.type);
+    Py_VISIT(self->sticky_partition.type);
+    Py_VISIT(self->sticky_produced.type);
     return 0;
 }
 
 static int
-Appender_clear(Appender *self)
+Sender_clear(Sender *self)
 {
+    Py_CLEAR(self->queue_lock.type);
+    Py_CLEAR(self->queue_batches.type);
+    Py_CLEAR(self->batch_builder.type);
+    Py_CLEAR(self->batch_result.type);
+    Py_CLEAR(self->sticky_current.type);
+    Py_CLEAR(self->sticky_size.type);
+    Py_CLEAR(self->sticky_partition.type);
+    Py_CLEAR(self->sticky_produced.type);
     Py_CLEAR(self->accumulator);
     Py_CLEAR(self->future_type);
+    Py_CLEAR(self->partition_counts);
+    Py_CLEAR(self->lock_type);
+    Py_CLEAR(self->lock_acquire);
+    Py_CLEAR(self->lock_release);
     return 0;
 }
 
 static void
-Appender_dealloc(Appender *self)
+Sender_dealloc(Sender *self)
 {
     PyObject_GC_UnTrack(self);
-    Appender_clear(self);
+    Sender_clear(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-/* appender(topic, partition_count, key, value, timestamp) -> future or None */
 static PyObject *
-Appender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
-                    PyObject *kwnames)
+Sender_get_open(Sender *self, void *Py_UNUSED(c))
 {
-    Appender *self = (Appender *)callable;
+    return PyBool_FromLong(self->open);
+}
+
+static int
+Sender_set_open(Sender *self, PyObject *value, void *Py_UNUSED(c))
+{
+    if (value == NULL) {
+        PyErr_SetString(PyExc_AttributeError, "open cannot be deleted");
+        return -1;
+    }
+    int truth = PyObject_IsTrue(value);
+    if (truth < 0)
+        return -1;
+    self->open = truth;
+    return 0;
+}
+
+static PyObject *
+Sender_get_counts(Sender *self, void *Py_UNUSED(c))
+{
+    return Py_NewRef(self->partition_counts);
+}
+
+static int
+Sender_set_counts(Sender *self, PyObject *value, void *Py_UNUSED(c))
+{
+    if (value == NULL || !PyDict_Check(value)) {
+        PyErr_SetString(PyExc_TypeError, "partition_counts must be a dict");
+        return -1;
+    }
+    Py_SETREF(self->partition_counts, Py_NewRef(value));
+    return 0;
+}
+
+/* The lock's acquire or release method called on it: 0, or -1 with an exception set.
+ * acquire() blocks with the GIL released, as in the general path's lock.acquire(). */
+static int
+call_lock(Sender *self, PyObject *lock, int acquire)
+{
+    if (Py_TYPE(lock) != self->lock_type) {
+        PyObject *type = (PyObject *)Py_TYPE(lock);
+        PyObject *a = PyObject_GetAttrString(type, "acquire");
+        PyObject *r = a ? PyObject_GetAttrString(type, "release") : NULL;
+        if (r == NULL) {
+            Py_XDECREF(a);
+            return -1;
+        }
+        Py_XSETREF(self->lock_acquire, a);
+        Py_XSETREF(self->lock_release, r);
+        Py_XSETREF(self->lock_type, (PyTypeObject *)Py_NewRef(type));
+    }
+    PyObject *done = PyObject_Vectorcall(acquire ? self->lock_acquire : self->lock_release,
+                                         &lock, 1, NULL);
+    if (done == NULL)
+        return -1;
+    Py_DECREF(done);
+    return 0;
+}
+
+/* obj.name (a new reference, or NULL with an exception set), through the cache when it is
+ * a __slots__ member of obj's type. The type's member descriptor is found as
+ * type(obj).name, which is also what obj.name finds first (a data descriptor). */
+static PyObject *
+read_slot(PyObject *obj, PyObject *name, SlotCache *cache)
+{
+    PyTypeObject *type = Py_TYPE(obj);
+    if (type != cache->type) {
+        Py_ssize_t offset = -1;
+        PyObject *descr = PyObject_GetAttr((PyObject *)type, name);
+        if (descr == NULL) {
+            PyErr_Clear(); /* obj.name below says what is wrong */
+        }
+        else {
+            if (Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
+                PyMemberDescrObject *member = (PyMemberDescrObject *)descr;
+                if (member->d_member->type == T_OBJECT_EX &&
+                    PyType_IsSubtype(type, member->d_common.d_type))
+                    offset = member->d_member->offset;
+            }
+            Py_DECREF(descr);
+        }
+        Py_XSETREF(cache->type, (PyTypeObject *)Py_NewRef(type));
+        cache->offset = offset;
+    }
+    if (cache->offset >= 0) {
+        PyObject *value = *(PyObject **)((char *)obj + cache->offset);
+        if (value != NULL)
+            return Py_NewRef(value);
+    }
+    return PyObject_GetAttr(obj, name); /* also the AttributeError of an unset slot */
+}
+
+/* obj.name as a C integer: 0, 1 when it is not an int that fits (nothing set), -1 on error. */
+static int
+attr_ssize(PyObject *obj, PyObject *name, SlotCache *cache, Py_ssize_t *out)
+{
+    PyObject *v = read_slot(obj, name, cache);
+    if (v == NULL)
+        return -1;
+    int rc = 1;
+    if (PyLong_CheckExact(v)) {
+        int overflow;
+        long long n = PyLong_AsLongLongAndOverflow(v, &overflow);
+        if (n == -1 && PyErr_Occurred())
+            rc = -1;
+        else if (!overflow && n >= 0 && n <= PY_SSIZE_T_MAX) {
+            *out = (Py_ssize_t)n;
+            rc = 0;
+        }
+    }
+    Py_DECREF(v);
+    return rc;
+}
+
+/* A non-negative int up to hi, exactly int (not bool, not a subclass): 0 and *out, else 1. */
+static int
+plain_int(PyObject *obj, long long hi, long long *out)
+{
+    if (!PyLong_CheckExact(obj))
+        return 1;
+    int overflow;
+    long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
+    if (v == -1 && PyErr_Occurred()) {
+        PyErr_Clear();
+        return 1;
+    }
+    if (overflow || v < 0 || v > hi)
+        return 1;
+    *out = v;
+    return 0;
+}
+
+/* sender(topic, value, key, headers, partition, timestamp_ms) -> future or None */
+static PyObject *
+Sender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Sender *self = (Sender *)callable;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (nargs != 5 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames))) {
-        PyErr_SetString(PyExc_TypeError, "OpenBatchAppender takes topic, partition_count, "
-                                         "key, value, timestamp (positional)");
+    if (nargs != 6 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames))) {
+        PyErr_SetString(PyExc_TypeError, "OpenBatchSender takes topic, value, key, headers, "
+                                         "partition, timestamp_ms (positional)");
         return NULL;
     }
-    PyObject *topic = args[0], *key = args[2], *value = args[3];
-    if (!PyUnicode_Check(topic) || !PyBytes_Check(key) || !PyBytes_Check(value) ||
-        !PyLong_Check(args[1]) || !PyLong_Check(args[4])) {
-        PyErr_SetString(PyExc_TypeError, "OpenBatchAppender takes a str topic, an int "
-                                         "partition count, bytes key and value, an int "
-                                         "timestamp");
-        return NULL;
-    }
-    Py_ssize_t partition_count = PyLong_AsSsize_t(args[1]);
-    if (partition_count == -1 && PyErr_Occurred())
-        return NULL;
-    long long timestamp = PyLong_AsLongLong(args[4]);
-    if (timestamp == -1 && PyErr_Occurred())
-        return NULL;
-    if (self->accumulator == NULL || partition_count <= 0)
+    PyObject *topic = args[0], *value = args[1], *key = args[2];
+    if (!self->open || args[3] != Py_None || !PyUnicode_CheckExact(topic) ||
+        !(value == Py_None || PyBytes_CheckExact(value)) ||
+        !(key == Py_None || PyBytes_CheckExact(key)))
         Py_RETURN_NONE;
-    Py_ssize_t key_size = PyBytes_GET_SIZE(key), value_size = PyBytes_GET_SIZE(value);
-    uint32_t h = (uint32_t)murmur2((const unsigned char *)PyBytes_AS_STRING(key), key_size);
-    Py_ssize_t partition = (Py_ssize_t)(h & 0x7fffffffu) % partition_count;
+    Py_ssize_t key_size = key == Py_None ? -1 : PyBytes_GET_SIZE(key);
+    Py_ssize_t value_size = value == Py_None ? -1 : PyBytes_GET_SIZE(value);
+    if ((key_size < 0 ? 0 : key_size) + (value_size < 0 ? 0 : value_size) > self->payload_limit)
+        Py_RETURN_NONE;
+
+    long long timestamp;
+    if (args[5] == Py_None) {
+#ifdef CLOCK_REALTIME
+        /* time.time_ns() // 1_000_000 reads this clock too */
+        struct timespec now;
+        if (clock_gettime(CLOCK_REALTIME, &now) != 0 || now.tv_sec < 0)
+            Py_RETURN_NONE;
+        timestamp = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+#else
+        Py_RETURN_NONE;
+#endif
+    }
+    else if (plain_int(args[5], INT64_MAX, &timestamp))
+        Py_RETURN_NONE;
+
+    PyObject *count_obj = PyDict_GetItemWithError(self->partition_counts, topic);
+    long long count;
+    if (count_obj == NULL) {
+        if (PyErr_Occurred())
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    if (plain_int(count_obj, PY_SSIZE_T_MAX, &count) || count == 0)
+        Py_RETURN_NONE;
+
+    /* The partition, or for a keyless record the sticky partitioner (chosen under the lock). */
+    long long partition = -1;
+    if (args[4] != Py_None) {
+        if (plain_int(args[4], count - 1, &partition))
+            Py_RETURN_NONE;
+    }
+    else if (key != Py_None) {
+        uint32_t h = (uint32_t)murmur2((const unsigned char *)PyBytes_AS_STRING(key), key_size);
+        partition = (long long)((h & 0x7fffffffu) % (uint64_t)count);
+    }
+
+    PyObject *result = NULL, *partitioner = NULL, *sticky = NULL, *queue = NULL;
+    PyObject *lock = NULL, *batches = NULL, *batch_result = NULL, *offset = NULL;
+    Py_ssize_t sticky_limit = 0, record_size = 0;
+    if (partition < 0) {
+        PyObject *by_topic = PyObject_GetAttr(self->accumulator, str_sticky);
+        if (by_topic == NULL)
+            return NULL;
+        partitioner = PyDict_Check(by_topic) ? PyDict_GetItemWithError(by_topic, topic) : NULL;
+        Py_XINCREF(partitioner);
+        Py_DECREF(by_topic);
+        if (partitioner == NULL)
+            goto none_or_error;
+        sticky = read_slot(partitioner, str_current, &self->sticky_current);
+        if (sticky == NULL)
+            goto done;
+        if (sticky == Py_None)
+            goto none;
+        Py_ssize_t p;
+        int rc = attr_ssize(sticky, str_partition, &self->sticky_partition, &p);
+        if (rc < 0)
+            goto done;
+        if (rc > 0 || p >= count)
+            goto none;
+        partition = p;
+        if ((rc = attr_ssize(partitioner, str_sticky_batch_size, &self->sticky_size,
+                             &sticky_limit)) < 0)
+            goto done;
+        if (rc > 0 || sticky_limit > PY_SSIZE_T_MAX / 2)
+            goto none;
+        record_size = self->record_overhead + (value_size < 0 ? 0 : value_size);
+    }
 
     PyObject *queues = PyObject_GetAttr(self->accumulator, str_queues);
     if (queues == NULL)
-        return NULL;
-    PyObject *by_topic = PyDict_Check(queues) ? PyDict_GetItemWithError(queues, topic) : NULL;
-    Py_XINCREF(by_topic);
+        goto done;
+    PyObject *by_partition = PyDict_Check(queues) ? PyDict_GetItemWithError(queues, topic) : NULL;
+    Py_XINCREF(by_partition);
     Py_DECREF(queues);
-    if (by_topic == NULL || !PyDict_Check(by_topic)) {
-        Py_XDECREF(by_topic);
-        if (PyErr_Occurred())
-            return NULL;
-        Py_RETURN_NONE;
+    if (by_partition == NULL || !PyDict_Check(by_partition)) {
+        Py_XDECREF(by_partition);
+        goto none_or_error;
     }
-    PyObject *number = PyLong_FromSsize_t(partition);
+    PyObject *number = PyLong_FromLongLong(partition);
     if (number == NULL) {
-        Py_DECREF(by_topic);
-        return NULL;
+        Py_DECREF(by_partition);
+        goto done;
     }
-    PyObject *queue = PyDict_GetItemWithError(by_topic, number);
+    queue = PyDict_GetItemWithError(by_partition, number);
     Py_DECREF(number);
     Py_XINCREF(queue);
-    Py_DECREF(by_topic);
-    if (queue == NULL) {
-        if (PyErr_Occurred())
-            return NULL;
-        Py_RETURN_NONE;
-    }
-    PyObject *lock = PyObject_GetAttr(queue, str_lock);
-    PyObject *batches = lock ? PyObject_GetAttr(queue, str_batches) : NULL;
-    Py_DECREF(queue);
-    if (batches == NULL) {
-        Py_XDECREF(lock);
-        return NULL;
-    }
-    PyObject *result = NULL, *batch_result = NULL, *offset = NULL;
-    PyObject *acquired = PyObject_CallMethodNoArgs(lock, str_acquire);
-    if (acquired == NULL)
+    Py_DECREF(by_partition);
+    if (queue == NULL)
+        goto none_or_error;
+    if ((lock = read_slot(queue, str_lock, &self->queue_lock)) == NULL)
         goto done;
-    Py_DECREF(acquired);
-    /* Under the partition's lock: nothing here calls back into Python code that could let
-     * another thread in, but the Sender's thread takes this lock to drain. */
+    if ((batches = read_slot(queue, str_batches, &self->queue_batches)) == NULL)
+        goto done;
+    if (call_lock(self, lock, 1) < 0)
+        goto done;
+    /* Under the partition's lock, as the general path appends. Nothing here runs Python code
+     * that could let another thread in: the attributes read are plain ones. */
     Py_ssize_t n = PyObject_Length(batches);
-    if (n > 0) {
-        PyObject *batch = PySequence_GetItem(batches, n - 1);
-        PyObject *builder = batch ? PyObject_GetAttr(batch, str_builder) : NULL;
-        if (builder != NULL && Py_IS_TYPE(builder, &BuilderType) && !((Builder *)builder)->closed) {
-            Builder *b = (Builder *)builder;
-            int rc = try_append(b, timestamp, PyBytes_AS_STRING(key), key_size,
-                                PyBytes_AS_STRING(value), value_size, NULL, 0, b->limit - 1);
-            if (rc == APPENDED) {
-                offset = PyLong_FromLongLong(b->count - 1);
-                batch_result = PyObject_GetAttr(batch, str_result);
+    PyObject *batch = n > 0 ? PySequence_GetItem(batches, n - 1) : NULL;
+    PyObject *builder = batch ? read_slot(batch, str_builder, &self->batch_builder) : NULL;
+    int appended = 0;
+    if (builder != NULL && Py_IS_TYPE(builder, &BuilderType) && !((Builder *)builder)->closed) {
+        Builder *b = (Builder *)builder;
+        PyObject *produced = NULL;
+        Py_ssize_t produced_bytes = 0;
+        int go = 1;
+        if (sticky != NULL) {
+            /* BuiltInPartitioner.switch_due(): still current, and this record leaves it
+             * under twice the sticky batch size (the batch stays not full, see below). */
+            PyObject *current = read_slot(partitioner, str_current, &self->sticky_current);
+            int rc = current == NULL ? -1 : current != sticky ? 1
+                                          : attr_ssize(sticky, str_produced_bytes,
+                                                       &self->sticky_produced,
+                                                       &produced_bytes);
+            Py_XDECREF(current);
+            go = rc == 0 && produced_bytes <= PY_SSIZE_T_MAX - record_size &&
+                 produced_bytes + record_size < 2 * sticky_limit;
+        }
+        /* limit - 1: never leaves the batch full, so no wakeup is due (the append that
+         * made this batch woke the Sender for any full one before it). */
+        if (go && !PyErr_Occurred() &&
+            try_append(b, timestamp, key_size < 0 ? NULL : PyBytes_AS_STRING(key), key_size,
+                       value_size < 0 ? NULL : PyBytes_AS_STRING(value), value_size, NULL, 0,
+                       b->limit - 1) == APPENDED) {
+            appended = 1;
+            if (sticky != NULL) {
+                /* What update_partition_info() does when no switch is due: count. */
+                produced = PyLong_FromSsize_t(produced_bytes + record_size);
+                if (produced == NULL || PyObject_SetAttr(sticky, str_produced_bytes, produced) < 0)
+                    appended = 0; /* the record is in; the error below fails the call */
+                Py_XDECREF(produced);
             }
         }
-        Py_XDECREF(builder);
-        Py_XDECREF(batch);
+        if (appended) {
+            offset = PyLong_FromLongLong(b->count - 1);
+            batch_result = offset ? read_slot(batch, str_result, &self->batch_result) : NULL;
+        }
     }
+    Py_XDECREF(builder);
+    Py_XDECREF(batch);
     PyObject *exc_type, *exc_value, *exc_tb;
     PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
-    PyObject *released = PyObject_CallMethodNoArgs(lock, str_release);
-    if (released == NULL) {
+    if (call_lock(self, lock, 0) < 0) {
         Py_XDECREF(exc_type);
         Py_XDECREF(exc_value);
         Py_XDECREF(exc_tb);
         goto done;
     }
-    Py_DECREF(released);
     if (exc_type != NULL) {
         PyErr_Restore(exc_type, exc_value, exc_tb);
         goto done;
     }
-    if (offset == NULL || batch_result == NULL) {
-        result = Py_NewRef(Py_None);
-        goto done;
-    }
+    if (offset == NULL || batch_result == NULL)
+        goto none;
     result = self->future_type->tp_alloc(self->future_type, 5);
     if (result == NULL)
         goto done;
-    PyObject *sizes[3] = {PyLong_FromSsize_t(key_size), PyLong_FromSsize_t(value_size),
-                          PyLong_FromLongLong(timestamp)};
-    if (sizes[0] == NULL || sizes[1] == NULL || sizes[2] == NULL) {
-        Py_XDECREF(sizes[0]);
-        Py_XDECREF(sizes[1]);
-        Py_XDECREF(sizes[2]);
+    PyObject *fields[3] = {PyLong_FromSsize_t(key_size), PyLong_FromSsize_t(value_size),
+                           PyLong_FromLongLong(timestamp)};
+    if (fields[0] == NULL || fields[1] == NULL || fields[2] == NULL) {
+        Py_XDECREF(fields[0]);
+        Py_XDECREF(fields[1]);
+        Py_XDECREF(fields[2]);
         Py_CLEAR(result);
         goto done;
     }
     PyTuple_SET_ITEM(result, 0, batch_result);
     PyTuple_SET_ITEM(result, 1, offset);
-    PyTuple_SET_ITEM(result, 2, sizes[0]);
-    PyTuple_SET_ITEM(result, 3, sizes[1]);
-    PyTuple_SET_ITEM(result, 4, sizes[2]);
+    PyTuple_SET_ITEM(result, 2, fields[0]);
+    PyTuple_SET_ITEM(result, 3, fields[1]);
+    PyTuple_SET_ITEM(result, 4, fields[2]);
     batch_result = offset = NULL;
+    goto done;
+none_or_error:
+    if (PyErr_Occurred())
+        goto done;
+none:
+    result = Py_NewRef(Py_None);
 done:
     Py_XDECREF(batch_result);
     Py_XDECREF(offset);
-    Py_DECREF(lock);
-    Py_DECREF(batches);
+    Py_XDECREF(lock);
+    Py_XDECREF(batches);
+    Py_XDECREF(queue);
+    Py_XDECREF(sticky);
+    Py_XDECREF(partitioner);
     return result;
 }
 
-static PyTypeObject AppenderType = {
+static PyGetSetDef Sender_getset[] = {
+    {"open", (getter)Sender_get_open, (setter)Sender_set_open,
+     "Whether send() may go straight on (the producer's gate is open).", NULL},
+    {"partition_counts", (getter)Sender_get_counts, (setter)Sender_set_counts,
+     "The producer's topic -> partition count map.", NULL},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject SenderType = {
     PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "kafkaline._record_core.OpenBatchAppender",
-    .tp_doc = "appender(topic, partition_count, key, value, timestamp): a keyed record into "
-              "its partition's open batch; its future, or None when nothing was done.",
-    .tp_basicsize = sizeof(Appender),
+    .tp_name = "kafkaline._record_core.OpenBatchSender",
+    .tp_doc = "sender(topic, value, key, headers, partition, timestamp_ms): Producer.send()'s "
+              "common case into the partition's open batch; its future, or None when nothing "
+              "was done.",
+    .tp_basicsize = sizeof(Sender),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_vectorcall_offset = offsetof(Appender, vectorcall),
+    .tp_vectorcall_offset = offsetof(Sender, vectorcall),
     .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)Appender_init,
-    .tp_dealloc = (destructor)Appender_dealloc,
-    .tp_traverse = (traverseproc)Appender_traverse,
-    .tp_clear = (inquiry)Appender_clear,
+    .tp_init = (initproc)Sender_init,
+    .tp_dealloc = (destructor)Sender_dealloc,
+    .tp_traverse = (traverseproc)Sender_traverse,
+    .tp_clear = (inquiry)Sender_clear,
     .tp_call = PyVectorcall_Call,
-};
-
-/* ------------------------------------------------------------------- KeyHashes */
-
-/* key -> to_positive(murmur2(key)) as a read-only mapping: send()'s hot path looks a key's
- * hash up as it would in a memo, without keeping one. */
-typedef struct {
-    PyObject_HEAD
-} KeyHashes;
-
-static PyObject *
-KeyHashes_getitem(PyObject *Py_UNUSED(self), PyObject *key)
-{
-    BytesArg data;
-    if (!PyBytes_Check(key)) {
-        PyErr_SetObject(PyExc_KeyError, key);
-        return NULL;
-    }
-    if (bytes_arg(key, "key", &data) < 0)
-        return NULL;
-    uint32_t h = (uint32_t)murmur2((const unsigned char *)data.data, data.size);
-    return PyLong_FromUnsignedLong(h & 0x7fffffffu);
-}
-
-static Py_ssize_t
-KeyHashes_len(PyObject *Py_UNUSED(self))
-{
-    return 0;
-}
-
-static PyMappingMethods KeyHashes_as_mapping = {
-    .mp_length = KeyHashes_len,
-    .mp_subscript = KeyHashes_getitem,
-};
-
-static PyTypeObject KeyHashesType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "kafkaline._record_core.KeyHashes",
-    .tp_doc = "keys[key] is to_positive(murmur2(key)) for any bytes key (nothing is stored).",
-    .tp_basicsize = sizeof(KeyHashes),
-    .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_new = PyType_GenericNew,
-    .tp_as_mapping = &KeyHashes_as_mapping,
+    .tp_getset = Sender_getset,
 };
 
 /* ------------------------------------------------------------------------ module */
@@ -1696,23 +1942,24 @@ PyMODINIT_FUNC
 PyInit__record_core(void)
 {
     crc_init();
-    if (PyType_Ready(&BuilderType) < 0 || PyType_Ready(&KeyHashesType) < 0 ||
-        PyType_Ready(&AppenderType) < 0)
+    if (PyType_Ready(&BuilderType) < 0 || PyType_Ready(&SenderType) < 0)
         return NULL;
     if ((str_queues = PyUnicode_InternFromString("_queues")) == NULL ||
         (str_lock = PyUnicode_InternFromString("lock")) == NULL ||
         (str_batches = PyUnicode_InternFromString("batches")) == NULL ||
         (str_builder = PyUnicode_InternFromString("builder")) == NULL ||
         (str_result = PyUnicode_InternFromString("result")) == NULL ||
-        (str_acquire = PyUnicode_InternFromString("acquire")) == NULL ||
-        (str_release = PyUnicode_InternFromString("release")) == NULL)
+        (str_sticky = PyUnicode_InternFromString("_sticky")) == NULL ||
+        (str_current = PyUnicode_InternFromString("_current")) == NULL ||
+        (str_partition = PyUnicode_InternFromString("partition")) == NULL ||
+        (str_produced_bytes = PyUnicode_InternFromString("produced_bytes")) == NULL ||
+        (str_sticky_batch_size = PyUnicode_InternFromString("sticky_batch_size")) == NULL)
         return NULL;
     PyObject *module = PyModule_Create(&core_module);
     if (module == NULL)
         return NULL;
     if (PyModule_AddObjectRef(module, "RecordBatchBuilder", (PyObject *)&BuilderType) < 0 ||
-        PyModule_AddObjectRef(module, "KeyHashes", (PyObject *)&KeyHashesType) < 0 ||
-        PyModule_AddObjectRef(module, "OpenBatchAppender", (PyObject *)&AppenderType) < 0 ||
+        PyModule_AddObjectRef(module, "OpenBatchSender", (PyObject *)&SenderType) < 0 ||
         PyModule_AddStringConstant(module, "BUILD", "compiled") < 0) {
         Py_DECREF(module);
         return NULL;

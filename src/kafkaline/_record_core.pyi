@@ -5,15 +5,26 @@ from kafkaline.record.builder import RecordBatchBuilder as RecordBatchBuilder
 
 BUILD: str
 
-class OpenBatchAppender:
-    def __init__(self, accumulator: object, future_type: type[tuple[object, ...]]) -> None: ...
+class OpenBatchSender:
+    open: bool
+    partition_counts: dict[str, int]
+    def __init__(
+        self,
+        accumulator: object,
+        future_type: type[tuple[object, ...]],
+        payload_limit: int,
+        record_overhead: int,
+    ) -> None: ...
     def __call__(
-        self, topic: str, partition_count: int, key: bytes, value: bytes, timestamp: int, /
+        self,
+        topic: str,
+        value: object,
+        key: object,
+        headers: object,
+        partition: object,
+        timestamp_ms: object,
+        /,
     ) -> object: ...
-
-class KeyHashes:
-    def __getitem__(self, key: bytes, /) -> int: ...
-    def __len__(self) -> int: ...
 
 def murmur2(data: bytes | bytearray | memoryview, /) -> int: ...
 def partition_for_key(key: bytes | bytearray | memoryview, partition_count: int, /) -> int: ...

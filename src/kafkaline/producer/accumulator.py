@@ -76,6 +76,7 @@ __all__ = [
     "EncodedRun",
     "LeaderNode",
     "OpenBatch",
+    "OpenBatchSender",
     "ReadyCheckResult",
     "RecordAccumulator",
     "RecordAppendResult",
@@ -147,6 +148,27 @@ class EncodedRecordSource(Protocol):
 #: A run of records :meth:`RecordAccumulator.append_encoded` put in one batch: ``(batch
 #: result, first offset delta, first record's index in the source's order, count)``.
 EncodedRun = tuple[ProduceRequestResult, int, int, int]
+
+
+class OpenBatchSender(Protocol):
+    """The compiled record core's one-call send(), see
+    :meth:`RecordAccumulator.open_batch_sender`."""
+
+    #: Whether sends may go straight on (the producer's gate is open).
+    open: bool
+    #: The producer's topic -> partition count map.
+    partition_counts: dict[str, int]
+
+    def __call__(
+        self,
+        topic: str,
+        value: object,
+        key: object,
+        headers: Headers | None,
+        partition: int | None,
+        timestamp_ms: int | None,
+        /,
+    ) -> FutureRecordMetadata | None: ...
 
 
 class LeaderNode(Protocol):
@@ -523,20 +545,26 @@ class RecordAccumulator:
             FutureRecordMetadata, (batch.result, offset_delta, key_size, value_size, timestamp)
         )
 
-    def keyed_open_batch_appender(
-        self,
-    ) -> Callable[[str, int, bytes, bytes, int], FutureRecordMetadata | None] | None:
-        """:meth:`append_to_open_batch` with the key's murmur2 partition, in one compiled call
-        ``appender(topic, partition_count, key, value, timestamp)`` (the same checks, the same
-        ``None`` when nothing was done), when the compiled record core is in use; else
-        ``None``. The record core owns the open batch's buffer, so it takes the queue's lock
-        and encodes into it itself."""
+    def open_batch_sender(self, payload_limit: int) -> OpenBatchSender | None:
+        """Producer.send()'s common case in one compiled call, when the compiled record core
+        is in use (else ``None``): ``sender(topic, value, key, headers, partition,
+        timestamp_ms)`` appends a record of bytes (or None) without headers, whose key and
+        value take at most ``payload_limit`` bytes, to the open batch of the partition
+        :meth:`append` would choose (the given one, murmur2 of the key, or the topic's sticky
+        partition while no switch is due), and returns its future; or returns ``None`` with
+        nothing done, and the caller takes :meth:`append`. The record core owns the open
+        batch's buffer, so it takes the queue's lock and encodes into it itself.
+
+        The caller sets ``sender.open`` while sends may go straight on and
+        ``sender.partition_counts`` to its topic -> partition count map (a topic not in it
+        is ``None``)."""
         core = compiled_core()
         if core is None:
             return None
-        appender: Callable[[str, int, bytes, bytes, int], FutureRecordMetadata | None]
-        appender = core.OpenBatchAppender(self, FutureRecordMetadata)
-        return appender
+        sender: OpenBatchSender = core.OpenBatchSender(
+            self, FutureRecordMetadata, payload_limit, RECORD_OVERHEAD_BOUND
+        )
+        return sender
 
     def append_keyless_to_open_batch(
         self,

@@ -7,10 +7,12 @@ cached), the partition, and :meth:`RecordAccumulator.append
 batch is new or full. Everything else (encoding, requests, retries, completing futures) runs
 on the Sender's thread, started by the first send (or :meth:`Producer.start`).
 
-The hot path is one method with no per-record lock of its own and nothing allocated but the
-record's future handle (the accumulator takes its partition's lock). Each piece is the
-cheapest form measured (CPython 3.11, the project's 2-core machine); see
-``benchmarks/simple_loop.py`` for the end-to-end rate and profile.
+With the compiled record core, the common case (bytes or None, no headers, a known topic, an
+open batch with room) is one C call at the top of ``send()``
+(:meth:`RecordAccumulator.open_batch_sender
+<kafkaline.producer.accumulator.RecordAccumulator.open_batch_sender>`); every other record,
+and every record of the pure-Python build, takes the general path described above, which
+is the reference for what that call does.
 
 Lifecycle decisions:
 
@@ -46,7 +48,7 @@ from bisect import bisect_right
 from collections.abc import Callable, Mapping, Sequence, Sized
 from itertools import accumulate, compress, repeat
 from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from kafkaline.config import ProducerConfig
 from kafkaline.errors import (
@@ -71,6 +73,7 @@ from kafkaline.producer.accumulator import (
     BulkSegment,
     EncodedRecordSource,
     EncodedRun,
+    OpenBatchSender,
     RecordAccumulator,
 )
 from kafkaline.producer.bulk import (
@@ -119,9 +122,6 @@ from kafkaline.producer.validation import (
 )
 from kafkaline.record import Headers
 from kafkaline.record.core import compiled_core
-
-if TYPE_CHECKING:
-    from kafkaline._record_core import KeyHashes
 from kafkaline.record.record_encoder import encode_headers
 
 __all__ = ["Producer"]
@@ -194,28 +194,15 @@ class Producer:
         # Keyed records hash with murmur2 unless a custom partitioner or ignore_keys says no.
         keyed = config.partitioner is None and not config.partitioner_ignore_keys
         self._key_partition: Callable[[bytes, int], int] | None = None
-        # send()'s hot path (see there): the key's hash read without a call, and whether the
-        # producer has nothing that must see each record (interceptors, serializers, a
-        # transaction's checks, a custom partitioner).
-        self._key_hashes: Mapping[bytes, int] | KeyHashes = {}
         if keyed and _CORE is not None:
             # The compiled core hashes any key in C: no memo to keep.
             self._key_partition = _CORE.partition_for_key
-            self._key_hashes = _CORE.KeyHashes()
         elif keyed:
             # The memo holds 32768 keys: with the default 8192, a producer cycling over 10,000
             # keys (issue 5's workload) cleared it before any key came back and hashed every
             # record: 7.7 against 4.0 us per send() (benchmarks/simple_loop.py, 300k records).
             key_cache = KeyPartitionCache(max_entries=_KEY_MEMO_ENTRIES)
             self._key_partition = key_cache.partition_for_key
-            self._key_hashes = key_cache.memo
-        self._hot_path = (
-            keyed
-            and self._interceptors is None
-            and self._key_serializer is None
-            and self._value_serializer is None
-            and config.transactional_id is None
-        )
         # send_batch(): key -> partition per partition count, looked up by a C-level map().
         self._bulk_partition_memo: dict[int, dict[bytes, int]] = {}
         self._max_block_ms = float(config.max_block_ms)
@@ -243,10 +230,18 @@ class Producer:
         self._accumulator = RecordAccumulator.from_config(
             config, transaction_manager=self._transaction_manager
         )
-        # send()'s hot path for keyed records with the compiled core (None without it).
-        self._append_keyed = (
-            self._accumulator.keyed_open_batch_appender() if self._hot_path else None
-        )
+        # send()'s common case in one compiled call (see send()), when the producer has
+        # nothing that must see each record: no interceptors, serializers, transaction checks
+        # or custom partitioner. None with the pure-Python core.
+        self._core_send: OpenBatchSender | None = None
+        if (
+            keyed
+            and self._interceptors is None
+            and self._key_serializer is None
+            and self._value_serializer is None
+            and config.transactional_id is None
+        ):
+            self._core_send = self._accumulator.open_batch_sender(self._payload_limit)
         self._metrics = ProducerMetrics(
             self._counters,
             start_ms=_monotonic() * 1000.0,
@@ -262,6 +257,8 @@ class Producer:
         # Partition counts of the topics sent to, for the current metadata: the hot path's
         # only metadata lookup. Replaced (not changed) by the Sender on a metadata update.
         self._partition_counts: dict[str, int] = {}
+        if self._core_send is not None:
+            self._core_send.partition_counts = self._partition_counts
         self._cluster: ClusterMetadata | None = None
         self._owner_pid = 0
 
@@ -329,7 +326,14 @@ class Producer:
         # The Sender may already have failed (it starts above and can die within
         # milliseconds, e.g. on an authentication refusal): never overwrite that with "open".
         if self._gate is _State.NOT_STARTED:
-            self._gate = None
+            self._set_gate(None)
+
+    def _set_gate(self, gate: _State | None) -> None:
+        # The compiled send() goes straight on only while the gate is open; everything else
+        # takes the general path, which raises the gate's error.
+        self._gate = gate
+        if self._core_send is not None:
+            self._core_send.open = gate is None
 
     def _gate_error(self, gate: _State) -> Exception:
         if gate is _State.CLOSED:
@@ -371,19 +375,19 @@ class Producer:
     def _forked(self) -> None:
         # In the child, right after fork(): only a flag, no lock (a parent's thread may have
         # held one, and it does not exist here to release it).
-        self._gate = _State.FORKED
+        self._set_gate(_State.FORKED)
 
     def _on_sender_failure(self, failure: SenderFailedError) -> None:
         # Under the lock: _start_locked() must not reopen the gate after this.
         with self._lock:
             if self._gate is not _State.FORKED:
-                self._gate = _State.FAILED
+                self._set_gate(_State.FAILED)
 
     def _on_fatal_error(self, error: KafkaError) -> None:
         # The Sender's thread: from now on send() raises the error (see _gate_error).
         with self._lock:
             if self._gate is not _State.FORKED:
-                self._gate = _State.FATAL
+                self._set_gate(_State.FATAL)
 
     def _on_metadata_update(self, cluster: ClusterMetadata) -> None:
         # The Sender's thread, after each metadata update: new counts for the known topics.
@@ -395,6 +399,8 @@ class Producer:
         }
         self._cluster = cluster
         self._partition_counts = counts
+        if self._core_send is not None:
+            self._core_send.partition_counts = counts
 
     def close(self, timeout: float | None = None) -> None:
         """Send what is buffered, stop the I/O thread and close every connection.
@@ -414,7 +420,7 @@ class Producer:
             first = not self._closed
             self._closed = True
             if self._gate is None or self._gate is _State.NOT_STARTED:
-                self._gate = _State.CLOSED
+                self._set_gate(_State.CLOSED)
             sender = self._sender
         if sender is not None:
             _stop_sender(sender, timeout)
@@ -482,73 +488,13 @@ class Producer:
         >>> future.get(timeout=10).offset                       # doctest: +SKIP
         42
         """
-        if (
-            type(value) is bytes
-            and self._hot_path
-            and self._gate is None
-            and headers is None
-            and partition is None
-            and timestamp_ms is None
-        ):
-            # Hot path: a record of bytes into its partition's open batch, with only
-            # the checks such a record can fail (size; the topic's metadata and the key's hash
-            # known, else the general path below fetches and computes them). Measured with
-            # valgrind (instructions, which the shared machine's load does not change): a
-            # send() of a 10-byte key and 100-byte value into an open batch costs ~10,000
-            # instructions this way against ~14,200 through the general path (a whole
-            # record, encoding at the batch's seal included, ~15,800 against ~20,000); a
-            # record without key, whole, ~18,100 against ~34,200.
-            # Subscripts, not dict.get(): a specialized instruction against a method call
-            # (the loop measured at append_to_open_batch: caller 14,814 -> 14,605
-            # instructions a record); a miss is rare (a topic's or key's first send) and goes
-            # the general way.
-            value_size = len(value)
-            append_keyed = self._append_keyed
-            if type(key) is bytes and append_keyed is not None:
-                # The compiled core: hash, queue, lock, encoding and future in one call.
-                try:
-                    partition_count = self._partition_counts[topic]
-                except (KeyError, TypeError):  # TypeError: a topic that is no str, named below
-                    pass
-                else:
-                    if len(key) + value_size <= self._payload_limit:
-                        future = append_keyed(
-                            topic, partition_count, key, value, _time_ns() // 1_000_000
-                        )
-                        if future is not None:
-                            return future
-            elif type(key) is bytes:
-                try:
-                    positive = self._key_hashes[key]
-                    partition_count = self._partition_counts[topic]
-                except (KeyError, TypeError):  # TypeError: a topic that is no str, named below
-                    pass
-                else:
-                    key_size = len(key)
-                    if key_size + value_size <= self._payload_limit:
-                        future = self._accumulator.append_to_open_batch(
-                            topic,
-                            positive % partition_count,
-                            _time_ns() // 1_000_000,
-                            key,
-                            value,
-                            key_size,
-                            value_size,
-                        )
-                        if future is not None:
-                            return future
-            elif (
-                key is None
-                and value_size <= self._payload_limit
-                and type(topic) is str  # a list or dict cannot be looked up: named below
-                and topic in self._partition_counts
-            ):
-                # Without key: the topic's sticky partition, while no switch is due.
-                future = self._accumulator.append_keyless_to_open_batch(
-                    topic, _time_ns() // 1_000_000, value, value_size
-                )
-                if future is not None:
-                    return future
+        core_send = self._core_send
+        if core_send is not None:
+            # The common case in one compiled call (see RecordAccumulator.open_batch_sender);
+            # None when anything about the record or the producer needs the general path.
+            future = core_send(topic, value, key, headers, partition, timestamp_ms)
+            if future is not None:
+                return future
         if self._gate is not None:
             self._pass_gate()
         if self._transactional is not None:

@@ -146,27 +146,29 @@ def test_a_batch_refuses_a_record_once_then_appends_go_to_the_next(
     assert [f.offset_delta for f in futures[:6]] == [0, 1, 2, 0, 1, 2]
 
 
-def test_keyed_appender_does_what_append_to_open_batch_does() -> None:
-    """The compiled core's one-call hot path against the accumulator's: the same futures
-    (batch, offset delta, sizes, timestamp), the same None where nothing is done, the same
-    batch bytes."""
-    appenders = RecordAccumulator().keyed_open_batch_appender
+def test_open_batch_sender_does_what_append_to_open_batch_does() -> None:
+    """The compiled core's one-call send() against the accumulator's open-batch append for
+    a keyed record: the same futures (batch, offset delta, sizes, timestamp), the same None
+    where nothing is done, the same batch bytes."""
+    senders = RecordAccumulator().open_batch_sender
     if core_build() != "compiled":
-        assert appenders() is None
+        assert senders(1000) is None
         return
     key = b"key-3"
     partition = to_positive(murmur2(key)) % 4
     batches = []
-    for use_appender in (True, False):
+    for use_sender in (True, False):
         accumulator = new_accumulator(batch_size=300)
-        appender = accumulator.keyed_open_batch_appender()
-        assert appender is not None
+        sender = accumulator.open_batch_sender(1000)
+        assert sender is not None
+        sender.partition_counts = {"t": 4}
+        sender.open = True
 
         def hot(
-            value: bytes, ts: int, a: Any = appender, acc: Any = accumulator, c: bool = use_appender
+            value: bytes, ts: int, s: Any = sender, acc: Any = accumulator, c: bool = use_sender
         ) -> Any:
             if c:
-                return a("t", 4, key, value, ts)
+                return s("t", value, key, None, None, ts)
             return acc.append_to_open_batch("t", partition, ts, key, value, len(key), len(value))
 
         assert hot(b"v", TS) is None  # no queue yet
@@ -186,5 +188,6 @@ def test_keyed_appender_does_what_append_to_open_batch_does() -> None:
         batch.builder.set_producer_state(-1, -1, -1)
         batches.append(bytes(batch.builder.build()))
     assert batches[0] == batches[1]
-    with pytest.raises(TypeError):
-        RecordAccumulator().keyed_open_batch_appender()("t", 4, "key", b"v", TS)  # type: ignore[misc, arg-type]
+    closed = RecordAccumulator().open_batch_sender(1000)
+    assert closed is not None
+    assert closed("t", b"v", key, None, None, TS) is None  # not open

@@ -4,15 +4,21 @@ batches, byte for byte (a differential Hypothesis test), and its own checks and 
 from __future__ import annotations
 
 import os
+import random
 import subprocess
 import sys
+import threading
+import time
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from kafkaline.errors import IllegalStateError
+from kafkaline import Producer
+from kafkaline.errors import IllegalStateError, ProducerClosedError
+from kafkaline.net.cluster import BrokerNode, ClusterMetadata, PartitionMetadata
 from kafkaline.producer.murmur2 import murmur2, to_positive
 from kafkaline.record import CompressionType, core_build, read_record_batches
 from kafkaline.record.batch_format import TimestampType
@@ -239,9 +245,8 @@ def test_keys_grouped_per_partition_as_send_chooses_them(
     assert _record_core.group_by_key_partition(keys, partitions) == group_by_partition(
         chosen, partitions
     )
-    hashes = _record_core.KeyHashes()
-    assert [hashes[k] for k in keys if k is not None] == [
-        to_positive(murmur2(k)) for k in keys if k is not None
+    assert [_record_core.partition_for_key(k, partitions) for k in keys if k is not None] == [
+        to_positive(murmur2(k)) % partitions for k in keys if k is not None
     ]
 
 
@@ -251,5 +256,221 @@ def test_key_grouping_names_bad_input() -> None:
         _record_core.group_by_key_partition([b"k"], 0)
     with pytest.raises(TypeError, match="key must be bytes"):
         _record_core.group_by_key_partition(["k"], 3)  # type: ignore[list-item]
-    with pytest.raises(KeyError):
-        _record_core.KeyHashes()["k"]  # type: ignore[index]
+
+
+# ------------------------------------------------------------------ Producer.send()'s core call
+
+
+def _offline_producer(partitions: int, seed: int, **settings: object) -> Producer:
+    """A producer that knows topic "t" (``partitions`` partitions, one leader) and is open,
+    without a broker or a thread: test-only hooks into its state, so that send() is all that
+    runs. Sticky choices come from a random generator seeded with ``seed``."""
+    producer = Producer(bootstrap_servers="127.0.0.1:1", **settings)
+    producer._accumulator._rng = random.Random(seed)
+    producer._cluster = ClusterMetadata(
+        [BrokerNode(1, "b1", 9092)],
+        [PartitionMetadata("t", p, leader=1) for p in range(partitions)],
+    )
+    producer._partition_counts["t"] = partitions
+    producer._set_gate(None)
+    return producer
+
+
+def _general_path_only(producer: Producer) -> Producer:
+    producer._core_send = None
+    return producer
+
+
+def _queued_batches(producer: Producer) -> dict[int, list[bytes]]:
+    """Each partition's batches, built (which closes them)."""
+    out: dict[int, list[bytes]] = {}
+    for partition, queue in sorted(producer._accumulator._queues.get("t", {}).items()):
+        built = []
+        for batch in queue.batches:
+            batch.builder.set_producer_state(-1, -1, -1)
+            built.append(bytes(batch.builder.build()))
+        out[partition] = built
+    return out
+
+
+def _sticky_state(producer: Producer) -> tuple[int, int] | None:
+    """Topic "t"'s sticky partition and the bytes counted to it."""
+    partitioner = producer._accumulator.sticky_partitioner("t")
+    current = None if partitioner is None else partitioner.current
+    return None if current is None else (current.partition, current.produced_bytes)
+
+
+def _outcome(producer: Producer, record: dict[str, Any]) -> tuple[object, ...]:
+    """What send() gives for the record: the future's partition, offset delta, sizes and
+    timestamp, or the error's type and message."""
+    try:
+        future = producer.send("t", **record)
+    except Exception as error:
+        return (type(error), str(error))
+    result = future.batch_result
+    return (
+        result.partition,
+        future.offset_delta,
+        future.serialized_key_size,
+        future.serialized_value_size,
+        future.timestamp,
+    )
+
+
+send_records = st.lists(
+    st.fixed_dictionaries(
+        {},
+        optional={
+            "value": st.none() | st.binary(max_size=120) | st.binary(min_size=900, max_size=1100),
+            "key": st.none() | st.sampled_from([b"", b"a", b"key-1", b"key-22", b"\xff" * 9]),
+            "partition": st.none() | st.integers(-1, 4),
+            # (None, now, is compared below: the two sends would read different clocks)
+            "timestamp_ms": st.integers(-1, BASE_TS + 10**6) | st.sampled_from([True, 2**63]),
+            "headers": st.none() | st.just([("h", b"v")]),
+        },
+    ).map(lambda record: {**record, "timestamp_ms": record.get("timestamp_ms", BASE_TS)}),
+    max_size=120,
+)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(records=send_records, seed=st.integers(0, 1000))
+# Always: keys of different partitions into open batches, and keyless records enough to
+# switch sticky partitions several times.
+@example(
+    records=[{"value": b"v", "key": k, "timestamp_ms": BASE_TS} for k in [b"key-1", b"key-22"] * 9],
+    seed=0,
+)
+@example(records=[{"value": b"x" * 100, "timestamp_ms": BASE_TS + i} for i in range(60)], seed=3)
+def test_core_send_and_the_general_path_give_the_same_batches(
+    records: list[dict[str, Any]], seed: int
+) -> None:
+    """The same records through send() with the compiled one-call path and through the
+    general path alone: the same futures (partition, offset delta, sizes, timestamp), the
+    same errors, the same sticky partitions and the same batch bytes. Records of 4 partitions,
+    small batches (so batches fill and sticky partitions switch), a payload limit the largest
+    values pass (the named error of the general path)."""
+    settings_ = {"batch_size": 600, "max_request_size": 1100, "linger_ms": 5}
+    core = _offline_producer(4, seed, **settings_)
+    general = _general_path_only(_offline_producer(4, seed, **settings_))
+    try:
+        for record in records:
+            assert _outcome(core, record) == _outcome(general, record), record
+        assert _sticky_state(core) == _sticky_state(general)
+        assert _queued_batches(core) == _queued_batches(general)
+    finally:
+        core.close(0)
+        general.close(0)
+
+
+def test_core_send_takes_the_common_case_in_one_call() -> None:
+    """In the compiled build a record into an open batch does not reach the accumulator's
+    append() (the general path); with KAFKALINE_PURE_PYTHON=1 there is no core call and
+    everything goes the general way."""
+    producer = _offline_producer(3, 1, batch_size=1 << 16)
+    calls = 0
+    append = producer._accumulator.append
+
+    def counted(*args: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        return append(*args)
+
+    producer._accumulator.append = counted  # type: ignore[method-assign, assignment]
+    try:
+        for i in range(300):
+            producer.send("t", b"v", key=b"k%d" % (i % 30))
+            producer.send("t", b"v")
+            producer.send("t", None, key=b"k", partition=2, timestamp_ms=BASE_TS)
+        if core_build() == "compiled":
+            assert producer._core_send is not None
+            assert calls <= 3 + 1  # a batch per partition, the sticky partition's included
+        else:
+            assert producer._core_send is None
+            assert calls == 900
+    finally:
+        producer.close(0)
+
+
+def test_core_send_timestamp_is_now_in_epoch_milliseconds() -> None:
+    producer = _offline_producer(2, 1)
+    try:
+        producer.send("t", b"first", key=b"k")  # makes the batch
+        before = time.time_ns() // 1_000_000
+        future = producer.send("t", b"v", key=b"k")
+        after = time.time_ns() // 1_000_000
+        assert before <= future.timestamp <= after
+        assert future.offset_delta == 1
+    finally:
+        producer.close(0)
+
+
+def test_core_send_leaves_closed_producers_and_unknown_topics_to_the_general_path() -> None:
+    producer = _offline_producer(2, 1, max_block_ms=50)
+    producer.send("t", b"v", key=b"k")
+    # No client: the general path's wait for an unknown topic's metadata fails at once.
+    with pytest.raises(IllegalStateError, match="the producer is not started"):
+        producer.send("other", b"v", key=b"k")
+    producer.close(0)
+    with pytest.raises(ProducerClosedError):
+        producer.send("t", b"v", key=b"k")
+
+
+@pytest.mark.skipif(core_build() != "compiled", reason="the C record core is not in use")
+def test_core_send_checks_its_arguments_itself() -> None:
+    producer = _offline_producer(2, 1)
+    try:
+        core_send = producer._core_send
+        assert core_send is not None
+        with pytest.raises(TypeError, match="positional"):
+            core_send("t", b"v", None, None, None)  # type: ignore[call-arg]
+        with pytest.raises(TypeError, match="dict"):
+            core_send.partition_counts = [("t", 2)]  # type: ignore[assignment]
+        assert core_send.open
+        # A count that is no int, a bool partition or timestamp, a str subclass topic:
+        # nothing done.
+        producer.send("t", b"v", key=b"k")
+        assert core_send("t", b"v", b"k", None, True, None) is None
+        assert core_send("t", b"v", b"k", None, None, True) is None
+        assert core_send(type("Topic", (str,), {})("t"), b"v", b"k", None, None, None) is None
+        producer._partition_counts["t"] = 2.0  # type: ignore[assignment]
+        assert core_send("t", b"v", b"k", None, None, None) is None
+    finally:
+        producer.close(0)
+
+
+def test_threads_sending_through_the_core_keep_each_partitions_order() -> None:
+    """send() from several threads: every record once, and each thread's records in the
+    order it sent them within each partition (the partition's lock orders the appends)."""
+    producer = _offline_producer(3, 1, batch_size=4096)
+    per_thread = 3000
+
+    def send_all(thread: int) -> None:
+        for i in range(per_thread):
+            key = None if i % 5 == 0 else b"k%d" % (i % 7)
+            producer.send("t", b"%d:%06d" % (thread, i), key=key)
+
+    threads = [threading.Thread(target=send_all, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    try:
+        seen: dict[int, list[int]] = {}
+        total = 0
+        for batches in _queued_batches(producer).values():
+            last: dict[int, int] = {}
+            for batch in batches:
+                for record_batch in read_record_batches(batch):
+                    for record in record_batch.records:
+                        assert record.value is not None
+                        sender_text, number_text = record.value.split(b":")
+                        sender, number = int(sender_text), int(number_text)
+                        assert number > last.get(sender, -1)
+                        last[sender] = number
+                        seen.setdefault(sender, []).append(number)
+                        total += 1
+        assert total == 4 * per_thread
+        assert all(sorted(numbers) == list(range(per_thread)) for numbers in seen.values())
+    finally:
+        producer.close(0)

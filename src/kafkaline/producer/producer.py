@@ -65,7 +65,6 @@ from kafkaline.producer.batch import ProducerBatch
 from kafkaline.producer.bulk.result import BatchSendResult
 from kafkaline.producer.bulk.sender import BulkSender
 from kafkaline.producer.futures import FutureRecordMetadata, on_io_thread
-from kafkaline.producer.idempotence import TransactionManager
 from kafkaline.producer.interceptors import InterceptorChain
 from kafkaline.producer.metrics import ProducerMetrics, SenderCounters
 from kafkaline.producer.partitioner import KeyPartitionCache, Partitioner, validate_partition
@@ -78,13 +77,13 @@ from kafkaline.producer.record_metadata import (
 from kafkaline.producer.sender import Sender
 from kafkaline.producer.serializers import Serializer, as_serializer, bytes_or_none
 from kafkaline.producer.transaction_completion import complete_transaction
-from kafkaline.producer.transactions import (
-    TransactionalManager,
-    TransactionIdentity,
-    TransactionState,
+from kafkaline.producer.transactions.idempotence import IdempotenceManager
+from kafkaline.producer.transactions.manager import (
+    TransactionManager,
     group_id_of,
     offsets_of,
 )
+from kafkaline.producer.transactions.state import TransactionIdentity, TransactionState
 from kafkaline.producer.validation import (
     MAX_TIMESTAMP,
     RECORD_SIZE_OVERHEAD,
@@ -195,26 +194,24 @@ class Producer:
             RECORD_SIZE_OVERHEAD
         )
         self._counters = SenderCounters()
-        # Transactions (None without transactional_id); its manager is also the idempotent
-        # producer's, so the accumulator and Sender see one object.
-        self._transactional: TransactionalManager | None = None
-        self._transaction_manager: TransactionManager | None = None
+        # Idempotence and transactions: one object (None when idempotence is off), a
+        # TransactionManager with a transactional_id, shared with the accumulator and Sender.
+        self._transactions: IdempotenceManager | None = None
         if config.transactional_id is not None:
-            self._transactional = TransactionalManager(
+            self._transactions = TransactionManager(
                 config.transactional_id,
                 config.transaction_timeout_ms,
                 retry_backoff=config.retry_backoff,
                 on_fatal_error=self._on_fatal_error,
             )
-            self._transaction_manager = self._transactional
         elif config.idempotent:
-            self._transaction_manager = TransactionManager(
+            self._transactions = IdempotenceManager(
                 retry_backoff=config.retry_backoff, on_fatal_error=self._on_fatal_error
             )
         self._accumulator = RecordAccumulator.from_config(
             config,
             on_batch_sealed=self._on_batch_sealed,
-            transaction_manager=self._transaction_manager,
+            transaction_manager=self._transactions,
         )
         # send()'s hot path for keyed records with the compiled core (None without it).
         self._append_keyed = (
@@ -265,6 +262,12 @@ class Producer:
         """The producer's configuration."""
         return self._config
 
+    @property
+    def _transactional(self) -> TransactionManager | None:
+        # The transaction manager, if the producer has a transactional_id (send() reads it).
+        transactions = self._transactions
+        return transactions if isinstance(transactions, TransactionManager) else None
+
     # ------------------------------------------------------------------ lifecycle
 
     def start(self) -> None:
@@ -297,7 +300,7 @@ class Producer:
                 name=_thread_name(config.client_id),
                 on_metadata_update=self._on_metadata_update,
                 on_failure=self._on_sender_failure,
-                transaction_manager=self._transaction_manager,
+                transaction_manager=self._transactions,
             )
             sender.start()
         except BaseException:
@@ -345,11 +348,7 @@ class Producer:
             error.__cause__ = cause
             return error
         if gate is _State.FATAL:
-            fatal = (
-                self._transaction_manager.fatal_error
-                if self._transaction_manager is not None
-                else None
-            )
+            fatal = self._transactions.fatal_error if self._transactions is not None else None
             if fatal is not None:
                 again = type(fatal)(str(fatal))
                 again.__cause__ = fatal
@@ -811,7 +810,7 @@ class Producer:
 
     # ------------------------------------------------------------------ transactions
 
-    def _require_transactional(self, action: str) -> TransactionalManager:
+    def _require_transactional(self, action: str) -> TransactionManager:
         transactional = self._transactional
         if transactional is None:
             raise TransactionStateError(

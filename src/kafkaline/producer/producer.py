@@ -196,18 +196,7 @@ class Producer:
         self._counters = SenderCounters()
         # Idempotence and transactions: one object (None when idempotence is off), a
         # TransactionManager with a transactional_id, shared with the accumulator and Sender.
-        self._transactions: IdempotenceManager | None = None
-        if config.transactional_id is not None:
-            self._transactions = TransactionManager(
-                config.transactional_id,
-                config.transaction_timeout_ms,
-                retry_backoff=config.retry_backoff,
-                on_fatal_error=self._on_fatal_error,
-            )
-        elif config.idempotent:
-            self._transactions = IdempotenceManager(
-                retry_backoff=config.retry_backoff, on_fatal_error=self._on_fatal_error
-            )
+        self._transactions = _transactions_for(config, self._on_fatal_error)
         self._accumulator = RecordAccumulator.from_config(
             config,
             on_batch_sealed=self._on_batch_sealed,
@@ -217,21 +206,7 @@ class Producer:
         self._append_keyed = (
             self._accumulator.keyed_open_batch_appender() if self._hot_path else None
         )
-        self._bulk = BulkSender(
-            config,
-            self._accumulator,
-            key_serializer=self._key_serializer,
-            value_serializer=self._value_serializer,
-            key_partition=self._key_partition,
-            partition_count=self._partition_count,
-            cluster=self._current_cluster,
-            wakeup=self._wake_sender,
-            translate_error=self._bulk_failed,
-            check_send_allowed=(
-                None if self._transactional is None else self._transactional.check_send_allowed
-            ),
-            send_one=None if self._interceptors is None else self.send,
-        )
+        self._bulk = self._bulk_sender()
         self._metrics = ProducerMetrics(
             self._counters,
             start_ms=_monotonic() * 1000.0,
@@ -680,6 +655,23 @@ class Producer:
             self._pass_gate()
         return self._bulk.send_arrow(topic, data, key, value, headers, partition, timestamp)
 
+    def _bulk_sender(self) -> BulkSender:
+        """send_batch()'s and send_arrow()'s sender, given what it needs of this producer."""
+        transactional = self._transactional
+        return BulkSender(
+            self._config,
+            self._accumulator,
+            key_serializer=self._key_serializer,
+            value_serializer=self._value_serializer,
+            key_partition=self._key_partition,
+            partition_count=self._partition_count,
+            cluster=self._current_cluster,
+            wakeup=self._wake_sender,
+            translate_error=self._bulk_failed,
+            check_send_allowed=None if transactional is None else transactional.check_send_allowed,
+            send_one=None if self._interceptors is None else self.send,
+        )
+
     def _partition_count(self, topic: str) -> tuple[int, float]:
         """The topic's partition count (waiting for its metadata on the first call) and the
         ``max_block_ms`` left."""
@@ -944,6 +936,23 @@ class Producer:
     def __repr__(self) -> str:
         state = "running" if self._gate is None else self._gate.value
         return f"<Producer {','.join(self._config.bootstrap_servers)} {state}>"
+
+
+def _transactions_for(
+    config: ProducerConfig, on_fatal_error: Callable[[KafkaError], None]
+) -> IdempotenceManager | None:
+    """The producer's idempotence state: a TransactionManager with a transactional_id, an
+    IdempotenceManager with idempotence alone, None without."""
+    if config.transactional_id is not None:
+        return TransactionManager(
+            config.transactional_id,
+            config.transaction_timeout_ms,
+            retry_backoff=config.retry_backoff,
+            on_fatal_error=on_fatal_error,
+        )
+    if config.idempotent:
+        return IdempotenceManager(retry_backoff=config.retry_backoff, on_fatal_error=on_fatal_error)
+    return None
 
 
 def _last_connection_error(client: NetworkClient) -> KafkaError | None:

@@ -38,7 +38,7 @@ def import_pyarrow() -> Any:
 class BinaryColumn(NamedTuple):
     """A binary column: the pyarrow array (for the join) and numpy views of its bytes."""
 
-    #: pyarrow ``binary`` or ``large_binary`` array (``None``: :func:`fixed_width_column`'s).
+    #: pyarrow ``binary`` or ``large_binary`` array.
     array: Any
     #: Its data buffer.
     data: Bytes
@@ -75,22 +75,6 @@ def binary_column(array: Any) -> BinaryColumn:
     shortest = int(lengths.min()) if count else 0
     longest = int(lengths.max()) if count else 0
     return BinaryColumn(array, data, offsets[:-1], lengths, shortest, longest)
-
-
-def fixed_width_column(items: list[bytes], width: int) -> BinaryColumn:
-    """A :class:`BinaryColumn` over Python bytes that all have ``width`` bytes (send_batch()'s
-    lists of one shape): one ``bytes.join`` (C speed), viewed by numpy as an Arrow data
-    buffer with implicit offsets; no pyarrow array (``array`` is ``None``: made from the
-    buffer by :func:`buffer_of` if the general encoder needs it)."""
-    count = len(items)
-    data: Bytes = np.frombuffer(b"".join(items), np.uint8)
-    # The starts one arange, the lengths a read-only broadcast of one int: no pass that
-    # writes every row's length (a fill and a multiply: ~20 instructions a record).
-    starts: Int64s = (
-        np.arange(0, count * width, width, dtype=np.int64) if width else np.zeros(count, np.int64)
-    )
-    lengths: Int64s = np.broadcast_to(np.int64(width), (count,))
-    return BinaryColumn(None, data, starts, lengths, width, width)
 
 
 def first_bytes(data: Bytes, starts: Int64s, width: int) -> Bytes:
@@ -225,14 +209,7 @@ def _murmur2_one_by_one(keys: BinaryColumn, partition_count: int) -> Int64s:
 
     memo: dict[bytes, int] = {}
     chosen = np.full(len(keys.lengths), -1, np.int64)
-    if keys.array is not None:
-        rows = keys.array.to_pylist()
-    else:  # fixed_width_column()'s: the keys from the buffer
-        data = keys.data.tobytes()
-        rows = [
-            data[start : start + length]
-            for start, length in zip(keys.starts.tolist(), keys.lengths.tolist(), strict=True)
-        ]
+    rows = keys.array.to_pylist()
     for row, key in enumerate(rows):
         if key is not None:
             found = memo.get(key)
@@ -545,7 +522,5 @@ def buffer_of(column: BinaryColumn | None) -> Any:
     pa = import_pyarrow()
     if column is None:
         return pa.py_buffer(b"")
-    if column.array is None:  # fixed_width_column()'s
-        return pa.py_buffer(column.data)
     data = column.array.buffers()[2]
     return data if data is not None else pa.py_buffer(b"")

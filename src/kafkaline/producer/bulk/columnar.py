@@ -56,24 +56,28 @@ from kafkaline.producer.bulk.columns import (
     Bytes,
     Column,
     Int64s,
-    ShapeTable,
     buffer_of,
     buffer_piece,
-    byte_items,
     column_max,
     first_bytes,
     import_pyarrow,
     inline_view,
     nonnegative,
     place_in_views,
-    shape_table,
-    table_rows,
     uniform,
     varint_scalar,
     varints_of,
-    void,
     zigzag64,
     zigzag_length,
+)
+from kafkaline.producer.bulk.shapes import (
+    ShapeCut,
+    byte_items,
+    head_layout,
+    shape_table,
+    table_rows,
+    void,
+    write_heads,
 )
 
 __all__ = ["ColumnarRecords"]
@@ -347,12 +351,7 @@ class ColumnarRecords:
                     cut.continues_open,
                 )
             )
-        out: list[list[EncodedChunk]] = []
-        taken = 0
-        for group_cuts in per_request:
-            out.append(chunks[taken : taken + len(group_cuts)])
-            taken += len(group_cuts)
-        return out
+        return _by_request(chunks, [len(group_cuts) for group_cuts in per_request])
 
     def _encode_one_shape(
         self, requests: Sequence[tuple[int, OpenBatch | None]], fresh_room: int
@@ -372,22 +371,46 @@ class ColumnarRecords:
         - the keys and the values straight from the Arrow buffers, in input order, to the
           positions of their rows (rows of a partition are not gathered first).
 
-        Measured (issue 5's small workload: 10,000 rows of 9-byte keys and 100-byte values
-        per send_arrow() call, 6 partitions): the caller's thread 1,100 -> 812 instructions
-        a record (valgrind), partitioning and encode() 126 -> 80 ns a record (best of 200,
-        the project's loaded 2-core machine) against the pieces of ``_encode_rows``; the
-        value length in the head's item, not a scatter of its own, and tables of at least
-        8192 rows (built once, not for each open batch's size): 741 -> 667. Each scatter
-        still calls numpy's copy function per item (the items are unaligned): ~30
-        instructions a record and scatter, plus the bytes' memcpy."""
+        docs/performance.md ("Bulk encoders") has the measurements behind this."""
         timestamp = self._timestamps
-        kl = self._key_lengths
-        vl = self._value_lengths
+        if not isinstance(timestamp, int):
+            return None  # pragma: no cover - checked by __init__
+        planned = self._shape_cuts(requests, fresh_room)
+        if planned is None:
+            return None
+        cuts, per_request = planned
+        layout = head_layout(cuts)
+        if layout is None:
+            return None
+        width, carried = layout
+        ends, buffer = write_heads(cuts, width)
+        self._scatter_keys_and_values(buffer, ends, cuts, carried)
+        data = buffer.data  # a memoryview of the bytes
+        chunks = [
+            EncodedChunk(
+                (data[int(ends[at]) + 1 : int(ends[at + count]) + 1],),
+                int(ends[at + count] - ends[at]),
+                position,
+                count,
+                timestamp,
+                timestamp,
+                continues,
+            )
+            for (position, count, _, _, _, continues), at in zip(
+                cuts, itertools.accumulate((c[1] for c in cuts), initial=0), strict=False
+            )
+        ]
+        return _by_request(chunks, per_request)
+
+    def _shape_cuts(
+        self, requests: Sequence[tuple[int, OpenBatch | None]], fresh_room: int
+    ) -> tuple[list[ShapeCut], list[int]] | None:
+        """The batches' cuts of records of one shape, and how many cuts each request has
+        (``None``: a table could not be made)."""
+        timestamp, kl, vl = self._timestamps, self._key_lengths, self._value_lengths
         if not (isinstance(timestamp, int) and isinstance(kl, int) and isinstance(vl, int)):
             return None  # pragma: no cover - checked by __init__
-        # Cuts: (source row, count, first offset delta, table, timestamp delta's varint,
-        # continues the open batch).
-        cuts: list[tuple[int, int, int, ShapeTable, int, bool]] = []
+        cuts: list[ShapeCut] = []
         per_request: list[int] = []
         fresh = shape_table(kl, vl, 1, table_rows(1 + fresh_room // ONE_SHAPE_MIN_RECORD))
         if fresh is None:
@@ -415,38 +438,17 @@ class ColumnarRecords:
                 cuts.append((position, taken, 0, fresh, 0, False))
                 position += taken
             per_request.append(len(cuts) - before)
-        tables = {id(cut[3]): cut[3] for cut in cuts}.values()
-        # Heads are written as rows of one width (the widest table's), with the value
-        # lengths where every table's rows have them; a record must be as large as the row
-        # (the bytes past the head are overwritten by the writes after).
-        smallest = min(table.smallest for table in tables)
-        width = max(table.carry_width for table in tables)
-        carried = all(table.carry_width for table in tables) and width <= smallest
-        if not carried:
-            width = max(table.head_width for table in tables)
-            if width > smallest:
-                return None
-        # The records' sizes and heads in the buffer's order, a table slice per cut.
-        total = sum(cut[1] for cut in cuts)
-        sizes = np.empty(total, np.int64)
-        heads = np.empty(total, void(width))
-        low = heads.view(np.uint8).reshape(total, width).view("<u8")[:, 0]
-        at = 0
-        for _, count, delta, table, timestamp_delta, _ in cuts:
-            stop = delta + count
-            sizes[at : at + count] = table.sizes[delta:stop]
-            heads[at : at + count] = table.rows_of(width)[delta:stop]
-            if timestamp_delta:
-                low[at : at + count] |= np.uint64(timestamp_delta) << table.timestamp_at[delta:stop]
-            at += count
-        # ends[i]: where record i ends in the buffer (its header count's byte); record i
-        # starts at ends[i - 1] + 1; the buffer's byte 0 is the first head's header count.
-        ends = np.empty(total + 1, np.int64)
-        ends[0] = 0
-        np.cumsum(sizes, out=ends[1:])
-        size = int(ends[-1])
-        buffer = np.empty(size + 1 + 16, np.uint8)
-        byte_items(buffer, void(width))[ends[:-1]] = heads
+        return cuts, per_request
+
+    def _scatter_keys_and_values(
+        self, buffer: Bytes, ends: Int64s, cuts: list[ShapeCut], carried: bool
+    ) -> None:
+        """Write the keys, the value lengths (unless the heads carried them) and the values
+        of records of one shape into ``buffer`` (record ``i`` ends at ``ends[i + 1]``)."""
+        kl, vl = self._key_lengths, self._value_lengths
+        if not (isinstance(kl, int) and isinstance(vl, int)):  # pragma: no cover - __init__
+            raise TypeError("records of one shape have one key and one value length")
+        total = len(ends) - 1
         # The rows in the buffer's order, and where each row's value starts there.
         value_at = ends[1:] - vl
         spans = [(cut[0], cut[0] + cut[1]) for cut in cuts]
@@ -475,28 +477,6 @@ class ColumnarRecords:
         first = int(values.starts[0])
         matrix = values.data[first : first + vl * len(values.lengths)].view(void(vl))
         byte_items(buffer, matrix.dtype)[value_at] = matrix[source]
-        buffer[size] = 0  # the last record's header count
-        data = buffer.data  # a memoryview of the bytes
-        chunks = [
-            EncodedChunk(
-                (data[int(ends[at]) + 1 : int(ends[at + count]) + 1],),
-                int(ends[at + count] - ends[at]),
-                position,
-                count,
-                timestamp,
-                timestamp,
-                continues,
-            )
-            for (position, count, _, _, _, continues), at in zip(
-                cuts, itertools.accumulate((c[1] for c in cuts), initial=0), strict=False
-            )
-        ]
-        out: list[list[EncodedChunk]] = []
-        taken = 0
-        for count in per_request:
-            out.append(chunks[taken : taken + count])
-            taken += count
-        return out
 
     def _encode_rows(
         self, rows: Int64s | slice, count: int, deltas: Int64s, timestamp_deltas: Column
@@ -662,9 +642,11 @@ class ColumnarRecords:
         return piece_count, array.cast(pa.large_binary())
 
 
-#: Records of one shape take :meth:`ColumnarRecords._encode_one_shape` from this value
-#: size: the 8-byte write of the value length must end within the value.
-
-
-#: The most rows a shape table has (~10 MiB): batches of more records (over ~3.5 MiB of
-#: small records) take the general encoder.
+def _by_request(chunks: list[EncodedChunk], per_request: list[int]) -> list[list[EncodedChunk]]:
+    """``chunks`` split into each request's (``per_request``: how many each has)."""
+    out: list[list[EncodedChunk]] = []
+    taken = 0
+    for count in per_request:
+        out.append(chunks[taken : taken + count])
+        taken += count
+    return out

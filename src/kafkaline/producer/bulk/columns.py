@@ -184,6 +184,8 @@ def _word_column(words: Any, index: int) -> Any:
     return words[:, index]
 
 
+#: Records of one shape take :meth:`ColumnarRecords._encode_one_shape` from this value
+#: size: the 8-byte write of the value length must end within the value.
 ONE_SHAPE_MIN_VALUE = 8
 #: The smallest such record (attributes, 4 varints, the value, the header count), bounding
 #: how many fit a batch.
@@ -299,7 +301,7 @@ def uniform(values: Int64s) -> Column:
     return values
 
 
-def _min(values: Column) -> int:
+def column_min(values: Column) -> int:
     return values if isinstance(values, int) else int(values.min(initial=0))
 
 
@@ -386,136 +388,6 @@ def buffer_piece(
     if isinstance(lengths, int):
         return word0, referenced, lengths
     return word0, np.where(lengths > INLINE_MAX, referenced, inline1), lengths
-
-
-_TABLE_ROWS_MAX = 1 << 18
-
-
-def table_rows(needed: int) -> int:
-    """Shape tables come in powers of two (from 8192, a 64 KiB batch's records of 8-byte
-    values): few sizes, few tables."""
-    return max(8192, 1 << (needed - 1).bit_length())
-
-
-@functools.cache
-def void(width: int) -> np.dtype[np.void]:
-    return np.dtype((np.void, width))
-
-
-def byte_items(buffer: Bytes, dtype: np.dtype[Any]) -> Any:
-    """``buffer`` as overlapping items of ``dtype``, one starting at every byte (for
-    scatters to any byte position)."""
-    return np.ndarray((len(buffer) - dtype.itemsize + 1,), dtype, buffer=buffer, strides=(1,))
-
-
-class ShapeTable(NamedTuple):
-    """Records of one shape, per offset delta (the row): the size of each, ``ends[d]`` (the
-    bytes of the records of deltas ``0..d-1``), and each head (see
-    :meth:`ColumnarRecords._encode_one_shape`) as a row of bytes: the previous record's
-    header count, the head, and where it fits, the value length after a gap for the key;
-    the timestamp delta's bytes are left 0: they are put in by the caller at bit
-    ``timestamp_at`` of the row's first 8 bytes (the table is made once per timestamp
-    delta size, not per delta: open batches' deltas differ from call to call). The row's
-    first ``head_width`` bytes hold the head, its first ``carry_width`` the value length
-    too (0: it does not fit); both are multiples of 8. ``smallest``: the smallest record."""
-
-    sizes: Int64s
-    ends: Int64s
-    heads: Bytes
-    timestamp_at: UInt64s
-    head_width: int
-    carry_width: int
-    smallest: int
-    #: ``heads``' rows cut to a width, as one item each (made on first use per width).
-    items: dict[int, Any]
-
-    def rows_of(self, width: int) -> Any:
-        """``heads``' first ``width`` bytes of each row, as one item each (copied at once,
-        not row by row as a 2-D slice would be)."""
-        found = self.items.get(width)
-        if found is None:
-            columns = min(width, self.heads.shape[1])
-            rows = np.zeros((len(self.heads), width), np.uint8)
-            rows[:, :columns] = self.heads[:, :columns]
-            found = self.items[width] = rows.view(void(width)).reshape(-1)
-            found.flags.writeable = False
-        return found
-
-    def fitting(self, first_delta: int, room: int) -> int:
-        """How many records from offset delta ``first_delta`` fit ``room`` bytes."""
-        ends = self.ends
-        found = int(np.searchsorted(ends, int(ends[first_delta]) + room, "right")) - 1
-        return min(found, len(self.sizes)) - first_delta
-
-
-#: A head row carries the value length when it then takes at most this many bytes.
-_HEAD_ROW_MAX = 32
-
-
-@functools.lru_cache(maxsize=16)
-def shape_table(
-    key_length: int, value_length: int, timestamp_size: int, rows: int
-) -> ShapeTable | None:
-    """The table of records with keys of ``key_length`` bytes (-1: null), values of
-    ``value_length``, a timestamp delta of ``timestamp_size`` bytes, for offset deltas
-    ``0..rows-1`` (``None``: the timestamp delta would not be within a head's first 8
-    bytes, or a head is wider than 16 bytes or than the smallest record, or too many
-    rows)."""
-    if rows > _TABLE_ROWS_MAX:
-        return None
-    deltas = np.arange(rows, dtype=np.int64)
-    key, key_size = varint_scalar(2 * key_length if key_length >= 0 else 1)
-    value, value_size = varint_scalar(2 * value_length)
-    delta, delta_size = varints_of(deltas * 2)
-    body = (
-        2 + timestamp_size + delta_size + key_size + max(key_length, 0) + value_size + value_length
-    )
-    length, length_size = varints_of(body * 2)
-    if column_max(length_size) + 2 + timestamp_size > 8:
-        return None
-    sizes = np.broadcast_to(np.asarray(body + length_size, np.int64), (rows,)).copy()
-    # Byte 0: the previous record's header count (0); then the length, the attributes (0),
-    # the timestamp delta (0 here), the offset delta and the key length.
-    low: Any = np.zeros(rows, np.uint64)
-    high: Any = np.zeros(rows, np.uint64)
-    position: Column = 1
-    for encoded, size in (
-        (length, length_size),
-        (0, 1),
-        (0, timestamp_size),
-        (delta, delta_size),
-        (key, key_size),
-    ):
-        low, high = place_in_views(low, high, encoded, position)
-        position = position + size
-    smallest = int(sizes.min())
-    widest = column_max(position)
-    if widest > 16:
-        return None
-    # The value length goes after the key: its bytes per head size (a few runs of rows).
-    value_at = position + max(key_length, 0)
-    head_width = _round8(widest)
-    carry_width = _round8(column_max(value_at) + value_size)
-    if carry_width > min(_HEAD_ROW_MAX, smallest):
-        carry_width = 0
-    heads = np.zeros((rows, max(carry_width, 16)), np.uint8)
-    words = heads.view("<u8")
-    words[:, 0], words[:, 1] = low, high
-    if carry_width:
-        value_bytes = np.frombuffer(value.to_bytes(value_size, "little"), np.uint8)
-        for at in range(_min(value_at), column_max(value_at) + 1):  # a few head sizes
-            heads[value_at == at, at : at + value_size] = value_bytes
-    ends = np.zeros(rows + 1, np.int64)
-    np.cumsum(sizes, out=ends[1:])
-    timestamp_at = np.broadcast_to(np.asarray((2 + length_size) * 8, np.uint64), (rows,)).copy()
-    table = ShapeTable(sizes, ends, heads, timestamp_at, head_width, carry_width, smallest, {})
-    for array in table[:4]:
-        array.flags.writeable = False
-    return table
-
-
-def _round8(size: int) -> int:
-    return max(8, (size + 7) // 8 * 8)
 
 
 def buffer_of(column: BinaryColumn | None) -> Any:

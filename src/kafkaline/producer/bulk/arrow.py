@@ -155,9 +155,8 @@ def arrow_slices(
         rows = batch.num_rows
         if rows == 0:
             continue
-        # The buffers' total size is quick (~1 us) but counts a sliced batch's whole
-        # buffers; nbytes is exact but ~35 us (a quarter of this function's time for a
-        # 10,000-row batch): asked only when the total calls for slicing.
+        # The buffers' total size is cheap but counts a sliced batch's whole buffers;
+        # nbytes is exact but slower: asked only when the total calls for slicing.
         size = batch.get_total_buffer_size()
         if size > max_bytes:
             size = batch.nbytes
@@ -248,10 +247,8 @@ def _binary_view(pa: Any, schema: Any, name: str) -> Any:
 
 
 def _to_bytes_list(column: Any, view: Any) -> list[bytes | None]:
-    # Measured (10,000 x 100-byte values, 2-core machine): to_numpy(zero_copy_only=False)
-    # .tolist() ~125 ns/record, to_pylist() ~160, slicing the data buffer by the offsets
-    # ~900 (a slice object and a bytes per record in Python). Strings are viewed as binary
-    # first (zero copy): their UTF-8 bytes, without making str objects (~480 ns via str).
+    # to_numpy().tolist(): the cheapest way to Python bytes measured (docs/performance.md).
+    # Strings are viewed as binary first (zero copy): their UTF-8 bytes, no str objects.
     if view is not None:
         column = column.view(view)
     return column.to_numpy(zero_copy_only=False).tolist()  # type: ignore[no-any-return]

@@ -36,9 +36,7 @@ def group_by_partition(
     >>> group_by_partition([2, 0, 2, -1], 3)
     [(0, [1]), (2, [0, 2]), (None, [3])]
     """
-    # One Python loop over the records, the cheapest grouping measured (10,000 records in 6
-    # partitions: ~160 ns/record, against ~250 for a stable sort of the positions by
-    # partition and ~300-600 for a pass per partition).
+    # One Python loop over the records: the cheapest grouping measured (docs/performance.md).
     buckets: list[list[int]] = [[] for _ in range(partition_count + 1)]  # [-1]: sticky
     appenders = [bucket.append for bucket in buckets]
     for position, partition in enumerate(chosen):
@@ -53,9 +51,8 @@ def group_by_partition(
 def as_bytes_column(items: Sequence[object], role: str) -> list[bytes | None]:
     """``items`` as bytes or None (bytearray and memoryview copied); a TypeError names the
     first bad index and its type."""
-    # All bytes (the common case): the types counted (an identity test each) without a list
-    # of them, whose growth by realloc cost ~55 instructions an item more in a producer's
-    # process (valgrind, send_batch of 10,000 records); ~220 for a set of them.
+    # All bytes (the common case): the types counted (an identity test each), without
+    # building a list or a set of them (docs/performance.md).
     if countOf(map(type, items), bytes) == len(items) or set(map(type, items)) <= _BYTES_OR_NONE:
         return cast("list[bytes | None]", items if isinstance(items, list) else list(items))
     converted: list[bytes | None] = []

@@ -491,15 +491,38 @@ class ColumnarRecords:
         value length (inline; after the key in its piece when every key has the same length
         and both fit 12 bytes), the value (a reference into the value buffer) and the header
         block; one cast to ``large_binary`` copies them into one buffer. The views are
-        written in place (a byte and a uint32 view of one array). Measured (10,000 rows, 4
-        pieces each, the project's loaded 2-core machine): the cast ~35 ns/row, against ~40
-        for joining two binary columns plus ~70 for packing the prefixes with a mask and ~25
-        for taking the values in partition order; writing the key bytes in place, and the
-        value length into the key's piece, and no prefixes for referenced values, took a
-        10,000-row encode() from 2.4-3.8 to 1.3-2.2 ms of CPU (interleaved runs on the loaded
-        machine; valgrind: 16.2 -> 15.0 M instructions per slice, partitioning included)."""
+        written in place (a byte and a uint32 view of one array)."""
         pa = import_pyarrow()
         source_rows = rows if self._order is None else self._order[rows]
+        layout = self._row_layout(rows, deltas, timestamp_deltas)
+        piece_count = layout.piece_count
+        views = np.empty((count * piece_count + 1, 2), np.uint64)
+        by_record = views[:-1].reshape(count, piece_count, 2)
+        _write_head_pieces(by_record, layout, deltas)
+        piece = len(layout.head_groups)
+        buffers = [buffer_of(self._keys), buffer_of(self._values)]
+        if layout.keys is not None:
+            piece = self._write_key_pieces(views, count, piece_count, piece, layout, source_rows)
+        word0, word1, _ = buffer_piece(self._values, source_rows, 0, 1, layout.value_lengths)
+        by_record[:, piece, 0], by_record[:, piece, 1] = word0, word1
+        piece += 1
+        if self._header_blocks is not None:
+            buffers.append(buffer_of(self._header_blocks))
+            word0, word1, _ = buffer_piece(self._header_blocks, source_rows, 0, 2)
+            by_record[:, piece, 0], by_record[:, piece, 1] = word0, word1
+        # A last piece: one 0 byte, the last record's header count when it has no headers
+        # (each record carries the previous one's), empty otherwise.
+        views[-1] = inline_view(1 if self._header_lengths is None else 0, 0, 0)
+        array = pa.Array.from_buffers(
+            pa.binary_view(), len(views), [None, pa.py_buffer(views), *buffers]
+        )
+        return piece_count, array.cast(pa.large_binary())
+
+    def _row_layout(
+        self, rows: Int64s | slice, deltas: Int64s, timestamp_deltas: Column
+    ) -> _RowLayout:
+        """The head fields of the records of ``rows`` grouped into inline pieces, and how
+        the key and value length are laid out (see :meth:`_encode_rows`)."""
         kl = _take(self._key_lengths, rows)
         vl = _take(self._value_lengths, rows)
         kl = kl if isinstance(kl, int) else uniform(kl)
@@ -512,14 +535,9 @@ class ColumnarRecords:
         fields: list[tuple[Any, Any]] = []  # (encoded, size) per head field
         if self._header_lengths is None:
             fields.append((0, 1))  # the previous record's header count
-        # When every head field but the offset delta is one int for all rows (one timestamp,
-        # keys and values of one length, no headers: the usual send_arrow() call), a head
-        # depends on the delta only: the heads of deltas 0..largest are made (a few hundred,
-        # a batch's records) and taken per row, in one gather instead of ~20 numpy passes
-        # over all rows. Measured (10,000 rows of 10-byte keys and 100-byte values, with the
-        # varint sizes as one int): encode() 1.8-2.2 -> 1.1-1.5 ms of CPU (best of 300, the
-        # loaded 2-core machine); valgrind counts little of it (-29 of the caller's ~1370
-        # instructions per record): a numpy pass is a few instructions per row, but memory.
+        # When every head field but the offset delta is one int for all rows, a head depends
+        # on the delta only: the heads of deltas 0..largest are made (a batch's records) and
+        # taken per row in one gather, instead of ~20 numpy passes over all rows.
         head_deltas = deltas
         by_delta = (
             isinstance(timestamp_zz, int)
@@ -558,88 +576,59 @@ class ColumnarRecords:
         )
         if keys is None:
             fields.append(value_length)
-        # Fields go into inline pieces of at most 12 bytes (for every row): one, usually.
-        head_groups: list[list[tuple[Any, Any]]] = [[]]
-        widest = 0
-        for field in fields:
-            size = column_max(field[1])
-            if head_groups[-1] and widest + size > INLINE_MAX:
-                head_groups.append([])
-                widest = 0
-            head_groups[-1].append(field)
-            widest += size
+        head_groups = _inline_groups(fields)
         piece_count = (
             len(head_groups)
             + (0 if keys is None else 1 if length_after_key else 2)
             + 1
             + (self._header_blocks is not None)
         )
-        views = np.empty((count * piece_count + 1, 2), np.uint64)
+        return _RowLayout(
+            kl, vl, keys, length_after_key, value_length, head_groups, head_deltas, by_delta,
+            piece_count,
+        )  # fmt: skip
+
+    def _write_key_pieces(
+        self,
+        views: Any,
+        count: int,
+        piece_count: int,
+        piece: int,
+        layout: _RowLayout,
+        source_rows: Int64s | slice,
+    ) -> int:
+        """Write each record's key piece (and value length piece) from ``piece`` on; the
+        next piece's index."""
+        keys, kl, value_length = layout.keys, layout.key_lengths, layout.value_length
+        if keys is None:  # pragma: no cover - checked by the caller
+            return piece
         by_record = views[:-1].reshape(count, piece_count, 2)
-        lengths32 = views[:-1].view(np.uint32).reshape(count, piece_count, 4)[:, :, 0]
-        bytes8 = views[:-1].view(np.uint8).reshape(count, piece_count, 16)
-        piece = 0
-        for group in head_groups:
-            low: Any = np.uint64(0)
-            high: Any = np.uint64(0)
-            position: Column = 0
-            for encoded, field_size in group:
-                spills = column_max(position) + column_max(field_size) > 8
-                low, high = place_in_views(low, high, encoded, position, spills)
-                position = position + field_size
-            word0, word1 = inline_view(position, low, high)
-            if by_delta:  # both words of a head in one 16-byte gather
-                heads = np.empty((len(head_deltas), 2), np.uint64)
-                heads[:, 0], heads[:, 1] = word0, word1
-                by_record[:, piece] = (
-                    heads.view(VOID16).reshape(-1)[deltas].view(np.uint64).reshape(-1, 2)
-                )
+        if layout.length_after_key and isinstance(kl, int):
+            lengths32 = views[:-1].view(np.uint32).reshape(count, piece_count, 4)[:, :, 0]
+            bytes8 = views[:-1].view(np.uint8).reshape(count, piece_count, 16)
+            # Bytes past a piece's length are never read (the cast copies ``length`` bytes):
+            # the 12-byte gather may take a neighbour's bytes along.
+            lengths32[:, piece] = kl + value_length[1]
+            prefixes = self._key_prefixes
+            if prefixes is not None:  # read by murmur2 already: one gather, fewer passes
+                # Rows as single items: a 1-D gather (numpy's fast path).
+                width = prefixes.shape[1]
+                rows_of = prefixes.view(np.dtype((np.void, width))).reshape(-1)[source_rows]
+                bytes8[:, piece, 4 : 4 + kl] = rows_of.view(np.uint8).reshape(-1, width)[:, :kl]
             else:
-                by_record[:, piece, 0], by_record[:, piece, 1] = word0, word1
-            piece += 1
-        buffers = [buffer_of(self._keys), buffer_of(self._values)]
-        if keys is not None:
-            if length_after_key and isinstance(kl, int):
-                # Bytes past a piece's length are never read (the cast copies ``length``
-                # bytes): the 12-byte gather may take a neighbour's bytes along.
-                lengths32[:, piece] = kl + value_length[1]
-                prefixes = self._key_prefixes
-                if prefixes is not None:  # read by murmur2 already: one gather, ~4 passes less
-                    # Rows as single items: a 1-D gather (numpy's fast path; a 2-D fancy index
-                    # took ~120 instructions a row more, valgrind).
-                    width = prefixes.shape[1]
-                    rows_of = prefixes.view(np.dtype((np.void, width))).reshape(-1)[source_rows]
-                    bytes8[:, piece, 4 : 4 + kl] = rows_of.view(np.uint8).reshape(-1, width)[:, :kl]
-                else:
-                    starts = keys.starts[source_rows]
-                    bytes8[:, piece, 4:16] = first_bytes(keys.data, starts, INLINE_MAX)
-                # The varints as little-endian uint64s: one row (broadcast) or one per row.
-                room = min(8, INLINE_MAX - kl)
-                length_bytes = np.asarray(value_length[0], "<u8").reshape(-1).view(np.uint8)
-                bytes8[:, piece, 4 + kl : 4 + kl + room] = length_bytes.reshape(-1, 8)[:, :room]
-                piece += 1
-            else:
-                word0, word1, _ = buffer_piece(keys, source_rows, 0, 0)
-                by_record[:, piece, 0], by_record[:, piece, 1] = word0, word1
-                piece += 1
-                by_record[:, piece, 0], by_record[:, piece, 1] = inline_view(
-                    value_length[1], value_length[0], 0
-                )
-                piece += 1
-        word0, word1, _ = buffer_piece(self._values, source_rows, 0, 1, vl)
+                starts = keys.starts[source_rows]
+                bytes8[:, piece, 4:16] = first_bytes(keys.data, starts, INLINE_MAX)
+            # The varints as little-endian uint64s: one row (broadcast) or one per row.
+            room = min(8, INLINE_MAX - kl)
+            length_bytes = np.asarray(value_length[0], "<u8").reshape(-1).view(np.uint8)
+            bytes8[:, piece, 4 + kl : 4 + kl + room] = length_bytes.reshape(-1, 8)[:, :room]
+            return piece + 1
+        word0, word1, _ = buffer_piece(keys, source_rows, 0, 0)
         by_record[:, piece, 0], by_record[:, piece, 1] = word0, word1
-        piece += 1
-        if self._header_blocks is not None:
-            buffers.append(buffer_of(self._header_blocks))
-            word0, word1, _ = buffer_piece(self._header_blocks, source_rows, 0, 2)
-            by_record[:, piece, 0], by_record[:, piece, 1] = word0, word1
-        # A last piece: one 0 byte, the last record's header count when it has no headers
-        # (each record carries the previous one's), empty otherwise.
-        views[-1] = inline_view(1 if self._header_lengths is None else 0, 0, 0)
-        array = pa.Array.from_buffers(
-            pa.binary_view(), len(views), [None, pa.py_buffer(views), *buffers]
+        by_record[:, piece + 1, 0], by_record[:, piece + 1, 1] = inline_view(
+            value_length[1], value_length[0], 0
         )
-        return piece_count, array.cast(pa.large_binary())
+        return piece + 2
 
 
 def _by_request(chunks: list[EncodedChunk], per_request: list[int]) -> list[list[EncodedChunk]]:
@@ -650,3 +639,57 @@ def _by_request(chunks: list[EncodedChunk], per_request: list[int]) -> list[list
         out.append(chunks[taken : taken + count])
         taken += count
     return out
+
+
+class _RowLayout(NamedTuple):
+    """How :meth:`ColumnarRecords._encode_rows` lays out a call's records (see there)."""
+
+    key_lengths: Column
+    value_lengths: Column
+    #: The key column when some key has bytes, else None (no key piece).
+    keys: BinaryColumn | None
+    length_after_key: bool
+    #: The value lengths' varints: (encoded, size).
+    value_length: tuple[Any, Any]
+    #: The head fields, grouped into inline pieces of at most 12 bytes.
+    head_groups: list[list[tuple[Any, Any]]]
+    #: The offset deltas the heads are made for (all of them, or 0..largest when by_delta).
+    head_deltas: Int64s
+    by_delta: bool
+    piece_count: int
+
+
+def _inline_groups(fields: list[tuple[Any, Any]]) -> list[list[tuple[Any, Any]]]:
+    """Head fields ``(encoded, size)`` grouped into inline pieces of at most 12 bytes (for
+    every row): one, usually."""
+    head_groups: list[list[tuple[Any, Any]]] = [[]]
+    widest = 0
+    for field in fields:
+        size = column_max(field[1])
+        if head_groups[-1] and widest + size > INLINE_MAX:
+            head_groups.append([])
+            widest = 0
+        head_groups[-1].append(field)
+        widest += size
+    return head_groups
+
+
+def _write_head_pieces(by_record: Any, layout: _RowLayout, deltas: Int64s) -> None:
+    """Write each record's head pieces (the first ``len(layout.head_groups)`` pieces)."""
+    for piece, group in enumerate(layout.head_groups):
+        low: Any = np.uint64(0)
+        high: Any = np.uint64(0)
+        position: Column = 0
+        for encoded, field_size in group:
+            spills = column_max(position) + column_max(field_size) > 8
+            low, high = place_in_views(low, high, encoded, position, spills)
+            position = position + field_size
+        word0, word1 = inline_view(position, low, high)
+        if layout.by_delta:  # both words of a head in one 16-byte gather
+            heads = np.empty((len(layout.head_deltas), 2), np.uint64)
+            heads[:, 0], heads[:, 1] = word0, word1
+            by_record[:, piece] = (
+                heads.view(VOID16).reshape(-1)[deltas].view(np.uint64).reshape(-1, 2)
+            )
+        else:
+            by_record[:, piece, 0], by_record[:, piece, 1] = word0, word1

@@ -375,6 +375,19 @@ def _metadata_recovery_strategy(key: str, value: object) -> str:
     raise _invalid(key, value, f"must be one of {', '.join(METADATA_RECOVERY_STRATEGIES)}")
 
 
+#: How send_batch() and send_arrow() encode their records (``Producer``'s bulk_encoder):
+#: "records" one by one into the batch (the compiled core's loop, or the Python builder),
+#: "columnar" send_arrow()'s columns by numpy, "auto" columnar where numpy and pyarrow 16+
+#: are installed.
+BULK_ENCODERS: Final[tuple[str, ...]] = ("auto", "records", "columnar")
+
+
+def _bulk_encoder(key: str, value: object) -> str:
+    if isinstance(value, str) and value in BULK_ENCODERS:
+        return value
+    raise _invalid(key, value, f"must be one of {', '.join(BULK_ENCODERS)}")
+
+
 def _bootstrap_servers(key: str, value: object) -> tuple[str, ...]:
     if isinstance(value, str):
         servers = split_servers(value)
@@ -618,6 +631,10 @@ SETTINGS: Final[tuple[Setting, ...]] = (
     _row("interceptors", "interceptor.classes", "interceptors", _interceptors, "()",
          "ProducerInterceptor objects that see each record before sending and each "
          "acknowledgement."),
+    _row("bulk_encoder", "bulk.encoder", "str", _bulk_encoder, "auto",
+         "How send_arrow() encodes: records (one by one, as send_batch() over lists), columnar "
+         "(numpy over whole columns) or auto (columnar where numpy and pyarrow 16+ are "
+         "installed)."),
     _row("enable_idempotence", "enable.idempotence", "optional_bool", _optional_bool,
          "True (off if acks/retries conflict)",
          "Exactly one copy per record per partition; needs acks=all, retries > 0 and at most "
@@ -820,6 +837,7 @@ class ProducerConfig:
     partitioner_availability_timeout_ms: int = 0
     partitioner_ignore_keys: bool = False
     interceptors: tuple[ProducerInterceptor, ...] = ()
+    bulk_encoder: Literal["auto", "records", "columnar"] = "auto"
     #: None: on, unless acks or retries conflict with it (then off, as in Java).
     enable_idempotence: bool | None = None
     transactional_id: str | None = None

@@ -178,6 +178,8 @@ BAD_VALUES: list[tuple[str, object, str]] = [
     ("metadata_max_age_ms", -1, "must be an integer >= 0"),
     ("metadata_recovery_strategy", "REBOOTSTRAP", "must be one of none, rebootstrap"),
     ("metadata_recovery_strategy", None, "must be one of none, rebootstrap"),
+    ("bulk_encoder", "numpy", "must be one of auto, records, columnar"),
+    ("bulk_encoder", None, "must be one of auto, records, columnar"),
     ("metadata_recovery_rebootstrap_trigger_ms", -1, "must be an integer >= 0"),
     ("connections_max_idle_ms", -2, "must be an integer >= -1"),
     ("send_buffer_bytes", -2, "must be an integer >= -1"),

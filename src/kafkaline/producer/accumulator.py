@@ -56,8 +56,8 @@ from kafkaline.producer.builtin_partitioner import (
 )
 from kafkaline.producer.compression_ratio import CompressionRatioEstimator
 from kafkaline.producer.futures import FutureRecordMetadata, ProduceRequestResult
-from kafkaline.producer.idempotence import TransactionManager
 from kafkaline.producer.partitioner import ClusterPartitions
+from kafkaline.producer.transactions.idempotence import IdempotenceManager
 from kafkaline.record import CompressionType, Headers, RecordBatchBuilder
 from kafkaline.record.batch_format import BATCH_HEADER_SIZE
 from kafkaline.record.core import compiled_core
@@ -321,7 +321,7 @@ class RecordAccumulator:
         partitioner_availability_timeout_ms: float = 0.0,
         rng: random.Random | None = None,
         on_batch_sealed: Callable[[ProducerBatch], None] | None = None,
-        transaction_manager: TransactionManager | None = None,
+        transaction_manager: IdempotenceManager | None = None,
     ) -> None:
         self._batch_size = batch_size
         self._linger_ms = float(linger_ms)
@@ -404,7 +404,7 @@ class RecordAccumulator:
         rng: random.Random | None = None,
         on_batch_sealed: Callable[[ProducerBatch], None] | None = None,
         on_buffer_wait: Callable[[float], None] | None = None,
-        transaction_manager: TransactionManager | None = None,
+        transaction_manager: IdempotenceManager | None = None,
     ) -> RecordAccumulator:
         """An accumulator (and its buffer pool) set up from a producer's configuration."""
         return cls(

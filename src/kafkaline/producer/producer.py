@@ -35,34 +35,25 @@ from __future__ import annotations
 
 import enum
 import functools
-import importlib
-import importlib.util
 import logging
-import operator
 import os
-import sys
 import threading
 import time
 import weakref
-from bisect import bisect_right
-from collections.abc import Callable, Mapping, Sequence, Sized
-from itertools import accumulate, compress, repeat
+from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
 from kafkaline.config import ProducerConfig
 from kafkaline.errors import (
     AuthenticationError,
-    BufferExhaustedError,
     IllegalStateError,
     InvalidPartitionError,
-    InvalidRecordTimestampError,
     InvalidTopicNameError,
     KafkaError,
     KafkaTimeoutError,
     ProducerClosedError,
     ProducerForkedError,
-    RecordTooLargeError,
     SenderFailedError,
     TransactionAbortedError,
     TransactionStateError,
@@ -70,30 +61,14 @@ from kafkaline.errors import (
 from kafkaline.net.client import NetworkClient
 from kafkaline.net.cluster import ClusterMetadata, PartitionMetadata
 from kafkaline.producer.accumulator import (
-    BulkSegment,
-    EncodedRecordSource,
-    EncodedRun,
     OpenBatchSender,
     RecordAccumulator,
 )
-from kafkaline.producer.bulk import (
-    TO_MILLISECONDS,
-    ArrowSlice,
-    BatchSendResult,
-    BulkRun,
-    arrow_columns,
-    arrow_partitions_and_timestamps,
-    arrow_slices,
-    as_bytes_column,
-    gather,
-    group_by_partition,
-)
+from kafkaline.producer.bulk.result import BatchSendResult
+from kafkaline.producer.bulk.sender import BulkSender
 from kafkaline.producer.futures import FutureRecordMetadata, on_io_thread
-from kafkaline.producer.idempotence import TransactionManager
 from kafkaline.producer.interceptors import InterceptorChain
-from kafkaline.producer.list_records import KeyPartitions, ListRecords
 from kafkaline.producer.metrics import ProducerMetrics, SenderCounters
-from kafkaline.producer.murmur2 import partitions_of_many
 from kafkaline.producer.partitioner import KeyPartitionCache, Partitioner, validate_partition
 from kafkaline.producer.record import ProducerRecord
 from kafkaline.producer.record_metadata import (
@@ -104,13 +79,13 @@ from kafkaline.producer.record_metadata import (
 from kafkaline.producer.sender import Sender
 from kafkaline.producer.serializers import Serializer, as_serializer, bytes_or_none
 from kafkaline.producer.transaction_completion import complete_transaction
-from kafkaline.producer.transactions import (
-    TransactionalManager,
-    TransactionIdentity,
-    TransactionState,
+from kafkaline.producer.transactions.idempotence import IdempotenceManager
+from kafkaline.producer.transactions.manager import (
+    TransactionManager,
     group_id_of,
     offsets_of,
 )
+from kafkaline.producer.transactions.state import TransactionIdentity, TransactionState
 from kafkaline.producer.validation import (
     MAX_TIMESTAMP,
     RECORD_SIZE_OVERHEAD,
@@ -122,7 +97,6 @@ from kafkaline.producer.validation import (
 )
 from kafkaline.record import Headers
 from kafkaline.record.core import compiled_core
-from kafkaline.record.record_encoder import encode_headers
 
 __all__ = ["Producer"]
 
@@ -134,9 +108,6 @@ _time_ns = time.time_ns
 _monotonic = time.monotonic
 #: Keys whose murmur2 hash the producer remembers (keys up to 128 bytes: at most ~8 MiB).
 _KEY_MEMO_ENTRIES = 1 << 15
-#: Keys longer than this are not remembered by send_batch()'s key -> partition memo (as
-#: KeyPartitionCache's default): at most ~4 MiB per partition count.
-_BULK_MEMO_KEY_SIZE = 128
 
 
 class _State(enum.Enum):
@@ -203,32 +174,17 @@ class Producer:
             # record: 7.7 against 4.0 us per send() (benchmarks/simple_loop.py, 300k records).
             key_cache = KeyPartitionCache(max_entries=_KEY_MEMO_ENTRIES)
             self._key_partition = key_cache.partition_for_key
-        # send_batch(): key -> partition per partition count, looked up by a C-level map().
-        self._bulk_partition_memo: dict[int, dict[bytes, int]] = {}
         self._max_block_ms = float(config.max_block_ms)
         # Key + value bytes above which send() checks the record's full size bound.
         self._payload_limit = min(config.max_request_size, config.buffer_memory) - (
             RECORD_SIZE_OVERHEAD
         )
         self._counters = SenderCounters()
-        # Transactions (None without transactional_id); its manager is also the idempotent
-        # producer's, so the accumulator and Sender see one object.
-        self._transactional: TransactionalManager | None = None
-        self._transaction_manager: TransactionManager | None = None
-        if config.transactional_id is not None:
-            self._transactional = TransactionalManager(
-                config.transactional_id,
-                config.transaction_timeout_ms,
-                retry_backoff=config.retry_backoff,
-                on_fatal_error=self._on_fatal_error,
-            )
-            self._transaction_manager = self._transactional
-        elif config.idempotent:
-            self._transaction_manager = TransactionManager(
-                retry_backoff=config.retry_backoff, on_fatal_error=self._on_fatal_error
-            )
+        # Idempotence and transactions: one object (None when idempotence is off), a
+        # TransactionManager with a transactional_id, shared with the accumulator and Sender.
+        self._transactions = _transactions_for(config, self._on_fatal_error)
         self._accumulator = RecordAccumulator.from_config(
-            config, transaction_manager=self._transaction_manager
+            config, transaction_manager=self._transactions
         )
         # send()'s common case in one compiled call (see send()), when the producer has
         # nothing that must see each record: no interceptors, serializers, transaction checks
@@ -242,6 +198,7 @@ class Producer:
             and config.transactional_id is None
         ):
             self._core_send = self._accumulator.open_batch_sender(self._payload_limit)
+        self._bulk = self._bulk_sender()
         self._metrics = ProducerMetrics(
             self._counters,
             start_ms=_monotonic() * 1000.0,
@@ -273,6 +230,12 @@ class Producer:
     def config(self) -> ProducerConfig:
         """The producer's configuration."""
         return self._config
+
+    @property
+    def _transactional(self) -> TransactionManager | None:
+        # The transaction manager, if the producer has a transactional_id (send() reads it).
+        transactions = self._transactions
+        return transactions if isinstance(transactions, TransactionManager) else None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -306,7 +269,7 @@ class Producer:
                 name=_thread_name(config.client_id),
                 on_metadata_update=self._on_metadata_update,
                 on_failure=self._on_sender_failure,
-                transaction_manager=self._transaction_manager,
+                transaction_manager=self._transactions,
             )
             sender.start()
         except BaseException:
@@ -361,11 +324,7 @@ class Producer:
             error.__cause__ = cause
             return error
         if gate is _State.FATAL:
-            fatal = (
-                self._transaction_manager.fatal_error
-                if self._transaction_manager is not None
-                else None
-            )
+            fatal = self._transactions.fatal_error if self._transactions is not None else None
             if fatal is not None:
                 again = type(fatal)(str(fatal))
                 again.__cause__ = fatal
@@ -600,76 +559,7 @@ class Producer:
         """
         if self._gate is not None:
             self._pass_gate()
-        if self._interceptors is not None:
-            # Interceptors see every record as a ProducerRecord: the per-record path.
-            count = len(values)
-            key_list = [None] * count if keys is None else keys
-            header_list = [None] * count if headers is None else headers
-            _check_lengths(count, key_list, header_list)
-            return BatchSendResult.of_futures(
-                topic,
-                [
-                    self.send(topic, value, key, header, partition)
-                    for value, key, header in zip(values, key_list, header_list, strict=True)
-                ],
-            )
-        checked_values, checked_keys, checked_headers, key_size, value_size, longest = (
-            self._prepare_bulk(topic, values, keys, headers)
-        )
-        if _CORE is not None and self._partitioner is None:
-            # The compiled core: grouped per partition and encoded by C loops over the lists
-            # (RecordBatchBuilder.append_many), whatever their shape.
-            return self._send_bulk(topic, checked_values, checked_keys, checked_headers, partition)
-        # Records of one shape (every key and every value of one size, no headers) go to
-        # send_arrow()'s one-shape encoder where numpy is loaded (see _send_shaped_lists),
-        # else they are cut and encoded by arithmetic on the list path, which beat the
-        # general columnar path for them (see _columnar_lists).
-        one_shape = (
-            _LISTS_FOR_ONE_SHAPE
-            and value_size is not None
-            and checked_headers is None
-            and (checked_keys is None or key_size is not None)
-        )
-        if (
-            self._partitioner is None
-            and one_shape
-            and value_size is not None
-            and value_size >= _SHAPED_MIN_VALUE
-            and len(values) >= _COLUMNAR_MIN_RECORDS
-        ):
-            columnar = _columnar_if_loaded()
-            if columnar is not None:
-                return self._send_shaped_lists(
-                    columnar,
-                    topic,
-                    checked_values,  # type: ignore[arg-type]  # one shape: no nulls
-                    checked_keys,  # type: ignore[arg-type]  # one shape: no nulls
-                    partition,
-                    key_size or 0,
-                    value_size,
-                    longest,
-                )
-        if self._partitioner is None and not one_shape and len(values) >= _COLUMNAR_MIN_RECORDS:
-            if partition is not None and (type(partition) is not int or partition < 0):
-                raise InvalidPartitionError(
-                    f"partition={partition!r} given to send_batch() is invalid: must be None "
-                    "or an integer >= 0"
-                )
-            columns = _columnar_lists(checked_values, checked_keys, checked_headers)
-            if columns is not None:
-                return self._send_columns(topic, columns, partition, None, None)
-        if self._partitioner is None:
-            return self._send_lists(
-                topic,
-                checked_values,
-                checked_keys,
-                checked_headers,
-                partition,
-                key_size,
-                value_size,
-                longest,
-            )
-        return self._send_bulk(topic, checked_values, checked_keys, checked_headers, partition)
+        return self._bulk.send_batch(topic, values, keys, headers, partition)
 
     def send_arrow(
         self,
@@ -703,741 +593,41 @@ class Producer:
         """
         if self._gate is not None:
             self._pass_gate()
-        if self._interceptors is None and self._partitioner is None and _columnar() is not None:
-            return self._send_arrow_columnar(topic, data, key, value, headers, partition, timestamp)
-        keys, values, header_list = arrow_columns(data, key, value, headers)
-        partitions, timestamps = arrow_partitions_and_timestamps(data, partition, timestamp)
-        if self._interceptors is not None:
-            if partitions is None and timestamps is None:
-                return self.send_batch(topic, values, keys, header_list)
-            # Interceptors see every record as a ProducerRecord: the per-record path.
-            count = len(values)
-            return BatchSendResult.of_futures(
-                topic,
-                [
-                    self.send(
-                        topic,
-                        values[i],
-                        None if keys is None else keys[i],
-                        None if header_list is None else header_list[i],
-                        None if partitions is None else partitions[i],
-                        None if timestamps is None else timestamps[i],
-                    )
-                    for i in range(count)
-                ],
-            )
-        checked_headers = None
-        if header_list is not None:
-            checked_headers = [None if not h else check_headers(h) for h in header_list]
-        self._check_bulk_sizes(topic, keys, values, checked_headers)
-        return self._send_bulk(
-            topic,
-            values,
-            keys,
-            checked_headers,
-            None,
-            partitions,
-            timestamps,
-            f"column {partition!r}",
+        return self._bulk.send_arrow(topic, data, key, value, headers, partition, timestamp)
+
+    def _bulk_sender(self) -> BulkSender:
+        """send_batch()'s and send_arrow()'s sender, given what it needs of this producer."""
+        transactional = self._transactional
+        return BulkSender(
+            self._config,
+            self._accumulator,
+            key_serializer=self._key_serializer,
+            value_serializer=self._value_serializer,
+            key_partition=self._key_partition,
+            partition_count=self._partition_count,
+            cluster=self._current_cluster,
+            wakeup=self._wake_sender,
+            translate_error=self._bulk_failed,
+            check_send_allowed=None if transactional is None else transactional.check_send_allowed,
+            send_one=None if self._interceptors is None else self.send,
         )
 
-    def _send_arrow_columnar(
-        self,
-        topic: str,
-        data: Any,
-        key: str | None,
-        value: str,
-        headers: str | None,
-        partition: str | None,
-        timestamp: str | None,
-    ) -> BatchSendResult:
-        """send_arrow() without a loop over records: partitions chosen, records encoded and
-        cut into batches by numpy and pyarrow over whole columns (``producer.columnar``).
-
-        Measured (``benchmarks/bulk_paths.py``, 300k records of 100 bytes with 10-byte keys
-        in Arrow batches of 10,000; client CPU seconds per million records, all threads, on
-        the 2-core machine shared with other jobs): 2.98 over Python lists (load 2.3-3.6),
-        1.75 this way (load 5). Records of one shape written by numpy scatters (see
-        ``ColumnarRecords._encode_one_shape``): 0.83 -> 0.49 and 0.88 -> 0.67 CPU s per
-        million records for the send loop and flush (medians of two sets of six alternating
-        runs of 30 calls, 9-byte keys; load 3-4.5 and 1.9-2.1)."""
-        slices = arrow_slices(data, key, value, headers, partition, timestamp)
-        return self._send_columns(topic, slices, None, partition, timestamp)
-
-    def _send_columns(
-        self,
-        topic: str,
-        slices: list[ArrowSlice],
-        fixed_partition: int | None,
-        partition_column: str | None,
-        timestamp_column: str | None,
-    ) -> BatchSendResult:
-        """The columnar bulk path (send_arrow(), send_batch()): checks every slice, then
-        appends them through ``RecordAccumulator.append_encoded``."""
-        columnar = _columnar()
-        if columnar is None:  # pragma: no cover - checked by the callers
-            raise IllegalStateError("numpy is not available")
-        if self._transactional is not None:
-            self._transactional.check_send_allowed()
-        np: Any = importlib.import_module("numpy")
-        if type(topic) is not str:  # a list or dict would fail the lookup below, unnamed
-            check_topic_name(topic)
-        count = self._partition_counts.get(topic)
-        max_block_ms = self._max_block_ms
-        if count is None:
-            count, max_block_ms = self._wait_on_metadata(topic)
-        now = _time_ns() // 1_000_000
-        # Checks first, for every slice: errors are raised before anything is queued.
-        prepared = []
-        row = 0
-        if fixed_partition is not None:
-            validate_partition(topic, fixed_partition, count, "send_batch()")
-        for part in slices:
-            prepared.append(
-                self._columnar_slice(
-                    columnar,
-                    np,
-                    topic,
-                    part,
-                    row,
-                    count,
-                    now,
-                    fixed_partition,
-                    partition_column,
-                    timestamp_column,
-                )
-            )
-            row += len(part.values)
-        runs: list[BulkRun] = []
-        wake = False
-        deadline_ms = _monotonic() * 1000.0 + max_block_ms
-        sources = [source for source, _ in prepared]
-
-        def result() -> BatchSendResult:
-            return BatchSendResult.of_sizes(
-                topic,
-                row,
-                runs,
-                _concatenate(np, [source.key_sizes for source in sources]),
-                _concatenate(np, [source.value_sizes for source in sources]),
-                now
-                if timestamp_column is None
-                else _concatenate(np, [s.timestamps for s in sources]),
-            )
-
-        try:
-            for source, first_row in prepared:
-                if self._append_columnar(topic, source, first_row, deadline_ms, runs):
-                    wake = True
-        except Exception as error:
-            replacement = self._send_failed(error, topic, None, None)
-            _report_queued(error, result())
-            if replacement is not None:
-                raise replacement from error
-            raise
-        finally:
-            if wake:
-                self._wakeup()
-        return result()
-
-    def _columnar_slice(
-        self,
-        columnar: Any,
-        np: Any,
-        topic: str,
-        part: ArrowSlice,
-        first_row: int,
-        count: int,
-        now: int,
-        fixed_partition: int | None,
-        partition_column: str | None,
-        timestamp_column: str | None,
-    ) -> tuple[Any, int]:
-        """One slice's columns checked (sizes, partitions, timestamps; errors name the row of
-        the whole input) and made a ``ColumnarRecords``; with the slice's first row."""
-        values = columnar.binary_column(part.values)
-        keys = None if part.keys is None else columnar.binary_column(part.keys)
-        rows = len(values.lengths)
-        # Each row's key + value size, computed per row only when the largest key and the
-        # largest value together exceed the limit (known per column: no pass over the rows).
-        largest = max(0, values.longest)
-        if keys is not None:
-            largest += max(0, keys.longest)
-        sizes: Any = 0
-        if largest > self._payload_limit or part.headers is not None:
-            sizes = np.maximum(values.lengths, 0)
-            if keys is not None:
-                sizes = sizes + np.maximum(keys.lengths, 0)
-        header_blocks = None
-        header_lists: list[Headers | None] = []
-        if part.headers is not None:
-            # Headers are encoded per record in Python: rows with headers are the exception.
-            blocks = []
-            entries = part.headers if isinstance(part.headers, list) else part.headers.to_pylist()
-            for entry in entries:
-                checked = (
-                    None
-                    if not entry
-                    else entry
-                    if isinstance(entry, tuple)  # send_batch(): checked already
-                    else check_headers([(item["key"], item["value"]) for item in entry])
-                )
-                header_lists.append(checked)
-                blocks.append(b"\x00" if checked is None else encode_headers(checked))
-            pa: Any = importlib.import_module("pyarrow")
-            header_blocks = columnar.binary_column(pa.array(blocks, pa.binary()))
-            sizes = sizes + np.array(
-                [0 if h is None else headers_size_bound(h) for h in header_lists], np.int64
-            )
-        if largest > self._payload_limit or part.headers is not None:
-            for index in np.flatnonzero(sizes > self._payload_limit).tolist():
-                header = header_lists[index] if header_lists else None
-                kv = int(sizes[index]) - (0 if header is None else headers_size_bound(header))
-                try:
-                    self._check_size(topic, kv, header)
-                except RecordTooLargeError as error:
-                    raise type(error)(f"record {first_row + index}: {error}") from None
-        timestamps: Any = now  # one for every row
-        if part.timestamps is not None:
-            multiplier, divisor = TO_MILLISECONDS[part.timestamp_unit]
-            given = part.timestamps
-            valid = given.is_valid().to_numpy(zero_copy_only=False)
-            raw = given.fill_null(0).to_numpy()
-            millis = raw * multiplier // divisor if (multiplier, divisor) != (1, 1) else raw
-            bad = np.flatnonzero(valid & (millis < 0))
-            if len(bad):
-                index = int(bad[0])
-                raise InvalidRecordTimestampError(
-                    f"row {first_row + index} of column {timestamp_column!r} has the timestamp "
-                    f"{int(millis[index])} ms: Kafka timestamps are milliseconds since the "
-                    "epoch, >= 0 and within int64"
-                )
-            timestamps = np.where(valid, millis, now).astype(np.int64)
-        chosen: Any = fixed_partition
-        prefixes = None
-        if fixed_partition is not None:
-            pass
-        elif keys is not None and self._key_partition is not None:
-            chosen, prefixes = columnar.murmur2_partitions_and_prefixes(
-                keys,
-                count,
-                columnar.prefixes_needed(values, part.headers is not None, part.timestamps is None),
-            )
-        if part.partitions is not None:
-            given = part.partitions
-            valid = given.is_valid().to_numpy(zero_copy_only=False)
-            numbers = given.fill_null(0).cast(importlib.import_module("pyarrow").int64())
-            numbers = numbers.to_numpy()
-            bad = np.flatnonzero(valid & ((numbers < 0) | (numbers >= count)))
-            if len(bad):
-                index = int(bad[0])
-                validate_partition(
-                    topic,
-                    int(numbers[index]),
-                    count,
-                    f"row {first_row + index} of column {partition_column!r}",
-                )
-            fallback = np.full(rows, -1, np.int64) if chosen is None else chosen
-            chosen = np.where(valid, numbers, fallback)
-        records = columnar.ColumnarRecords(
-            keys, values, header_blocks, timestamps, chosen, prefixes
-        )
-        return records, first_row
-
-    def _prepare_bulk(
-        self,
-        topic: str,
-        values: Sequence[Any],
-        keys: Sequence[Any] | None,
-        headers: Sequence[Headers | None] | None,
-    ) -> tuple[
-        list[bytes | None],
-        list[bytes | None] | None,
-        list[tuple[tuple[str, bytes | None], ...] | None] | None,
-        int | None,
-        int | None,
-        int,
-    ]:
-        """send_batch()'s checks and serializers over whole sequences (C-level where the
-        records are already bytes): values, keys, headers, the one size of every key and of
-        every value (``None``: they differ), and the largest value's size."""
-        if isinstance(values, (str, bytes)) or not isinstance(values, Sequence):
-            raise TypeError(f"values must be a sequence, not {type(values).__name__}")
-        count = len(values)
-        if keys is not None and (isinstance(keys, (str, bytes)) or not isinstance(keys, Sequence)):
-            raise TypeError(f"keys must be a sequence or None, not {type(keys).__name__}")
-        _check_lengths(count, keys, headers)
-        checked_headers: list[tuple[tuple[str, bytes | None], ...] | None] | None = None
-        if headers is not None:
-            checked_headers = []
-            for index, header in enumerate(headers):
-                try:
-                    checked_headers.append(None if not header else check_headers(header))
-                except TypeError as error:
-                    raise TypeError(f"headers[{index}]: {error}") from None
-        serializer = self._key_serializer
-        if serializer is not None and keys is not None:
-            keys = [
-                serializer.serialize(
-                    topic, key, None if checked_headers is None else checked_headers[i]
-                )
-                for i, key in enumerate(keys)
-            ]
-        serializer = self._value_serializer
-        if serializer is not None:
-            values = [
-                serializer.serialize(
-                    topic, value, None if checked_headers is None else checked_headers[i]
-                )
-                for i, value in enumerate(values)
-            ]
-        value_list = as_bytes_column(values, "values")
-        key_list = None if keys is None else as_bytes_column(keys, "keys")
-        sizes = self._check_bulk_sizes(topic, key_list, value_list, checked_headers)
-        return value_list, key_list, checked_headers, *sizes
-
-    def _check_bulk_sizes(
-        self,
-        topic: str,
-        keys: Sequence[bytes | None] | None,
-        values: Sequence[bytes | None],
-        headers: Sequence[Headers | None] | None,
-    ) -> tuple[int | None, int | None, int]:
-        """Raise RecordTooLargeError naming the first record over the limits; return the one
-        size every key has and the one every value has (``None``: sizes differ, or nulls),
-        for the list path's encoder of records of one shape, and the largest value's."""
-        # The largest key plus the largest value bounds every record: one C-level pass each,
-        # and a per-record look only when that bound is over the limit or there are headers.
-        longest_value, value_size = _longest_and_uniform(values)
-        longest = longest_value
-        key_size = None
-        if keys is not None:
-            longest_key, key_size = _longest_and_uniform(keys)
-            longest += longest_key
-        if headers is None and longest <= self._payload_limit:
-            return key_size, value_size, longest_value
-        for index, value in enumerate(values):
-            key = None if keys is None else keys[index]
-            size = (0 if key is None else len(key)) + (0 if value is None else len(value))
-            header = None if headers is None else headers[index]
-            if header is not None or size > self._payload_limit:
-                try:
-                    self._check_size(topic, size, header)
-                except RecordTooLargeError as error:
-                    raise type(error)(f"record {index}: {error}") from None
-        return key_size, value_size, longest_value
-
-    def _send_lists(
-        self,
-        topic: str,
-        values: list[bytes | None],
-        keys: list[bytes | None] | None,
-        headers: Sequence[Headers | None] | None,
-        partition: int | None,
-        key_size: int | None,
-        value_size: int | None,
-        longest_value: int,
-    ) -> BatchSendResult:
-        """send_batch() over checked lists without a custom partitioner: records grouped per
-        partition and encoded a batch at a time (``producer.list_records``), appended through
-        ``RecordAccumulator.append_encoded`` as the columnar path appends. ``key_size`` and
-        ``value_size``: the one size of every key and of every value, if they have one.
-
-        numpy is not imported for this (decided by measurement): importing it cost 127-187 ms
-        of CPU on the project's machine, about half of what the whole "small" workload
-        (300,000 records) now costs, and over Python lists it could only replace the
-        grouping loop (~0.1 us a record) and the murmur2 of new keys, which
-        ``murmur2.partitions_of_many`` does in pure Python at ~0.3 us a key: every other
-        pass is over Python objects either way. Where numpy and pyarrow are loaded already,
-        send_batch() takes the columnar path as before (the caller's CPU measured ~0.9 s per
-        million records there for the small workload, ~0.55 here; on par for values of
-        varied sizes)."""
-        count, max_block_ms = self._begin_bulk(topic, partition)
-        now = _time_ns() // 1_000_000
-        chosen: list[int] | KeyPartitions | int | None = partition
-        if partition is not None:
-            validate_partition(topic, partition, count, "send_batch()")
-        elif keys is not None and self._key_partition is not None:
-            # Looked up by ListRecords' grouping loop (the memo's, or all at once if a key
-            # is new).
-            memo = self._bulk_partition_memo.setdefault(count, {})
-            chosen = KeyPartitions(memo, functools.partial(self._bulk_key_partitions, count=count))
-
-        def append_slice(first: int, stop: int, deadline_ms: float, runs: list[BulkRun]) -> bool:
-            part_keys = None if keys is None else keys[first:stop]
-            source = ListRecords(
-                values[first:stop] if first or stop < len(values) else values,
-                part_keys if first or stop < len(values) else keys,
-                None if headers is None else headers[first:stop],
-                now,
-                chosen[first:stop] if isinstance(chosen, list) else chosen,
-                count,
-                key_size,
-                value_size,
-            )
-            encoded_runs: list[EncodedRun] = []
-            try:
-                _, wake = self._append_encoded(topic, source, deadline_ms, encoded_runs)
-            finally:  # also what was queued before an error, for the error to report
-                for result, first_delta, start, run_count in encoded_runs:
-                    positions = source.positions(start, run_count, first)
-                    runs.append((result, first_delta, run_count, positions, first + start))
-            source.drop_records()
-            return wake
-
-        return self._send_list_slices(
-            topic, values, keys, partition, longest_value, now, max_block_ms, append_slice
-        )
-
-    def _send_shaped_lists(
-        self,
-        columnar: Any,
-        topic: str,
-        values: list[bytes],
-        keys: list[bytes] | None,
-        partition: int | None,
-        key_size: int,
-        value_size: int,
-        longest_value: int,
-    ) -> BatchSendResult:
-        """send_batch() over checked lists of records of one shape (keys of one size or none,
-        values of one size, no headers) where numpy is loaded already: each slice's keys and
-        values joined into one buffer each and handed to send_arrow()'s one-shape encoder
-        (``columnar.ColumnarRecords``), the keys' partitions by the vectorised murmur2.
-
-        Measured (valgrind, calls of 10,000 records of 9-byte keys and 100-byte values in 6
-        partitions, the caller's thread): 2,350 instructions a record on the list path, 1,624
-        this way, of which ~700 are the type and size checks of ``_prepare_bulk`` (four
-        C-level passes) and ~250 the joins. Not taken where numpy is not loaded: importing it
-        (0.13-0.18 s of CPU) cost more than it saved over 300,000 records."""
-        count, max_block_ms = self._begin_bulk(topic, partition)
-        now = _time_ns() // 1_000_000
-        if partition is not None:
-            validate_partition(topic, partition, count, "send_batch()")
-        hashed = partition is None and keys is not None and self._key_partition is not None
-
-        def append_slice(first: int, stop: int, deadline_ms: float, runs: list[BulkRun]) -> bool:
-            whole = not first and stop == len(values)
-            value_column = columnar.fixed_width_column(
-                values if whole else values[first:stop], value_size
-            )
-            key_column = None
-            if keys is not None:
-                key_column = columnar.fixed_width_column(
-                    keys if whole else keys[first:stop], key_size
-                )
-            chosen: Any = partition
-            if hashed:
-                chosen = columnar.murmur2_partitions_and_prefixes(key_column, count, False)[0]
-            source = columnar.ColumnarRecords(key_column, value_column, None, now, chosen)
-            return self._append_columnar(topic, source, first, deadline_ms, runs)
-
-        return self._send_list_slices(
-            topic, values, keys, partition, longest_value, now, max_block_ms, append_slice
-        )
-
-    def _send_list_slices(
-        self,
-        topic: str,
-        values: Sequence[bytes | None],
-        keys: Sequence[bytes | None] | None,
-        partition: int | None,
-        longest_value: int,
-        now: int,
-        max_block_ms: float,
-        append_slice: Callable[[int, int, float, list[BulkRun]], bool],
-    ) -> BatchSendResult:
-        """send_batch()'s list paths (:meth:`_send_lists`, :meth:`_send_shaped_lists`) past
-        their preparation: ``append_slice(first, stop, deadline_ms, runs)`` queues the records
-        ``first..stop-1``, adds their runs and says whether the Sender needs a wakeup. In
-        slices of bounded size: a slice is encoded whole before its batches take buffer
-        memory, so a call larger than buffer_memory must not be encoded at once. Errors are
-        translated as every send path does, and the Sender is woken even when one is
-        raised."""
-        runs: list[BulkRun] = []
-        wake = False
-        deadline_ms = _monotonic() * 1000.0 + max_block_ms
-        try:
-            for first, stop in _list_slices(values, longest_value):
-                if append_slice(first, stop, deadline_ms, runs):
-                    wake = True
-        except Exception as error:
-            replacement = self._send_failed(error, topic, partition, None)
-            _report_queued(
-                error,
-                BatchSendResult(
-                    topic,
-                    len(values),
-                    runs,
-                    [None] * len(values) if keys is None else keys,
-                    values,
-                    now,
-                ),
-            )
-            if replacement is not None:
-                raise replacement from error
-            raise
-        finally:
-            if wake:
-                self._wakeup()
-        return BatchSendResult(
-            topic, len(values), runs, [None] * len(values) if keys is None else keys, values, now
-        )
-
-    def _append_columnar(
-        self,
-        topic: str,
-        source: Any,  # columnar.ColumnarRecords (its module is imported only with numpy)
-        first_row: int,
-        deadline_ms: float,
-        runs: list[BulkRun],
-    ) -> bool:
-        """Append a columnar source whose first record is input row ``first_row``, adding its
-        runs to ``runs`` (send_arrow()'s and send_batch()'s columnar paths); whether the
-        Sender needs a wakeup."""
-        encoded_runs: list[EncodedRun] = []
-        try:
-            _, wake = self._append_encoded(topic, source, deadline_ms, encoded_runs)
-        finally:  # also what was queued before an error, for the error to report
-            for result, first_delta, start, run_count in encoded_runs:
-                positions = source.positions(start, run_count)
-                if positions is None:
-                    runs.append((result, first_delta, run_count, None, first_row + start))
-                else:
-                    if first_row:
-                        positions = positions + first_row
-                    runs.append((result, first_delta, run_count, positions, 0))
-        return wake
-
-    def _append_encoded(
-        self,
-        topic: str,
-        source: EncodedRecordSource,
-        deadline_ms: float,
-        into: list[EncodedRun] | None = None,
-    ) -> tuple[list[EncodedRun], bool]:
-        """``RecordAccumulator.append_encoded`` for a bulk call waiting for buffer memory
-        until ``deadline_ms`` (monotonic milliseconds) at the latest; ``into`` collects the
-        runs queued (also when it raises)."""
-        now_ms = _monotonic() * 1000.0
-        return self._accumulator.append_encoded(
-            topic,
-            source,
-            max(0.0, deadline_ms - now_ms),
-            now_ms,
-            self._cluster,
-            self._wakeup,
-            into,
-        )
-
-    def _begin_bulk(self, topic: str, partition: int | None) -> tuple[int, float]:
-        """What a bulk call checks before it groups its records (the transaction allows
-        sending; ``partition`` is ``None`` or an int >= 0), then the topic's partition count
-        (waiting for its metadata) and the ``max_block_ms`` left for buffer memory."""
-        if self._transactional is not None:
-            self._transactional.check_send_allowed()
-        if type(topic) is not str:  # a list or dict would fail the lookup below, unnamed
-            check_topic_name(topic)
-        if partition is not None and (type(partition) is not int or partition < 0):
-            raise InvalidPartitionError(
-                f"partition={partition!r} given to send_batch() is invalid: must be None or "
-                "an integer >= 0"
-            )
+    def _partition_count(self, topic: str) -> tuple[int, float]:
+        """The topic's partition count (waiting for its metadata on the first call) and the
+        ``max_block_ms`` left."""
         count = self._partition_counts.get(topic)
         if count is None:
             return self._wait_on_metadata(topic)
         return count, self._max_block_ms
 
-    def _send_bulk(
-        self,
-        topic: str,
-        values: list[bytes | None],
-        keys: list[bytes | None] | None,
-        headers: Sequence[Headers | None] | None,
-        partition: int | None,
-        partitions: Sequence[int | None] | None = None,
-        timestamps: Sequence[int | None] | None = None,
-        partitions_source: str = "",
-    ) -> BatchSendResult:
-        """Partition checked records and append them per partition (the bulk hot loop).
+    def _bulk_failed(self, error: Exception, topic: str, partition: int | None) -> Exception | None:
+        return self._send_failed(error, topic, partition, None)
 
-        ``partitions`` (one per record, ``None``: the partitioner's choice; checked here
-        against the topic, errors naming ``partitions_source`` and the row) and
-        ``timestamps`` (one per record, ``None``: now; checked by the caller) are
-        send_arrow()'s columns."""
-        count, max_block_ms = self._begin_bulk(topic, partition)
-        now = _time_ns() // 1_000_000
-        timestamp: int | list[int] = now
-        if timestamps is not None:
-            timestamp = [now if t is None else t for t in timestamps]
-        total = len(values)
-        key_list: Sequence[bytes | None] = [None] * total if keys is None else keys
-        # (partition or None for sticky, input positions or None for all in order)
-        groups: Sequence[tuple[int | None, list[int] | None]]
-        if partition is not None:
-            validate_partition(topic, partition, count, "send_batch()")
-            groups = [(partition, None)]
-        elif partitions is not None:
-            groups = group_by_partition(
-                self._bulk_given_partitions(
-                    topic, partitions, keys, values, count, partitions_source
-                ),
-                count,
-            )
-        elif keys is not None and (
-            self._key_partition is not None or self._partitioner is not None
-        ):
-            if self._key_partition is not None and _CORE is not None:
-                groups = _CORE.group_by_key_partition(keys, count)
-            elif self._key_partition is not None:
-                groups = group_by_partition(self._bulk_key_partitions(keys, count), count)
-            else:
-                chosen = [
-                    self._custom_partition(topic, k, v, count)
-                    for k, v in zip(keys, values, strict=True)
-                ]
-                groups = group_by_partition(chosen, count)
-        elif self._partitioner is not None:
-            chosen = [self._custom_partition(topic, None, v, count) for v in values]
-            groups = group_by_partition(chosen, count)
-        else:
-            groups = [(None, None)]
-        runs: list[BulkRun] = []
-        group_keys: Sequence[bytes | None]
-        group_values: Sequence[bytes | None]
-        group_headers: Sequence[Headers | None] | None
-        wake = False
-        append_many = self._accumulator.append_many
-        # max_block_ms bounds the whole call's waits for memory, not each partition's.
-        deadline_ms = _monotonic() * 1000.0 + max_block_ms
-        try:
-            for group_partition, positions in groups:
-                group_timestamps: int | Sequence[int] = timestamp
-                if positions is None:
-                    group_keys, group_values, group_headers = key_list, values, headers
-                else:
-                    group_keys = gather(key_list, positions)
-                    group_values = gather(values, positions)
-                    group_headers = None if headers is None else gather(headers, positions)
-                    if not isinstance(timestamp, int):
-                        group_timestamps = gather(timestamp, positions)
-                now_ms = _monotonic() * 1000.0
-                segments: list[BulkSegment] = []
-                try:
-                    _, new_or_full = append_many(
-                        topic,
-                        group_partition,
-                        group_timestamps,
-                        group_keys,
-                        group_values,
-                        group_headers,
-                        max(0.0, deadline_ms - now_ms),
-                        now_ms,
-                        self._cluster,
-                        self._wakeup,
-                        segments,
-                    )
-                finally:  # also what was queued before an error, for the error to report
-                    offset = 0
-                    for result, first_delta, run_count in segments:
-                        if positions is None:
-                            runs.append((result, first_delta, run_count, None, offset))
-                        else:
-                            runs.append(
-                                (
-                                    result,
-                                    first_delta,
-                                    run_count,
-                                    positions[offset : offset + run_count],
-                                    0,
-                                )
-                            )
-                        offset += run_count
-                wake = wake or new_or_full
-        except Exception as error:
-            replacement = self._send_failed(error, topic, partition, None)
-            _report_queued(error, BatchSendResult(topic, total, runs, key_list, values, timestamp))
-            if replacement is not None:
-                raise replacement from error
-            raise
-        finally:
-            if wake:
-                self._wakeup()
-        return BatchSendResult(topic, total, runs, key_list, values, timestamp)
+    def _current_cluster(self) -> ClusterMetadata | None:
+        return self._cluster
 
-    def _bulk_given_partitions(
-        self,
-        topic: str,
-        partitions: Sequence[int | None],
-        keys: Sequence[bytes | None] | None,
-        values: Sequence[bytes | None],
-        count: int,
-        source: str,
-    ) -> list[int]:
-        """Each record's partition (``-1``: sticky) where some are given per record: the
-        given ones checked against the topic, the others (``None``) chosen as send() would."""
-        present = [p for p in partitions if p is not None]
-        if present and (min(present) < 0 or max(present) >= count):
-            for row, given in enumerate(partitions):
-                if given is not None and not 0 <= given < count:
-                    validate_partition(topic, given, count, f"row {row} of {source}")
-        if len(present) == len(partitions):
-            return present
-        chosen: list[int] = list(partitions)  # type: ignore[arg-type]  # Nones replaced below
-        missing = [row for row, given in enumerate(partitions) if given is None]
-        if keys is not None and self._key_partition is not None:
-            for row, found in zip(
-                missing, self._bulk_key_partitions(gather(keys, missing), count), strict=True
-            ):
-                chosen[row] = found
-        elif self._partitioner is not None:
-            for row in missing:
-                chosen[row] = self._custom_partition(
-                    topic, None if keys is None else keys[row], values[row], count
-                )
-        else:
-            for row in missing:
-                chosen[row] = -1
-        return chosen
-
-    def _bulk_key_partitions(self, keys: Sequence[bytes | None], count: int) -> list[int]:
-        """The partition of each key (``-1`` for ``None``: sticky), as send() chooses them.
-
-        Looked up with ``map(memo.get, keys)`` in a key -> partition memo per partition
-        count; the keys it misses are hashed all at once
-        (``murmur2.partitions_of_many``). Measured (300k keyed records over 10k keys,
-        send_batch in chunks of 10k, cProfile): the per-key call took ~1.0 us a record, the
-        map ~0.03 us once the keys are known; the first call's 10,000 new keys took ~25 ms
-        one by one, ~3 ms at once."""
-        if self._key_partition is None:  # pragma: no cover - checked by the caller
-            raise IllegalStateError("keyed partitioning is off")
-        memo = self._bulk_partition_memo.get(count)
-        if memo is None:
-            memo = self._bulk_partition_memo[count] = {}
-        # Every key known (the common case once a producer has seen its keys): one C-level
-        # pass. Measured (valgrind, the small workload): ~120 instructions a record less than
-        # map(memo.get) followed by a scan for the misses (``None in``: a rich comparison of
-        # each int with None).
-        try:
-            return list(map(memo.__getitem__, keys))  # type: ignore[arg-type]
-        except KeyError:  # a key not seen yet, or None
-            pass
-        chosen: list[int | None] = list(map(memo.get, keys))  # type: ignore[arg-type]
-        # The keys the memo missed (and None keys), each once.
-        missing = dict.fromkeys(compress(keys, map(operator.is_, chosen, repeat(None))))
-        missing.pop(None, None)
-        new_keys: list[bytes] = list(missing)  # type: ignore[arg-type]  # None popped
-        found = dict(zip(new_keys, partitions_of_many(new_keys, count), strict=True))
-        remembered = found
-        if new_keys and max(map(len, new_keys)) > _BULK_MEMO_KEY_SIZE:  # bounds the memo
-            remembered = {k: p for k, p in found.items() if len(k) <= _BULK_MEMO_KEY_SIZE}
-        if len(memo) + len(remembered) > _KEY_MEMO_ENTRIES:
-            memo.clear()
-        memo.update(remembered)
-        return [
-            partition if partition is not None else -1 if key is None else found[key]
-            for key, partition in zip(keys, chosen, strict=True)
-        ]
+    def _wake_sender(self) -> None:
+        self._wakeup()
 
     def _check_size(self, topic: str, size: int, headers: Headers | None) -> None:
         if headers:
@@ -1552,7 +742,7 @@ class Producer:
 
     # ------------------------------------------------------------------ transactions
 
-    def _require_transactional(self, action: str) -> TransactionalManager:
+    def _require_transactional(self, action: str) -> TransactionManager:
         transactional = self._transactional
         if transactional is None:
             raise TransactionStateError(
@@ -1688,201 +878,21 @@ class Producer:
         return f"<Producer {','.join(self._config.bootstrap_servers)} {state}>"
 
 
-#: send_batch() takes the columnar path from this many records: below, its per-call cost
-#: (numpy and pyarrow calls, ~100-200 us) outweighs what it saves per record.
-_COLUMNAR_MIN_RECORDS = 256
-#: send_batch() keeps records of one shape on the list path (see _columnar_lists); the
-#: tests turn this off to drive such records through the columnar path too.
-_LISTS_FOR_ONE_SHAPE = True
-#: send_batch() hands the columnar path lists in slices of this many records (bounds its
-#: working memory).
-_COLUMNAR_SLICE = 65536
-
-
-def _columnar_lists(
-    values: list[bytes | None],
-    keys: list[bytes | None] | None,
-    headers: list[tuple[tuple[str, bytes | None], ...] | None] | None,
-) -> list[ArrowSlice] | None:
-    """send_batch()'s checked lists as columnar slices; None when numpy and pyarrow are not
-    both loaded already. Measured (300k records in calls of 10,000, alternating runs, load
-    ~4.5): 2.06-2.46 CPU s per million records this way against 2.24-2.79 over the lists,
-    but importing numpy costs ~0.13 s of CPU once: a program that has not loaded them
-    (no Arrow in sight) keeps the list path. Since the list path encodes records of one
-    shape by arithmetic, those take it anyway: 300k records of 10-byte keys and 100-byte
-    values with both loaded, 1.56-1.63 CPU s/M over the lists against 2.13-2.22 this way
-    (alternated runs, load ~1-2.5); for values of 60-140 bytes the two were on par (1.84-2.43
-    this way, 1.94-2.13 over the lists), and these keep this path. Records of one shape
-    now take ``Producer._send_shaped_lists`` where numpy is loaded (no pyarrow arrays)."""
-    if "numpy" not in sys.modules or "pyarrow" not in sys.modules or _columnar() is None:
-        return None
-    slices = []
-    for start in range(0, len(values), _COLUMNAR_SLICE):
-        stop = start + _COLUMNAR_SLICE
-        slices.append(
-            ArrowSlice(
-                None if keys is None else _binary_array(keys[start:stop]),
-                _binary_array(values[start:stop]),
-                None if headers is None else headers[start:stop],
-                None,
-                None,
-                "ms",
-            )
+def _transactions_for(
+    config: ProducerConfig, on_fatal_error: Callable[[KafkaError], None]
+) -> IdempotenceManager | None:
+    """The producer's idempotence state: a TransactionManager with a transactional_id, an
+    IdempotenceManager with idempotence alone, None without."""
+    if config.transactional_id is not None:
+        return TransactionManager(
+            config.transactional_id,
+            config.transaction_timeout_ms,
+            retry_backoff=config.retry_backoff,
+            on_fatal_error=on_fatal_error,
         )
-    return slices
-
-
-#: send_batch() hands lists of one shape to the columnar one-shape encoder for values of at
-#: least this many bytes (its records' least value size, ``columnar._ONE_SHAPE_MIN_VALUE``).
-_SHAPED_MIN_VALUE = 8
-
-
-def _columnar_if_loaded() -> Any:
-    """``producer.columnar`` for send_batch()'s lists of one shape, if numpy is loaded
-    already (importing it costs ~0.13 s of CPU) and pyarrow (16 or later) is installed (the
-    general encoder needs it, should the one-shape one decline a batch); else None."""
-    if "numpy" not in sys.modules:
-        return None
-    return _columnar_without_pyarrow_import()
-
-
-@functools.cache
-def _columnar_without_pyarrow_import() -> Any:
-    """``producer.columnar`` if pyarrow 16 or later is installed, found without importing it
-    (where it is not loaded yet), else None."""
-    if "pyarrow" in sys.modules:
-        return _columnar()
-    # Imported here, not at the top: importlib.metadata costs every program's start-up.
-    import importlib.metadata
-
-    try:
-        if importlib.util.find_spec("pyarrow") is None:
-            return None
-        major = int(importlib.metadata.version("pyarrow").split(".")[0])
-    except (ImportError, ValueError):
-        return None
-    if major < 16:  # no binary views
-        return None
-    return importlib.import_module("kafkaline.producer.columnar")
-
-
-def _binary_array(items: list[bytes | None]) -> Any:
-    """A pyarrow large_binary array of bytes and None, made by one ``bytes.join`` and numpy
-    offsets: ~120 ns/record measured, against ~60 for ``pyarrow.array(items)``, which
-    however imports pandas on first use (~1 s of CPU, a third of a 300k-record benchmark)."""
-    np: Any = importlib.import_module("numpy")
-    pa: Any = importlib.import_module("pyarrow")
-    count = len(items)
-    offsets = np.zeros(count + 1, np.int64)
-    validity = None
-    if None in items:
-        valid = np.fromiter((item is not None for item in items), np.bool_, count)
-        lengths = np.fromiter((0 if item is None else len(item) for item in items), np.int64, count)
-        validity = pa.py_buffer(np.packbits(valid, bitorder="little"))
-        data = b"".join(filter(None, items))
-    else:
-        lengths = np.fromiter(map(len, items), np.int64, count)  # type: ignore[arg-type]
-        data = b"".join(items)  # type: ignore[arg-type]
-    np.cumsum(lengths, out=offsets[1:])
-    return pa.Array.from_buffers(
-        pa.large_binary(), count, [validity, pa.py_buffer(offsets), pa.py_buffer(data)]
-    )
-
-
-@functools.cache
-def _columnar() -> Any:
-    """``producer.columnar`` if numpy and pyarrow (16 or later) are installed (the columnar
-    send_arrow() path), else None (the path over Python lists)."""
-    try:
-        importlib.import_module("numpy")
-        pyarrow = importlib.import_module("pyarrow")
-    except ImportError:
-        return None
-    if not hasattr(pyarrow, "binary_view"):  # pyarrow before 16: no binary views
-        return None
-    return importlib.import_module("kafkaline.producer.columnar")
-
-
-def _concatenate(np: Any, arrays: list[Any]) -> Any:
-    if not arrays:  # a call without records
-        return np.zeros(0, np.int64)
-    return arrays[0] if len(arrays) == 1 else np.concatenate(arrays)
-
-
-#: send_batch() over lists encodes and queues a call in slices of at most this many records
-#: and (by their values) bytes: the working memory of a call stays bounded.
-_LIST_SLICE_RECORDS = 65536
-_LIST_SLICE_BYTES = 16 << 20
-
-
-def _list_slices(values: Sequence[bytes | None], longest: int) -> list[tuple[int, int]]:
-    """``(start, stop)`` of each slice of a send_batch() call over lists (one for most);
-    ``longest``: the largest value's size."""
-    count = len(values)
-    if count * longest <= _LIST_SLICE_BYTES:  # the usual case, without a pass over values
-        step = _LIST_SLICE_RECORDS
-        return [(start, min(start + step, count)) for start in range(0, count, step)]
-    try:
-        ends = list(accumulate(map(len, values)))  # type: ignore[arg-type]  # None raises
-    except TypeError:
-        ends = list(accumulate(0 if value is None else len(value) for value in values))
-    if ends[-1] <= _LIST_SLICE_BYTES and count <= _LIST_SLICE_RECORDS:
-        return [(0, count)]
-    slices = []
-    start = 0
-    while start < count:
-        before = ends[start - 1] if start else 0
-        stop = bisect_right(ends, before + _LIST_SLICE_BYTES, start, count)
-        stop = min(max(stop, start + 1), start + _LIST_SLICE_RECORDS)
-        slices.append((start, stop))
-        start = stop
-    return slices
-
-
-def _longest_and_uniform(items: Sequence[bytes | None]) -> tuple[int, int | None]:
-    """The largest size of ``items`` (0 if none; nulls count 0) and the one size all have
-    (``None``: sizes differ, or there are nulls): it tells the list path whether its encoder
-    for records of one shape applies. C-level passes, chosen by the first few sizes: where
-    they are one, ``operator.countOf`` the first size over all (an identity test each for
-    sizes below 257), without a list of the sizes, whose growth by realloc cost more than
-    the count (valgrind, send_batch of 10,000 records with 10-byte keys and 100-byte
-    values, the caller's thread: 2540 -> 2384 instructions a record with the same change to
-    ``as_bytes_column``; 2783 with the set of the sizes, which stays for sizes that
-    differ)."""
-    try:
-        head = list(map(len, items[:_SIZE_PROBE]))  # type: ignore[arg-type]  # None raises
-        if head and head.count(head[0]) == len(head):
-            sizes = map(len, items)  # type: ignore[arg-type]
-            if operator.countOf(sizes, head[0]) == len(items):
-                return head[0], head[0]
-        found = set(map(len, items))  # type: ignore[arg-type]
-    except TypeError:
-        return max(map(len, filter(None, items)), default=0), None
-    return max(found, default=0), None
-
-
-#: _longest_and_uniform() looks at this many sizes first.
-_SIZE_PROBE = 16
-
-
-def _check_lengths(count: int, keys: Sized | None, headers: Sized | None) -> None:
-    if keys is not None and len(keys) != count:
-        raise ValueError(f"send_batch() got {len(keys)} keys for {count} values")
-    if headers is not None and len(headers) != count:
-        raise ValueError(f"send_batch() got {len(headers)} headers for {count} values")
-
-
-def _report_queued(error: Exception, partial: BatchSendResult) -> None:
-    """A bulk call ran out of buffer memory part way: the error says which records it queued
-    (their input indices and futures), as ``queued`` (see BufferExhaustedError)."""
-    if isinstance(error, BufferExhaustedError):
-        futures = partial.futures()
-        error.queued = {index: f for index, f in enumerate(futures) if f is not None}
-        error.args = (
-            f"{error.args[0] if error.args else error}; {len(error.queued)} of {len(futures)} "
-            "records of this call were queued before it (their futures: the error's "
-            "'queued', by input index), the rest were not",
-        )
+    if config.idempotent:
+        return IdempotenceManager(retry_backoff=config.retry_backoff, on_fatal_error=on_fatal_error)
+    return None
 
 
 def _last_connection_error(client: NetworkClient) -> KafkaError | None:

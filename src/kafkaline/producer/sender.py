@@ -20,10 +20,11 @@ retry skips its backoff); MESSAGE_TOO_LARGE splits a batch of several records (K
 other error fails the batch with the broker's named error, whose message names the
 topic-partition.
 
-With idempotence (a :class:`~kafkaline.producer.idempotence.TransactionManager`), nothing is
-drained until InitProducerId gave a producer id; the accumulator's drain numbers batches and
-holds back those that must wait for sequence order; DUPLICATE_SEQUENCE_NUMBER completes a
-batch with offset -1; sequence errors retry after an epoch bump or fail with the broker's
+With idempotence (an
+:class:`~kafkaline.producer.transactions.idempotence.IdempotenceManager`), nothing is drained
+until InitProducerId gave a producer id; the accumulator's drain numbers batches and holds
+back those that must wait for sequence order; DUPLICATE_SEQUENCE_NUMBER completes a batch
+with offset -1; sequence errors retry after an epoch bump or fail with the broker's
 named error; INVALID_PRODUCER_EPOCH / PRODUCER_FENCED fail every pending batch for good.
 
 The thread (not a ``threading.Thread`` subclass) is owned by the Sender and started by
@@ -64,9 +65,10 @@ from kafkaline.net.response import ClientResponse, OnComplete
 from kafkaline.producer.accumulator import RecordAccumulator
 from kafkaline.producer.batch import ProducerBatch
 from kafkaline.producer.futures import mark_io_thread
-from kafkaline.producer.idempotence import TransactionManager, leaves_outcome_unknown
 from kafkaline.producer.metrics import SenderCounters
-from kafkaline.producer.transactions import TransactionalManager, TxnRequestHandler
+from kafkaline.producer.transactions.coordinator_requests import TxnRequestHandler
+from kafkaline.producer.transactions.idempotence import IdempotenceManager, leaves_outcome_unknown
+from kafkaline.producer.transactions.manager import TransactionManager
 from kafkaline.protocol import Request
 from kafkaline.protocol.api import ProduceResponse
 from kafkaline.protocol.api.init_producer_id import InitProducerIdResponse
@@ -163,7 +165,7 @@ class Sender:
         name: str = "kafkaline-producer-network-thread",
         on_metadata_update: Callable[[ClusterMetadata], None] | None = None,
         on_failure: Callable[[SenderFailedError], None] | None = None,
-        transaction_manager: TransactionManager | None = None,
+        transaction_manager: IdempotenceManager | None = None,
     ) -> None:
         self._client = client
         self._metadata = client.metadata
@@ -333,7 +335,7 @@ class Sender:
         if transactions is not None:
             if transactions.fatal_error is not None:
                 self._abort_on_fatal(transactions.fatal_error)
-            if isinstance(transactions, TransactionalManager):
+            if isinstance(transactions, TransactionManager):
                 txn_timeout = self._send_transactional_request(transactions, now)
             if transactions.needs_producer_id():
                 # Nothing is drained without an id (Java's maybeSendAndPollTransactionalRequest).
@@ -381,7 +383,7 @@ class Sender:
                     self._in_flight_expiry_ms = earliest + timeout
         if (
             transactions is not None
-            and isinstance(transactions, TransactionalManager)
+            and isinstance(transactions, TransactionManager)
             and transactions.has_new_partitions()
         ):
             # The drain held back batches of partitions not yet in the transaction: add them
@@ -422,7 +424,7 @@ class Sender:
 
     # ------------------------------------------------------------------ idempotence
 
-    def _wait_for_producer_id(self, transactions: TransactionManager, now: float) -> float:
+    def _wait_for_producer_id(self, transactions: IdempotenceManager, now: float) -> float:
         # Their answers (which end the poll) decide which batches may be renumbered.
         timeout = (
             math.inf
@@ -436,7 +438,7 @@ class Sender:
             min(timeout, self._queued_expiry_ms - now, self._in_flight_expiry_ms - now),
         )
 
-    def _send_transactional_request(self, transactions: TransactionalManager, now: float) -> float:
+    def _send_transactional_request(self, transactions: TransactionManager, now: float) -> float:
         """Send the transaction's next request (one at a time, as Java does) to its
         coordinator, or FindCoordinator to the least loaded node; return how long to poll."""
         handler, wait = transactions.next_request(now)
@@ -483,7 +485,7 @@ class Sender:
             response.completed_at_ms,
         )
 
-    def _send_init_producer_id(self, transactions: TransactionManager, now: float) -> float:
+    def _send_init_producer_id(self, transactions: IdempotenceManager, now: float) -> float:
         """Send InitProducerId to the least loaded node when due; return how long to poll."""
         due_in = transactions.init_producer_id_due_in(now)
         if due_in is None:
@@ -840,7 +842,7 @@ class Sender:
 
     def _can_retry(self, batch: ProducerBatch, error: KafkaError, now: float) -> bool:
         if self._transactions is not None and batch.has_sequence:
-            # Sequence errors: retried after an epoch bump, or not (see TransactionManager).
+            # Sequence errors: retried after an epoch bump, or not (see IdempotenceManager).
             retriable = self._transactions.can_retry(batch, error)
         else:
             retriable = error.retriable

@@ -17,7 +17,6 @@ from confluent_kafka import TopicPartition as ConfluentTopicPartition
 
 from kafkaline import Producer, RecordMetadata
 from kafkaline.errors import InvalidPartitionError
-from kafkaline.producer import producer as producer_module
 from kafkaline.producer.partitioner import partition_for_key
 from kafkaline.testing import LocalBroker
 
@@ -73,24 +72,11 @@ def as_header(item: object) -> Header:
     return name, value
 
 
-@pytest.fixture(params=["columnar", "python lists", "one shape columnar"])
-def send_batch_path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
-    """send_batch() through the columnar encoder (numpy and pyarrow loaded, any size and
-    shape), through the encoders over Python lists, or with records of one shape (values of
-    8 bytes or more) joined from the lists into the columnar one-shape encoder (numpy
-    loaded; other records take the columnar path)."""
+@pytest.fixture(params=["records"])
+def send_batch_path(request: pytest.FixtureRequest) -> str:
+    """send_batch() over Python lists: one path, the records encoder (the compiled core's
+    loop, or the record builder in the pure-Python build)."""
     path: str = request.param
-    if path == "one shape columnar":
-        pytest.importorskip("numpy")
-        pytest.importorskip("pyarrow")
-        monkeypatch.setattr(producer_module, "_COLUMNAR_MIN_RECORDS", 0)
-    elif path == "columnar":
-        pytest.importorskip("numpy")
-        pytest.importorskip("pyarrow")
-        monkeypatch.setattr(producer_module, "_COLUMNAR_MIN_RECORDS", 0)
-        monkeypatch.setattr(producer_module, "_LISTS_FOR_ONE_SHAPE", False)
-    else:
-        monkeypatch.setattr(producer_module, "_COLUMNAR_MIN_RECORDS", 1 << 62)
     return path
 
 
@@ -322,13 +308,13 @@ def test_send_arrow_wrong_column_type_names_the_column(broker: LocalBroker, topi
         assert len(empty) == 0 and empty.get(timeout=1) == [] and empty.done()
 
 
-@pytest.mark.parametrize("path", ["columnar", "python lists"])
+@pytest.mark.parametrize("encoder", ["columnar", "records"])
 def test_send_arrow_partition_and_timestamp_columns_read_back_bit_exact(
-    broker: LocalBroker, make_topic: TopicFactory, monkeypatch: pytest.MonkeyPatch, path: str
+    broker: LocalBroker, make_topic: TopicFactory, encoder: str
 ) -> None:
     pa = pytest.importorskip("pyarrow")
-    if path == "python lists":  # the path taken without numpy (or pyarrow before 16)
-        monkeypatch.setattr(producer_module, "_columnar", lambda: None)
+    if encoder == "columnar":
+        pytest.importorskip("numpy")
     topic = make_topic(4)
     count = 3000
     keys: list[bytes | None] = [None if i % 11 == 0 else b"key-%d" % (i % 97) for i in range(count)]
@@ -358,10 +344,11 @@ def test_send_arrow_partition_and_timestamp_columns_read_back_bit_exact(
         ]
     )
     before_ms = time.time_ns() // 1_000_000
-    with producer_for(broker, batch_size=8192) as producer:
+    with producer_for(broker, batch_size=8192, bulk_encoder=encoder) as producer:
         result = producer.send_arrow(
             topic, table, headers="headers", partition="partition", timestamp="timestamp"
         )
+        assert result.encoder == encoder
         metadata = result.get(timeout=30)
         futures = result.futures()
     after_ms = time.time_ns() // 1_000_000

@@ -97,7 +97,7 @@ def test_after_a_fatal_error_send_raises_it(broker: LocalBroker, make_topic: Top
     topic = make_topic(partitions=1)
     with Producer(bootstrap_servers=broker.bootstrap_servers, linger_ms=0) as producer:
         producer.send(topic, b"before", partition=0).get(10)
-        transactions = producer._transaction_manager  # what the Sender calls when fenced
+        transactions = producer._transactions  # what the Sender calls when fenced
         assert transactions is not None
         fenced = ProducerFencedError(f"producing to {topic}-0 (fatal: fenced)")
         transactions.transition_to_fatal(fenced)

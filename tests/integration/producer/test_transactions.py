@@ -25,8 +25,8 @@ from kafkaline.errors import (
     TransactionStateError,
 )
 from kafkaline.net.cluster import TopicPartition
-from kafkaline.producer.idempotence import ProducerIdAndEpoch
 from kafkaline.producer.transactions import TransactionIdentity, TransactionState
+from kafkaline.producer.transactions.idempotence import ProducerIdAndEpoch
 from kafkaline.protocol.api.end_txn import EndTxnRequest, EndTxnResponse
 from kafkaline.record import RecordBatch
 from kafkaline.testing import LocalBroker, TopicFactory

@@ -39,7 +39,7 @@ from kafkaline.producer.accumulator import AccumulatorCluster, RecordAccumulator
 from kafkaline.producer.batch import ProducerBatch
 from kafkaline.producer.buffer_pool import BufferPool
 from kafkaline.producer.futures import FutureRecordMetadata
-from kafkaline.producer.idempotence import TransactionManager
+from kafkaline.producer.transactions.idempotence import IdempotenceManager
 from kafkaline.record import CompressionType, read_record_batches
 
 TS = 1_700_000_000_000
@@ -707,7 +707,7 @@ def wait_until(condition: Callable[[], bool], timeout: float = 5.0) -> None:
         time.sleep(0.002)
 
 
-class _TransactionalStub(TransactionManager):
+class _TransactionalStub(IdempotenceManager):
     is_transactional = True
 
 
@@ -722,7 +722,7 @@ class _TransactionalStub(TransactionManager):
             3,
             False,
         ),
-        ({"transaction_manager": TransactionManager()}, CompressionType.NONE, None, False),
+        ({"transaction_manager": IdempotenceManager()}, CompressionType.NONE, None, False),
         ({"transaction_manager": _TransactionalStub()}, CompressionType.NONE, None, True),
     ],
 )

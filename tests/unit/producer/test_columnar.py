@@ -15,9 +15,9 @@ np = pytest.importorskip("numpy")
 pa = pytest.importorskip("pyarrow")
 
 from kafkaline.net.cluster import TopicPartition  # noqa: E402
-from kafkaline.producer import columnar  # noqa: E402
 from kafkaline.producer.accumulator import OpenBatch, RecordAccumulator  # noqa: E402
 from kafkaline.producer.buffer_pool import BufferPool  # noqa: E402
+from kafkaline.producer.bulk import columnar, columns  # noqa: E402
 from kafkaline.producer.partitioner import StaticCluster, partition_for_key  # noqa: E402
 from kafkaline.record import read_record_batches  # noqa: E402
 from kafkaline.record.batch_format import BATCH_HEADER_SIZE  # noqa: E402
@@ -32,8 +32,8 @@ def random_bytes(rng: random.Random, longest: int, nulls: bool) -> bytes | None:
     return rng.randbytes(rng.choice([0, 1, 3, 4, 5, 11, 12, 13, rng.randint(0, longest)]))
 
 
-def column(items: Sequence[bytes | None], large: bool = False) -> columnar.BinaryColumn:
-    return columnar.binary_column(pa.array(items, pa.large_binary() if large else pa.binary()))
+def column(items: Sequence[bytes | None], large: bool = False) -> columns.BinaryColumn:
+    return columns.binary_column(pa.array(items, pa.large_binary() if large else pa.binary()))
 
 
 @pytest.mark.parametrize("seed", range(4))
@@ -42,10 +42,10 @@ def test_murmur2_partitions_match_the_scalar_hash(seed: int) -> None:
     keys = [random_bytes(rng, 300, nulls=True) for _ in range(2000)]
     for count in (1, 6, 7, 1000):
         expected = [-1 if key is None else partition_for_key(key, count) for key in keys]
-        assert columnar.murmur2_partitions(column(keys), count).tolist() == expected
+        assert columns.murmur2_partitions(column(keys), count).tolist() == expected
     sliced = pa.array(keys, pa.binary()).slice(17, 100)  # an array that starts mid-buffer
     expected = [-1 if k is None else partition_for_key(k, 6) for k in keys[17:117]]
-    assert columnar.murmur2_partitions(columnar.binary_column(sliced), 6).tolist() == expected
+    assert columns.murmur2_partitions(columns.binary_column(sliced), 6).tolist() == expected
 
 
 @pytest.mark.parametrize("length", [1, 2, 3, 4, 5, 9, 12, 13])
@@ -56,8 +56,8 @@ def test_murmur2_of_keys_of_one_length_read_in_place(length: int) -> None:
     keys = [rng.randbytes(length) for _ in range(300)]
     array = pa.array(keys, pa.binary())
     for part, items in ((array, keys), (array.slice(7, 200), keys[7:207])):
-        chosen, prefixes = columnar.murmur2_partitions_and_prefixes(
-            columnar.binary_column(part), 7, prefixes_wanted=False
+        chosen, prefixes = columns.murmur2_partitions_and_prefixes(
+            columns.binary_column(part), 7, prefixes_wanted=False
         )
         assert prefixes is None
         assert chosen.tolist() == [partition_for_key(key, 7) for key in items]
@@ -66,7 +66,7 @@ def test_murmur2_of_keys_of_one_length_read_in_place(length: int) -> None:
 def test_murmur2_partitions_of_very_long_keys_one_by_one() -> None:
     keys: list[bytes | None] = [b"x" * 5000, None, b"y" * 2000, b"x" * 5000]
     expected = [partition_for_key(b"x" * 5000, 5), -1, partition_for_key(b"y" * 2000, 5)]
-    assert columnar.murmur2_partitions(column(keys), 5).tolist() == [*expected, expected[0]]
+    assert columns.murmur2_partitions(column(keys), 5).tolist() == [*expected, expected[0]]
 
 
 Chunk = tuple[bytes, int, int, int, int, bool]
@@ -165,7 +165,7 @@ def test_chunks_of_one_shape_are_bit_exact(
         now,
         np.array([rng.randrange(partitions) for _ in range(count)], np.int64),
         # The keys' bytes as murmur2 read them, else read again from the key column.
-        columnar.murmur2_partitions_and_prefixes(key_column, 3)[1] if prefixes else None,
+        columns.murmur2_partitions_and_prefixes(key_column, 3)[1] if prefixes else None,
     )
     timestamps = np.full(count, now, np.int64)
     open_state = OpenBatch(
@@ -542,14 +542,14 @@ def test_murmur2_partitions_of_keys_of_one_length(length: int) -> None:
     keys = [rng.randbytes(length) for _ in range(300)]
     for count in (1, 6, 1000):
         expected = [partition_for_key(key, count) for key in keys]
-        assert columnar.murmur2_partitions(column(keys), count).tolist() == expected
+        assert columns.murmur2_partitions(column(keys), count).tolist() == expected
     sliced = pa.array(keys, pa.binary()).slice(3, 200)
     expected = [partition_for_key(key, 6) for key in keys[3:203]]
-    assert columnar.murmur2_partitions(columnar.binary_column(sliced), 6).tolist() == expected
+    assert columns.murmur2_partitions(columns.binary_column(sliced), 6).tolist() == expected
 
 
 def test_arrow_slices_bound_rows_and_bytes() -> None:
-    from kafkaline.producer.bulk import arrow_slices
+    from kafkaline.producer.bulk.arrow import arrow_slices
 
     values = [bytes([i % 256]) * 100 for i in range(1000)]
     batch = pa.record_batch({"value": pa.array(values, pa.binary())})
@@ -708,7 +708,7 @@ def test_big_values_are_bit_exact(keys_kind: str, one_timestamp: bool, sizes: st
     value_array = pa.array([b"x" * 3000, *values], pa.binary()).slice(1)
     source = columnar.ColumnarRecords(
         None if keys_kind == "keyless" else column(keys),
-        columnar.binary_column(value_array),
+        columns.binary_column(value_array),
         None,
         base if one_timestamp else timestamps,
         np.array([rng.randrange(3) for _ in range(count)], np.int64),
@@ -719,65 +719,3 @@ def test_big_values_are_bit_exact(keys_kind: str, one_timestamp: bool, sizes: st
     (chunks,) = source.encode([(0, None)], 64_000)
     for chunk in chunks:
         assert chunk.size == len(b"".join(chunk.records))
-
-
-@pytest.mark.parametrize("length", [0, 1, 4, 9, 10, 13, 1100])
-def test_fixed_width_column_partitions_as_send(length: int) -> None:
-    # send_batch()'s lists of one shape: keys joined into one buffer, no pyarrow array; the
-    # partitions those of send() (keys over 1024 bytes hashed one by one from the buffer).
-    rng = random.Random(length)
-    keys = [rng.randbytes(length) for _ in range(500)]
-    keys_column = columnar.fixed_width_column(keys, length)
-    assert keys_column.array is None
-    assert keys_column.shortest == keys_column.longest == length
-    assert keys_column.lengths.tolist() == [length] * 500
-    assert keys_column.starts.tolist() == [length * i for i in range(500)]
-    chosen, _ = columnar.murmur2_partitions_and_prefixes(keys_column, 6, prefixes_wanted=False)
-    assert chosen.tolist() == [partition_for_key(key, 6) for key in keys]
-
-
-@pytest.mark.parametrize(
-    ("key_length", "value_length", "delta"),
-    [(9, 100, 7), (None, 100, 70), (0, 8, 0), (10, 30, 8150)],
-)
-def test_fixed_width_columns_of_one_shape_are_bit_exact(
-    key_length: int | None, value_length: int, delta: int
-) -> None:
-    rng = random.Random(value_length + delta)
-    count = 9000
-    keys: list[bytes | None] = (
-        [None] * count if key_length is None else [rng.randbytes(key_length) for _ in range(count)]
-    )
-    values: list[bytes | None] = [rng.randbytes(value_length) for _ in range(count)]
-    now = 1_700_000_000_123
-    key_column = None
-    chosen: Any = None  # keyless: sticky, one group
-    if key_length is not None:
-        key_column = columnar.fixed_width_column(keys, key_length)  # type: ignore[arg-type]
-        chosen = columnar.murmur2_partitions_and_prefixes(key_column, 3, False)[0]
-    value_column = columnar.fixed_width_column(values, value_length)  # type: ignore[arg-type]
-    source = columnar.ColumnarRecords(key_column, value_column, None, now, chosen)
-    assert source._one_shape
-    open_state = OpenBatch(room=20_000, first_offset_delta=delta, base_timestamp=now - 5)
-    check_every_group(
-        source, keys, values, np.full(count, now, np.int64), None, open_state, (200_000, 64_000)
-    )
-
-
-def test_fixed_width_columns_in_the_general_encoder() -> None:
-    # A batch room the one-shape encoder declines: the general encoder reads the joined
-    # buffers (made pyarrow buffers on demand).
-    values = [b"%08d" % i for i in range(50)]
-    keys = [b"key%02d" % i for i in range(50)]
-    source = columnar.ColumnarRecords(
-        columnar.fixed_width_column(keys, 5),
-        columnar.fixed_width_column(values, 8),
-        None,
-        7,
-        0,
-    )
-    assert source._encode_one_shape([(0, None)], 8_000_000) is None
-    (chunks,) = source.encode([(0, None)], 8_000_000)
-    assert b"".join(b"".join(c.records) for c in chunks) == encode_records(
-        list(keys), list(values), [7] * 50, base_timestamp=7
-    )

@@ -30,8 +30,8 @@ from kafkaline.net.cluster import BrokerNode, ClusterMetadata, PartitionMetadata
 from kafkaline.net.response import ClientResponse, OnComplete
 from kafkaline.producer.accumulator import RecordAccumulator
 from kafkaline.producer.futures import FutureRecordMetadata
-from kafkaline.producer.idempotence import ProducerIdAndEpoch, TransactionManager
 from kafkaline.producer.sender import Sender
+from kafkaline.producer.transactions.idempotence import IdempotenceManager, ProducerIdAndEpoch
 from kafkaline.protocol import Request
 from kafkaline.protocol.api import ProduceRequest, ProduceResponse
 from kafkaline.protocol.api.init_producer_id import (
@@ -204,7 +204,7 @@ class Rig:
     client: FakeClient
     accumulator: RecordAccumulator
     sender: Sender
-    transactions: TransactionManager
+    transactions: IdempotenceManager
     fatal: list[KafkaError]
 
     def append(self, partition: int = 0, count: int = 1) -> list[FutureRecordMetadata]:
@@ -243,7 +243,7 @@ def rig() -> Rig:
     client = FakeClient()
     fatal: list[KafkaError] = []
     backoff = ExponentialBackoff(100, 100, jitter=0.0)
-    transactions = TransactionManager(retry_backoff=backoff, on_fatal_error=fatal.append)
+    transactions = IdempotenceManager(retry_backoff=backoff, on_fatal_error=fatal.append)
     accumulator = RecordAccumulator(
         batch_size=1024,
         linger_ms=0,

@@ -8,6 +8,7 @@ import doctest
 import socket
 import sys
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 
@@ -22,16 +23,17 @@ from kafkaline.errors import (
 from kafkaline.net.cluster import TopicPartition
 from kafkaline.producer.accumulator import RecordAccumulator
 from kafkaline.producer.buffer_pool import BufferPool
-from kafkaline.producer.bulk import (
-    BatchSendResult,
-    arrow_columns,
-    arrow_partitions_and_timestamps,
+from kafkaline.producer.bulk import BatchSendResult
+from kafkaline.producer.bulk.arrow import arrow_columns, arrow_partitions_and_timestamps
+from kafkaline.producer.bulk.lists import (
     as_bytes_column,
     group_by_partition,
+    longest_and_uniform,
 )
 from kafkaline.producer.futures import FAILED, SUCCEEDED, ProduceRequestResult
 from kafkaline.producer.partitioner import StaticCluster, partition_for_key
-from kafkaline.record import core_build, read_record_batches
+from kafkaline.producer.record import ProducerRecord
+from kafkaline.record import read_record_batches
 
 VALUE = b"v" * 100
 
@@ -255,12 +257,11 @@ def test_arrow_columns_binary_string_large_and_nulls() -> None:
 def test_send_arrow_without_pyarrow_names_the_extra(
     producer: Producer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kafkaline.producer import producer as producer_module
+    from kafkaline.producer.bulk.sender import columnar_module
 
     def forget_what_was_found() -> None:
-        # The producer remembers whether numpy and pyarrow are there (cached lookups).
-        producer_module._columnar.cache_clear()
-        producer_module._columnar_without_pyarrow_import.cache_clear()
+        # The producer remembers whether numpy and pyarrow are there (a cached lookup).
+        columnar_module.cache_clear()
 
     forget_what_was_found()
     monkeypatch.setitem(sys.modules, "pyarrow", None)  # as if it were not installed
@@ -360,9 +361,9 @@ def test_send_arrow_checks_partitions_against_the_topic(monkeypatch: pytest.Monk
 
 
 def test_bulk_docstring_examples() -> None:
-    import kafkaline.producer.bulk
+    import kafkaline.producer.bulk.lists
 
-    results = doctest.testmod(kafkaline.producer.bulk, optionflags=doctest.ELLIPSIS)
+    results = doctest.testmod(kafkaline.producer.bulk.lists, optionflags=doctest.ELLIPSIS)
     assert results.failed == 0 and results.attempted > 0
 
 
@@ -372,21 +373,37 @@ def test_bulk_key_partitions_match_send_and_remember_only_short_keys() -> None:
     keys: list[bytes | None] = [b"a", None, long_key, b"a", b"b"]
     expected = [partition_for_key(b"a", 7), -1, partition_for_key(long_key, 7)]
     expected += [partition_for_key(b"a", 7), partition_for_key(b"b", 7)]
-    assert with_nobody._bulk_key_partitions(keys, 7) == expected
-    assert with_nobody._bulk_key_partitions(keys, 7) == expected  # from the memo
-    assert set(with_nobody._bulk_partition_memo[7]) == {b"a", b"b"}
-    assert with_nobody._bulk_key_partitions([b"a"], 3) == [partition_for_key(b"a", 3)]
+    assert with_nobody._bulk._key_partitions(keys, 7) == expected
+    assert with_nobody._bulk._key_partitions(keys, 7) == expected  # from the memo
+    assert set(with_nobody._bulk._partition_memo[7]) == {b"a", b"b"}
+    assert with_nobody._bulk._key_partitions([b"a"], 3) == [partition_for_key(b"a", 3)]
     # Every key known (one pass over the memo), then known keys with a new one and a None.
     known: list[bytes | None] = [b"b", b"a", b"b"]
-    assert with_nobody._bulk_key_partitions(known, 7) == [expected[4], expected[0], expected[4]]
+    assert with_nobody._bulk._key_partitions(known, 7) == [expected[4], expected[0], expected[4]]
     mixed: list[bytes | None] = [b"b", b"c", None, b"a"]
-    assert with_nobody._bulk_key_partitions(mixed, 7) == [
+    assert with_nobody._bulk._key_partitions(mixed, 7) == [
         expected[4],
         partition_for_key(b"c", 7),
         -1,
         expected[0],
     ]
     with_nobody.close()
+
+
+@pytest.mark.parametrize(
+    ("items", "found"),
+    [
+        ([], (0, None)),
+        ([b"abc"] * 40, (3, 3)),
+        ([b"abc"] * 20 + [b"abcd"], (4, None)),  # one size in the probe, not after
+        ([b"a", b"abc"] * 20, (3, None)),
+        ([b"abc"] * 20 + [None], (3, None)),
+        ([None, b"ab"], (2, None)),
+        ([b"x" * 300] * 30, (300, 300)),  # sizes past the small ints
+    ],
+)
+def test_longest_and_uniform(items: list[bytes | None], found: tuple[int, int | None]) -> None:
+    assert longest_and_uniform(items) == found
 
 
 def test_as_bytes_column_keeps_bytes_and_none_and_copies_other_buffers() -> None:
@@ -420,61 +437,102 @@ def test_append_many_wakes_the_sender_whenever_a_batch_becomes_sendable() -> Non
     assert wakeups == list(range(2, batches + 1))
 
 
-def test_binary_array_of_bytes_and_nulls() -> None:
-    pytest.importorskip("numpy")
-    pa = pytest.importorskip("pyarrow")
-    from kafkaline.producer.producer import _binary_array
-
-    for items in ([b"a", b"", b"bcd"], [None, b"x", b"", None, b"yz"], [None], []):
-        array = _binary_array(list(items))
-        array.validate(full=True)
-        assert array.type == pa.large_binary()
-        assert array.to_pylist() == items
+def keyed_arrow_batch(pa: Any, count: int) -> Any:
+    return pa.record_batch(
+        [pa.array([b"k%d" % i for i in range(count)]), pa.array([VALUE] * count)],
+        names=["key", "value"],
+    )
 
 
 @pytest.mark.parametrize(
-    ("values", "keys", "headers", "path"),
+    ("setting", "encoder"), [("auto", "columnar"), ("columnar", "columnar"), ("records", "records")]
+)
+def test_send_arrow_encodes_as_the_bulk_encoder_setting_says(
+    monkeypatch: pytest.MonkeyPatch, setting: str, encoder: str
+) -> None:
+    pytest.importorskip("numpy")
+    pa = pytest.importorskip("pyarrow")
+    with_nobody = Producer(bootstrap_servers=f"127.0.0.1:{closed_port()}", bulk_encoder=setting)
+    # as if the metadata said the topic has 3 partitions
+    monkeypatch.setattr(with_nobody, "_wait_on_metadata", lambda topic: (3, 1000.0))
+    try:
+        result = with_nobody.send_arrow("t", keyed_arrow_batch(pa, 300))
+        assert result.encoder == encoder
+        assert len(result) == 300
+        queued = with_nobody._accumulator.queue_sizes("t")
+        assert set(queued) == {partition_for_key(b"k%d" % i, 3) for i in range(300)}
+    finally:
+        with_nobody.close(0)
+
+
+@pytest.mark.parametrize("setting", ["auto", "columnar", "records"])
+@pytest.mark.parametrize(
+    ("values", "keys", "headers"),
     [
-        ([VALUE] * 300, [b"k%03d" % i for i in range(300)], None, "shaped"),  # one shape
-        ([VALUE] * 300, None, None, "shaped"),  # one shape, no keys
-        ([b"1234567"] * 300, None, None, "lists"),  # one shape, values under 8 bytes
-        ([b"v" * (i % 7) for i in range(300)], None, None, "columns"),  # sizes differ
-        ([VALUE] * 300, [b"k%d" % i for i in range(300)], None, "columns"),  # keys differ
-        ([VALUE] * 300, None, [[("h", b"x")]] * 300, "columns"),  # headers
-        ([VALUE] * 10, None, None, "lists"),  # too few for the columnar path's cost
+        ([VALUE] * 300, [b"k%03d" % i for i in range(300)], None),  # one shape
+        ([b"v" * (i % 7) for i in range(300)], None, None),  # sizes differ
+        ([VALUE] * 300, None, [[("h", b"x")]] * 300),  # headers
     ],
 )
-@pytest.mark.parametrize("numpy_loaded", [True, False])
-def test_send_batch_chooses_its_path_by_shape_and_loaded_modules(
-    producer: Producer,
+def test_send_batch_over_lists_takes_the_records_encoder_whatever_the_shape(
     monkeypatch: pytest.MonkeyPatch,
+    setting: str,
     values: list[bytes],
     keys: list[bytes] | None,
     headers: list[list[tuple[str, bytes]]] | None,
-    path: str,
-    numpy_loaded: bool,
 ) -> None:
-    # Records of one shape take the one-shape columnar encoder where numpy is loaded already
-    # (else the lists' own encoder: importing numpy costs more than it saves in a short
-    # program); other shapes the columnar path where numpy and pyarrow are both loaded.
-    pytest.importorskip("numpy")
-    pytest.importorskip("pyarrow")
-    if not numpy_loaded:
-        monkeypatch.delitem(sys.modules, "numpy")
-        path = "lists"
-    taken: list[str] = []
+    with_nobody = Producer(
+        bootstrap_servers=f"127.0.0.1:{closed_port()}", bulk_encoder=setting, linger_ms=60_000
+    )
+    monkeypatch.setattr(with_nobody, "_wait_on_metadata", lambda topic: (3, 1000.0))
+    try:
+        result = with_nobody.send_batch("t", values, keys=keys, headers=headers, partition=1)
+        assert result.encoder == "records"
+        assert set(with_nobody._accumulator.queue_sizes("t")) == {1}  # all queued there
+    finally:
+        with_nobody.close(0)
 
-    def spy(name: str) -> object:
-        def record(*args: object, **kwargs: object) -> None:
-            taken.append(name)
 
-        return record
+def test_bulk_calls_with_interceptors_go_record_by_record(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    seen: list[bytes | None] = []
 
-    monkeypatch.setattr(producer, "_send_lists", spy("lists"))
-    monkeypatch.setattr(producer, "_send_columns", spy("columns"))
-    monkeypatch.setattr(producer, "_send_shaped_lists", spy("shaped"))
-    monkeypatch.setattr(producer, "_send_bulk", spy("bulk"))
-    if core_build() == "compiled":
-        path = "bulk"  # the compiled core's C loop over the lists, whatever their shape
-    producer.send_batch("t", values, keys=keys, headers=headers)
-    assert taken == [path]
+    class Seeing:
+        def on_send(self, record: ProducerRecord[Any, Any]) -> ProducerRecord[Any, Any]:
+            seen.append(record.value)
+            return record
+
+        def on_acknowledgement(self, metadata: object, error: Exception | None) -> None:
+            pass
+
+        def close(self) -> None:
+            pass
+
+    with_nobody = Producer(bootstrap_servers=f"127.0.0.1:{closed_port()}", interceptors=[Seeing()])
+    monkeypatch.setattr(with_nobody, "_wait_on_metadata", lambda topic: (3, 1000.0))
+    try:
+        result = with_nobody.send_batch("t", [b"a", b"b"], partition=0)
+        assert result.encoder == "per-record" and seen == [b"a", b"b"]
+    finally:
+        with_nobody.close(0)
+
+
+def test_columnar_bulk_encoder_without_numpy_says_what_to_install(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pa = pytest.importorskip("pyarrow")
+    from kafkaline.producer.bulk.sender import columnar_module
+
+    with_nobody = Producer(bootstrap_servers=f"127.0.0.1:{closed_port()}", bulk_encoder="columnar")
+    monkeypatch.setattr(with_nobody, "_wait_on_metadata", lambda topic: (3, 1000.0))
+    columnar_module.cache_clear()
+    monkeypatch.setitem(sys.modules, "numpy", None)  # as if it were not installed
+    try:
+        with pytest.raises(ModuleNotFoundError, match=r"bulk_encoder='columnar' needs numpy"):
+            with_nobody.send_arrow("t", keyed_arrow_batch(pa, 3))
+        assert with_nobody._accumulator.queue_sizes("t") == {}
+    finally:
+        monkeypatch.undo()
+        columnar_module.cache_clear()
+        with_nobody.close(0)

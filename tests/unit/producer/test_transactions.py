@@ -1,5 +1,5 @@
 """The transactional producer's state machine and request flow, without a network: the
-TransactionalManager is driven as the Sender drives it (next_request, coordinator_for,
+TransactionManager is driven as the Sender drives it (next_request, coordinator_for,
 request_sent, request_completed) with hand-made responses and a fake clock."""
 
 from __future__ import annotations
@@ -17,22 +17,19 @@ from kafkaline.errors import (
 )
 from kafkaline.net.cluster import TopicPartition
 from kafkaline.producer.batch import ProducerBatch
-from kafkaline.producer.idempotence import ProducerIdAndEpoch
-from kafkaline.producer.transactions import (
+from kafkaline.producer.transactions.coordinator_requests import (
     ADD_PARTITIONS_MAX_CLIENT_VERSION,
     AddOffsetsHandler,
     AddPartitionsHandler,
     EndTxnHandler,
     FindCoordinatorHandler,
     InitProducerIdHandler,
-    TransactionalManager,
-    TransactionState,
-    TransactionStateMachine,
     TxnOffsetCommitHandler,
     TxnRequestHandler,
-    group_id_of,
-    offsets_of,
 )
+from kafkaline.producer.transactions.idempotence import ProducerIdAndEpoch
+from kafkaline.producer.transactions.manager import TransactionManager, group_id_of, offsets_of
+from kafkaline.producer.transactions.state import TransactionState, TransactionStateMachine
 from kafkaline.protocol import Response
 from kafkaline.protocol.api.add_offsets_to_txn import AddOffsetsToTxnResponse
 from kafkaline.protocol.api.add_partitions_to_txn import (
@@ -116,12 +113,12 @@ def test_a_fatal_error_makes_every_later_transition_raise_it(error: type[KafkaEr
 
 
 class Driver:
-    """Plays the Sender for a TransactionalManager."""
+    """Plays the Sender for a TransactionManager."""
 
     def __init__(self) -> None:
         self.now = 0.0
         self.fatal: list[KafkaError] = []
-        self.manager = TransactionalManager(
+        self.manager = TransactionManager(
             "tx",
             30_000,
             retry_backoff=ExponentialBackoff(100, 1000),
@@ -148,7 +145,7 @@ class Driver:
         assert isinstance(find, FindCoordinatorHandler)
         self.answer(find, FindCoordinatorResponse(error_code=0, node_id=COORDINATOR))
 
-    def initialized(self) -> TransactionalManager:
+    def initialized(self) -> TransactionManager:
         self.manager.initialize_transactions()
         self.find_coordinator()
         init = self.next()

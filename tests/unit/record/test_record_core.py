@@ -239,7 +239,7 @@ def test_core_build_names_the_builder_in_use() -> None:
 def test_keys_grouped_per_partition_as_send_chooses_them(
     keys: list[bytes | None], partitions: int
 ) -> None:
-    from kafkaline.producer.bulk import group_by_partition
+    from kafkaline.producer.bulk.lists import group_by_partition
 
     chosen = [-1 if k is None else to_positive(murmur2(k)) % partitions for k in keys]
     assert _record_core.group_by_key_partition(keys, partitions) == group_by_partition(

@@ -1,4 +1,5 @@
-""":class:`TransactionManager`: the idempotent producer's state (Java's ``TransactionManager``).
+""":class:`IdempotenceManager`: the idempotent producer's id, epoch and sequences (the
+idempotence half of Java's ``TransactionManager``).
 
 Idempotence (KIP-98) lets the broker drop a retried batch it already wrote: every batch
 carries the producer id and epoch from InitProducerId and the sequence number of its first
@@ -41,7 +42,8 @@ that form is asked for a fresh id instead, which is as safe: sequences restart a
 
 Threads: everything but :attr:`fatal_error` is used by the Sender's thread only (drain runs
 there too), so no lock is needed; ``fatal_error`` is one attribute read by other threads.
-Transactions grow from this class: :class:`~kafkaline.producer.transactions.TransactionalManager`.
+Transactions grow from this class:
+:class:`~kafkaline.producer.transactions.manager.TransactionManager`.
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ from kafkaline.net.cluster import TopicPartition
 from kafkaline.producer.batch import ProducerBatch
 from kafkaline.protocol.api.init_producer_id import InitProducerIdRequest
 
-__all__ = ["ProducerIdAndEpoch", "TransactionManager"]
+__all__ = ["IdempotenceManager", "ProducerIdAndEpoch"]
 
 _log = logging.getLogger(__name__)
 
@@ -190,7 +192,7 @@ class _PartitionEntry:
         return dropped
 
 
-class TransactionManager:
+class IdempotenceManager:
     """The idempotent producer's id, epoch and per-partition sequences; see the module
     docstring. ``retry_backoff`` paces InitProducerId retries; ``on_fatal_error(error)`` is
     called once, on the Sender's thread, when the producer can no longer send."""

@@ -1,0 +1,15 @@
+"""Idempotence and transactions (KIP-98) for the producer:
+
+- :mod:`~kafkaline.producer.transactions.idempotence`: :class:`IdempotenceManager`, the
+  idempotent producer's id, epoch and per-partition sequences;
+- :mod:`~kafkaline.producer.transactions.manager`: :class:`TransactionManager`, that plus a
+  transaction's state and its requests, for a producer with a ``transactional_id``;
+- :mod:`~kafkaline.producer.transactions.coordinator_requests`: those requests, one handler
+  each;
+- :mod:`~kafkaline.producer.transactions.state`: the states, and
+  :class:`TransactionIdentity`.
+"""
+
+from kafkaline.producer.transactions.state import TransactionIdentity, TransactionState
+
+__all__ = ["TransactionIdentity", "TransactionState"]

@@ -26,7 +26,8 @@ hits a whole request of a chosen API (Produce by default) rather than an arbitra
   client cannot decode (body cut short, bytes after it, or another correlation id): the broker
   did the work, the client must drop the connection and retry.
 
-A fault is armed until traffic it matches arrives; :attr:`FaultProxy.injected` counts the
+A fault is armed until traffic it matches arrives (a response fault is armed again if its
+connection closes before the response comes); :attr:`FaultProxy.injected` counts the
 faults that actually happened, by kind. Threads: one accepting, two per connection (one per
 direction), one for a schedule; ``close()`` stops and joins them all and closes every socket.
 Loopback only: it is a test tool, not a network component.
@@ -391,8 +392,14 @@ class FaultProxy:
             return
         finally:
             connection.tear_down()
+            # A response fault whose request went up but whose response never came back
+            # (the connection closed first) did not happen: it is armed again, first in line.
+            with connection.lock:
+                unapplied = list(connection.response_faults.values())
+                connection.response_faults.clear()
             with self._lock:
                 self._connections.discard(connection)
+                self._armed.extendleft(reversed(unapplied))
 
     def _recv(self, connection: _Connection, source: socket.socket) -> bytes:
         while True:

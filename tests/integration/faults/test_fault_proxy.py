@@ -93,6 +93,31 @@ def test_delays_a_response_and_stalls_reads(broker: LocalBroker) -> None:
         assert proxy.injected == {"delayed response": 2, "stalled reads": 1}
 
 
+def test_a_response_fault_whose_connection_closes_first_is_armed_again(
+    broker: LocalBroker,
+) -> None:
+    with FaultProxy(upstream_port=broker.port) as proxy:
+        with BlockingConnection("127.0.0.1", proxy.port, timeout=5) as conn:
+            # Two requests in flight: the first's response cuts the connection, so the
+            # second's delayed response never comes back on it.
+            proxy.inject(Cut(CutPoint.BEFORE_RESPONSE, api_key=API_VERSIONS))
+            proxy.inject(DelayResponse(0.3, api_key=API_VERSIONS))
+            conn.send_only(ApiVersionsRequest(), 0)
+            conn.send_only(ApiVersionsRequest(), 0)
+            with pytest.raises(ConnectionError):
+                api_versions(conn)
+        deadline = time.monotonic() + 5
+        while proxy.pending != 1 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert proxy.pending == 1
+        assert proxy.injected == {"cut before-response": 1}
+        with BlockingConnection("127.0.0.1", proxy.port, timeout=5) as conn:
+            started = time.monotonic()
+            api_versions(conn)
+            assert time.monotonic() - started >= 0.3
+        assert proxy.injected == {"cut before-response": 1, "delayed response": 1}
+
+
 @pytest.mark.parametrize(
     ("how", "error"),
     [

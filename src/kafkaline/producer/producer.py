@@ -523,38 +523,6 @@ class Producer:
                         )
                         if future is not None:
                             return future
-            elif type(key) is bytes:
-                try:
-                    positive = self._key_hashes[key]
-                    partition_count = self._partition_counts[topic]
-                except (KeyError, TypeError):  # TypeError: a topic that is no str, named below
-                    pass
-                else:
-                    key_size = len(key)
-                    if key_size + value_size <= self._payload_limit:
-                        future = self._accumulator.append_to_open_batch(
-                            topic,
-                            positive % partition_count,
-                            _time_ns() // 1_000_000,
-                            key,
-                            value,
-                            key_size,
-                            value_size,
-                        )
-                        if future is not None:
-                            return future
-            elif (
-                key is None
-                and value_size <= self._payload_limit
-                and type(topic) is str  # a list or dict cannot be looked up: named below
-                and topic in self._partition_counts
-            ):
-                # Without key: the topic's sticky partition, while no switch is due.
-                future = self._accumulator.append_keyless_to_open_batch(
-                    topic, _time_ns() // 1_000_000, value, value_size
-                )
-                if future is not None:
-                    return future
         if self._gate is not None:
             self._pass_gate()
         if self._transactional is not None:

@@ -89,6 +89,11 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
+# What RecordAccumulator._try_last reports besides the bytes to take from the pool first.
+_APPENDED = 0
+_FULL = -1
+#: Buffer memory a new batch takes first (at most batch_size); it takes more as it fills.
+FIRST_BATCH_MEMORY = 4096
 _new_tuple = tuple.__new__
 
 #: What :meth:`RecordAccumulator.append` returns: ``(future, batch_is_full,
@@ -290,6 +295,7 @@ class RecordAccumulator:
         transaction_manager: TransactionManager | None = None,
     ) -> None:
         self._batch_size = batch_size
+        self._first_batch_memory = max(min(batch_size, FIRST_BATCH_MEMORY), BATCH_HEADER_SIZE + 1)
         self._linger_ms = float(linger_ms)
         self._pool = (
             buffer_pool
@@ -484,8 +490,7 @@ class RecordAccumulator:
                 raise ValueError("appending without a partition needs the cluster")
             partitioner = self._sticky_partitioner(topic)
         sendable = created = False
-        pooled = 0
-        new_batch: ProducerBatch | None = None
+        pooled = 0  # taken from the pool, not yet held by a batch
         try:
             while not records.done:
                 sticky = (
@@ -494,37 +499,41 @@ class RecordAccumulator:
                     else partitioner.peek_current(cluster)
                 )
                 queue = self._queue(topic, partition if sticky is None else sticky.partition)
+                want = self._first_reservation(topic, records)
                 if queue.batches:  # an empty queue has no last batch: no lock round for it
                     with queue.lock:
                         if self._sticky_changed(partitioner, sticky):
                             continue
-                        if self._try_last(queue, records, partitioner, sticky, cluster):
+                        tried, pooled = self._try_last(queue, records, pooled, sticky, cluster)
+                        if tried == _APPENDED:
                             sendable = sendable or len(queue.batches) > 1
                             if records.done:
                                 break
-                        sendable = True  # its last batch is full: it can go
-                if not pooled:
-                    size = max(self._batch_size, records.size_bound())
-                    waited = self._pool.allocate(size, max_time_to_block_ms)
+                        if tried > 0:
+                            want = tried  # for the last batch to take
+                        else:
+                            sendable = True  # its last batch is full: it can go
+                if pooled < want:
+                    waited = self._pool.allocate(want - pooled, max_time_to_block_ms)
+                    pooled = want
                     now += waited
                     max_time_to_block_ms = max(0.0, max_time_to_block_ms - waited)
-                    pooled = size
-                if new_batch is None or new_batch.topic_partition != queue.tp:
-                    new_batch = self._new_batch(queue.tp, now)
                 with queue.lock:
                     if self._sticky_changed(partitioner, sticky):
                         continue
                     if self._closed:
                         raise records.closed_error()
-                    if self._try_last(queue, records, partitioner, sticky, cluster):
-                        continue  # into a batch another thread made meanwhile
-                    appended = self._queue_new_batch(queue, new_batch, records, pooled)
+                    tried, pooled = self._try_last(queue, records, pooled, sticky, cluster)
+                    if tried == _APPENDED:
+                        sendable = sendable or len(queue.batches) > 1
+                    if tried != _FULL or pooled < self._first_reservation(topic, records):
+                        continue  # appended, or more memory is needed first
+                    batch = self._new_batch(queue.tp, now)
+                    self._queue_new_batch(queue, batch, records, pooled, sticky, cluster)
                     pooled = 0  # the batch holds it now, until it is deallocated
-                    self._sticky_appended(partitioner, sticky, queue, appended, cluster)
                     behind = len(queue.batches) > 1
-                    sendable = sendable or behind or new_batch.is_full
+                    sendable = sendable or behind or batch.is_full
                     created = True
-                    new_batch = None
                 if behind and wakeup is not None:
                     wakeup()
         finally:
@@ -536,34 +545,111 @@ class RecordAccumulator:
         self,
         queue: _PartitionQueue,
         records: PendingRecords,
-        partitioner: BuiltInPartitioner | None,
+        pooled: int,
         sticky: StickyPartition | None,
         cluster: ClusterPartitions | None,
-    ) -> bool:
+    ) -> tuple[int, int]:
         """Java's ``tryAppend``, under the queue's lock: as many records as fit into the
-        queue's last batch; whether any went in."""
+        queue's last batch, which first takes the buffer memory they need (from ``pooled``,
+        the caller's, or from the pool if free now). Returns ``(_APPENDED, pooled left)``;
+        ``(_FULL, pooled)`` when there is no last batch or it took nothing; or ``(bytes,
+        pooled)``: take that much from the pool first, then try again."""
         if not queue.batches:
-            return False
-        appended = records.append_to(queue.batches[-1])
+            return _FULL, pooled
+        batch = queue.batches[-1]
+        if batch.is_full:
+            return _FULL, pooled
+        extra = self._memory_needed(batch, records)
+        held = batch.pooled_bytes
+        if extra:
+            if extra > pooled:
+                if not self._pool.try_allocate(extra - pooled):
+                    return extra, pooled
+                pooled = extra
+            pooled -= extra
+            _hold_memory(batch, held + extra)
+        appended = records.append_to(batch)
         if appended is None:
-            return False
-        self._sticky_appended(partitioner, sticky, queue, appended, cluster)
-        return True
+            if extra:  # not needed after all: the caller's, for a new batch
+                _hold_memory(batch, held)
+                pooled += extra
+            return _FULL, pooled
+        if records.fills_batch:
+            self._give_back_unused(batch)
+        self._sticky_appended(queue, sticky, appended, cluster)
+        return _APPENDED, pooled
 
     def _queue_new_batch(
-        self, queue: _PartitionQueue, batch: ProducerBatch, records: PendingRecords, pooled: int
-    ) -> int:
+        self,
+        queue: _PartitionQueue,
+        batch: ProducerBatch,
+        records: PendingRecords,
+        pooled: int,
+        sticky: StickyPartition | None,
+        cluster: ClusterPartitions | None,
+    ) -> None:
         """Fill ``batch`` (holding ``pooled`` bytes of the pool) before it is queued, so the
-        Sender never sees an empty batch; called under the queue's lock. Returns the bytes
-        appended."""
+        Sender never sees an empty batch; called under the queue's lock."""
+        _hold_memory(batch, pooled)
         appended = records.append_to(batch)
         if appended is None:  # pragma: no cover - an empty batch takes a record
             raise IllegalStateError("a record did not fit an empty batch")
-        batch.pooled_bytes = pooled
+        if records.fills_batch:
+            self._give_back_unused(batch)
         queue.batches.append(batch)
         with self._incomplete_lock:
             self._incomplete.add(batch)
-        return appended
+        self._sticky_appended(queue, sticky, appended, cluster)
+
+    # ------------------------------------------------------------------ buffer memory
+
+    def _first_reservation(self, topic: str, records: PendingRecords) -> int:
+        """Buffer memory a new batch takes for ``records``: a few KiB (it takes more as it
+        fills), or what a run of records may fill it with (the unused part is given back)."""
+        bound = records.size_bound()
+        if records.fills_batch:
+            ratio = 1.0
+            if self._compression is not _NO_COMPRESSION:
+                ratio = self._estimator.estimate(topic)
+            limit = BATCH_HEADER_SIZE + RecordBatchBuilder.records_room(self._batch_size, ratio)
+            return max(limit, bound)
+        return max(self._first_batch_memory, bound)
+
+    @staticmethod
+    def _memory_needed(batch: ProducerBatch, records: PendingRecords) -> int:
+        """Bytes of buffer memory ``batch`` must take more before ``records`` go into it: what
+        they may add, at least doubling what it holds (fewer trips to the pool), never past
+        the batch's limit. Split batches are outside the pool, as in Java."""
+        if batch.is_split_batch:
+            return 0
+        builder = batch.builder
+        limit = builder.appended_limit
+        held = batch.pooled_bytes
+        if records.fills_batch:
+            need = limit
+        else:
+            need = min(builder.appended_size + records.size_bound() - BATCH_HEADER_SIZE, limit)
+        if need <= held:
+            return 0
+        return max(need, min(2 * held, limit)) - held
+
+    def _take_memory_now(self, batch: ProducerBatch, size: int) -> bool:
+        """Let ``batch`` hold the memory for ``size`` bytes more if the pool has it free now
+        (no wait under a queue's lock); whether it does."""
+        extra = batch.builder.appended_size + size - batch.pooled_bytes
+        if batch.is_split_batch or extra <= 0:
+            return True
+        if not self._pool.try_allocate(extra):
+            return False
+        _hold_memory(batch, batch.pooled_bytes + extra)
+        return True
+
+    def _give_back_unused(self, batch: ProducerBatch) -> None:
+        """After a run of records: a batch not full gives back what its records do not use."""
+        unused = batch.pooled_bytes - batch.builder.appended_size
+        if unused > 0 and not batch.is_full and not batch.is_split_batch:
+            _hold_memory(batch, batch.pooled_bytes - unused)
+            self._pool.deallocate(unused)
 
     def append_encoded(
         self,
@@ -720,6 +806,7 @@ class RecordAccumulator:
                 and queue.batches[-1] is open_batch
                 and open_batch.builder.open_state() == tuple(state)
                 and not (sticky is not None and self._sticky_changed(sticky_partitioner, sticky))
+                and self._take_memory_now(open_batch, first.size)
             )
             if unchanged:
                 open_batch.builder.append_encoded(
@@ -728,7 +815,7 @@ class RecordAccumulator:
                 runs.append(
                     (open_batch.result, state.first_offset_delta, first.start, first.record_count)
                 )
-                self._sticky_appended(sticky_partitioner, sticky, queue, first.size, cluster)
+                self._sticky_appended(queue, sticky, first.size, cluster)
         self._release_hold(plan)
         return True if unchanged else None
 
@@ -814,20 +901,23 @@ class RecordAccumulator:
             and partitioner.is_partition_changed(sticky)
         )
 
-    @staticmethod
     def _sticky_appended(
-        partitioner: BuiltInPartitioner | None,
-        sticky: StickyPartition | None,
+        self,
         queue: _PartitionQueue,
+        sticky: StickyPartition | None,
         record_size: int,
         cluster: ClusterPartitions | None,
     ) -> None:
         # Under the queue's lock, as KIP-794 requires. Switching waits until the last batch
         # is full, so no small batch is left behind (it happens anyway at 2x batch_size).
-        if partitioner is not None and sticky is not None and cluster is not None:
-            batches = queue.batches
-            all_full = not batches or batches[-1].is_full
-            partitioner.update_partition_info(sticky, record_size, cluster, enable_switch=all_full)
+        if sticky is not None and cluster is not None:
+            partitioner = self._sticky.get(queue.tp.topic)
+            if partitioner is not None:
+                batches = queue.batches
+                all_full = not batches or batches[-1].is_full
+                partitioner.update_partition_info(
+                    sticky, record_size, cluster, enable_switch=all_full
+                )
 
     # ------------------------------------------------------------------ the Sender's view
 
@@ -1316,6 +1406,13 @@ class RecordAccumulator:
     def batch_size(self) -> int:
         """``batch_size`` new batches are made with."""
         return self._batch_size
+
+
+def _hold_memory(batch: ProducerBatch, size: int) -> None:
+    """Record that ``batch`` holds ``size`` bytes of buffer memory; the compiled core's
+    open-batch appender keeps its appends within them."""
+    batch.pooled_bytes = size
+    batch.builder.memory_cap = size
 
 
 def _insert_in_sequence_order(batches: deque[ProducerBatch], batch: ProducerBatch) -> None:

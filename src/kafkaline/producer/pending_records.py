@@ -55,6 +55,12 @@ class PendingRecords(Protocol):
         """Whether every record is in a batch."""
         ...
 
+    @property
+    def fills_batch(self) -> bool:
+        """Whether one append may fill a batch up to its limit (a run of records), rather
+        than add :meth:`size_bound` bytes at most."""
+        ...
+
     def append_to(self, batch: ProducerBatch) -> int | None:
         """Put as many of the records left as fit into ``batch``; return the bytes they take
         (for the sticky partitioner), or ``None`` when none fit."""
@@ -72,7 +78,7 @@ class PendingRecords(Protocol):
 class OneRecord:
     """A serialized record of :meth:`Producer.send`; its future once appended."""
 
-    __slots__ = ("done", "future", "headers", "key", "timestamp", "value")
+    __slots__ = ("done", "fills_batch", "future", "headers", "key", "timestamp", "value")
 
     def __init__(
         self, timestamp: int, key: bytes | None, value: bytes | None, headers: Headers | None
@@ -83,6 +89,7 @@ class OneRecord:
         self.headers = headers
         self.future: FutureRecordMetadata | None = None
         self.done = False
+        self.fills_batch = False
 
     def append_to(self, batch: ProducerBatch) -> int | None:
         future = batch.try_append(self.timestamp, self.key, self.value, self.headers)
@@ -103,7 +110,17 @@ class RecordRun:
     """Records of parallel sequences (``send_batch()``), from ``position`` on; each batch
     they go into adds a :data:`BulkSegment` to ``segments``."""
 
-    __slots__ = ("count", "done", "headers", "keys", "position", "segments", "timestamp", "values")
+    __slots__ = (
+        "count",
+        "done",
+        "fills_batch",
+        "headers",
+        "keys",
+        "position",
+        "segments",
+        "timestamp",
+        "values",
+    )
 
     def __init__(
         self,
@@ -121,6 +138,7 @@ class RecordRun:
         self.count = len(values)
         self.position = 0
         self.done = self.count == 0
+        self.fills_batch = True
 
     def append_to(self, batch: ProducerBatch) -> int | None:
         builder = batch.builder
@@ -152,13 +170,14 @@ class EncodedRecords:
     """A chunk encoded for a batch of its own (offset deltas from 0): it goes only into an
     empty batch. ``progress`` is ``(records queued, of all)`` before it, for an error."""
 
-    __slots__ = ("chunk", "done", "progress", "result")
+    __slots__ = ("chunk", "done", "fills_batch", "progress", "result")
 
     def __init__(self, chunk: EncodedChunk, progress: tuple[int, int]) -> None:
         self.chunk = chunk
         self.progress = progress
         self.result: ProduceRequestResult | None = None
         self.done = False
+        self.fills_batch = False
 
     def append_to(self, batch: ProducerBatch) -> int | None:
         if len(batch.builder):

@@ -147,6 +147,7 @@ class RecordBatchBuilder:
         "_values",
         "_wire",
         "_wire_returned",
+        "memory_cap",
     )
 
     def __init__(
@@ -266,6 +267,10 @@ class RecordBatchBuilder:
         self._wire: bytearray | None = None
         self._wire_returned = False
         self._uncompressed_size = 0
+        #: Bytes of buffer memory the batch holds (``appended_size`` may reach it): the
+        #: producer's accumulator keeps it, and the compiled core's open-batch appender
+        #: (which appends without the accumulator) stays within it. Unbounded by default.
+        self.memory_cap = MAX_BATCH_SIZE
 
     # ------------------------------------------------------------------------- appending
 
@@ -855,6 +860,18 @@ class RecordBatchBuilder:
             return BATCH_HEADER_SIZE + len(self._payload)
         records = self._estimate - BATCH_HEADER_SIZE
         return BATCH_HEADER_SIZE + int(records * self._estimated_compression_ratio)
+
+    @property
+    def appended_size(self) -> int:
+        """Bytes the records appended so far take before compression, the header included:
+        what the batch holds in memory until sealed (an upper bound until they are encoded)."""
+        return self._estimate
+
+    @property
+    def appended_limit(self) -> int:
+        """What :attr:`appended_size` may reach: ``batch_size_limit`` scaled by the estimated
+        compression ratio (a record larger than a batch goes alone, past it)."""
+        return self._open_limit
 
     @property
     def uncompressed_records_size(self) -> int:

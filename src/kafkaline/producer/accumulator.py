@@ -479,11 +479,11 @@ class RecordAccumulator:
     ) -> tuple[bool, bool]:
         """The one append protocol (Java's ``RecordAccumulator.append``): try the partition's
         last batch under its lock; else take memory from the pool with no lock held (it may
-        block), make a batch, and try the last batch again under the lock, since another
-        thread may have made one meanwhile, before queueing the new one. With the sticky
-        partitioner (``partition=None``), start over if another thread switched partitions.
-        Repeats until every record is queued; ``wakeup`` is called whenever a new batch is
-        queued behind another. Returns ``(a batch became sendable, a batch was made)``."""
+        block) and try the last batch again under the lock (another thread may have made one
+        meanwhile) before queueing a new one. With the sticky partitioner, start over if
+        another thread switched partitions. Repeats until every record is queued, calling
+        ``wakeup`` when a new batch queues behind another. Returns ``(a batch became
+        sendable, a batch was made)``."""
         partitioner: BuiltInPartitioner | None = None
         if partition is None:
             if cluster is None:
@@ -493,13 +493,8 @@ class RecordAccumulator:
         pooled = 0  # taken from the pool, not yet held by a batch
         try:
             while not records.done:
-                sticky = (
-                    None
-                    if partitioner is None or cluster is None
-                    else partitioner.peek_current(cluster)
-                )
-                queue = self._queue(topic, partition if sticky is None else sticky.partition)
-                want = self._first_reservation(topic, records)
+                sticky, queue = self._choose_queue(topic, partition, partitioner, cluster)
+                tried = _FULL
                 if queue.batches:  # an empty queue has no last batch: no lock round for it
                     with queue.lock:
                         if self._sticky_changed(partitioner, sticky):
@@ -509,14 +504,12 @@ class RecordAccumulator:
                             sendable = sendable or len(queue.batches) > 1
                             if records.done:
                                 break
-                        if tried > 0:
-                            want = tried  # for the last batch to take
-                        else:
-                            sendable = True  # its last batch is full: it can go
+                        sendable = sendable or tried <= 0  # its last batch is full: it can go
+                # Bytes for the last batch to take, or for a new batch.
+                want = tried if tried > 0 else self._first_reservation(topic, records)
                 if pooled < want:
                     waited = self._pool.allocate(want - pooled, max_time_to_block_ms)
-                    pooled = want
-                    now += waited
+                    pooled, now = want, now + waited
                     max_time_to_block_ms = max(0.0, max_time_to_block_ms - waited)
                 with queue.lock:
                     if self._sticky_changed(partitioner, sticky):
@@ -540,6 +533,19 @@ class RecordAccumulator:
             if pooled:
                 self._pool.deallocate(pooled)
         return sendable, created
+
+    def _choose_queue(
+        self,
+        topic: str,
+        partition: int | None,
+        partitioner: BuiltInPartitioner | None,
+        cluster: ClusterPartitions | None,
+    ) -> tuple[StickyPartition | None, _PartitionQueue]:
+        """The queue to append to: ``partition``'s, or the sticky partitioner's current one."""
+        if partitioner is None or cluster is None:
+            return None, self._queue(topic, partition)
+        sticky = partitioner.peek_current(cluster)
+        return sticky, self._queue(topic, sticky.partition)
 
     def _try_last(
         self,
@@ -615,14 +621,16 @@ class RecordAccumulator:
             return max(limit, bound)
         return max(self._first_batch_memory, bound)
 
-    @staticmethod
-    def _memory_needed(batch: ProducerBatch, records: PendingRecords) -> int:
-        """Bytes of buffer memory ``batch`` must take more before ``records`` go into it: what
-        they may add, at least doubling what it holds (fewer trips to the pool), never past
-        the batch's limit. Split batches are outside the pool, as in Java."""
+    def _memory_needed(self, batch: ProducerBatch, records: PendingRecords) -> int:
+        """Bytes of buffer memory ``batch`` must take more before ``records`` go into it. A
+        batch that outgrows its first few KiB takes its whole limit at once: a batch with
+        more records than that is likely to fill, and every trip to the pool is a call of
+        the compiled appender that ends in append() (see docs/performance.md). Split batches
+        are outside the pool, as in Java."""
         if batch.is_split_batch:
             return 0
         builder = batch.builder
+        pool = self._pool
         limit = builder.appended_limit
         held = batch.pooled_bytes
         if records.fills_batch:
@@ -631,7 +639,9 @@ class RecordAccumulator:
             need = min(builder.appended_size + records.size_bound() - BATCH_HEADER_SIZE, limit)
         if need <= held:
             return 0
-        return max(need, min(2 * held, limit)) - held
+        if limit - held > pool.total_memory:
+            return need - held  # the whole limit could never be free: what the records need
+        return max(need, limit) - held
 
     def _take_memory_now(self, batch: ProducerBatch, size: int) -> bool:
         """Let ``batch`` hold the memory for ``size`` bytes more if the pool has it free now

@@ -78,7 +78,7 @@ class PendingRecords(Protocol):
 class OneRecord:
     """A serialized record of :meth:`Producer.send`; its future once appended."""
 
-    __slots__ = ("done", "fills_batch", "future", "headers", "key", "timestamp", "value")
+    __slots__ = ("_size", "done", "fills_batch", "future", "headers", "key", "timestamp", "value")
 
     def __init__(
         self, timestamp: int, key: bytes | None, value: bytes | None, headers: Headers | None
@@ -90,6 +90,7 @@ class OneRecord:
         self.future: FutureRecordMetadata | None = None
         self.done = False
         self.fills_batch = False
+        self._size = -1  # its size bound, once asked
 
     def append_to(self, batch: ProducerBatch) -> int | None:
         future = batch.try_append(self.timestamp, self.key, self.value, self.headers)
@@ -97,10 +98,12 @@ class OneRecord:
             return None
         self.future = future
         self.done = True
-        return record_size_bound(self.key, self.value, self.headers)
+        return self.size_bound() - BATCH_HEADER_SIZE
 
     def size_bound(self) -> int:
-        return BATCH_HEADER_SIZE + record_size_bound(self.key, self.value, self.headers)
+        if self._size < 0:
+            self._size = BATCH_HEADER_SIZE + record_size_bound(self.key, self.value, self.headers)
+        return self._size
 
     def closed_error(self) -> ProducerClosedError:
         return ProducerClosedError("the producer was closed while a send was in progress")

@@ -497,7 +497,7 @@ class RecordAccumulator:
                 tried = _FULL
                 if queue.batches:  # an empty queue has no last batch: no lock round for it
                     with queue.lock:
-                        if self._sticky_changed(partitioner, sticky):
+                        if sticky is not None and self._sticky_changed(partitioner, sticky):
                             continue
                         tried, pooled = self._try_last(queue, records, pooled, sticky, cluster)
                         if tried == _APPENDED:
@@ -512,14 +512,16 @@ class RecordAccumulator:
                     pooled, now = want, now + waited
                     max_time_to_block_ms = max(0.0, max_time_to_block_ms - waited)
                 with queue.lock:
-                    if self._sticky_changed(partitioner, sticky):
+                    if sticky is not None and self._sticky_changed(partitioner, sticky):
                         continue
                     if self._closed:
                         raise records.closed_error()
                     tried, pooled = self._try_last(queue, records, pooled, sticky, cluster)
                     if tried == _APPENDED:
                         sendable = sendable or len(queue.batches) > 1
-                    if tried != _FULL or pooled < self._first_reservation(topic, records):
+                    if tried != _FULL or (
+                        pooled < want and pooled < self._first_reservation(topic, records)
+                    ):
                         continue  # appended, or more memory is needed first
                     batch = self._new_batch(queue.tp, now)
                     self._queue_new_batch(queue, batch, records, pooled, sticky, cluster)
@@ -563,7 +565,7 @@ class RecordAccumulator:
         if not queue.batches:
             return _FULL, pooled
         batch = queue.batches[-1]
-        if batch.is_full:
+        if batch.builder.is_full:
             return _FULL, pooled
         extra = self._memory_needed(batch, records)
         held = batch.pooled_bytes
@@ -580,9 +582,10 @@ class RecordAccumulator:
                 _hold_memory(batch, held)
                 pooled += extra
             return _FULL, pooled
-        if records.fills_batch:
+        if records.fills_batch and records.done:
             self._give_back_unused(batch)
-        self._sticky_appended(queue, sticky, appended, cluster)
+        if sticky is not None:
+            self._sticky_appended(queue, sticky, appended, cluster)
         return _APPENDED, pooled
 
     def _queue_new_batch(
@@ -600,12 +603,13 @@ class RecordAccumulator:
         appended = records.append_to(batch)
         if appended is None:  # pragma: no cover - an empty batch takes a record
             raise IllegalStateError("a record did not fit an empty batch")
-        if records.fills_batch:
+        if records.fills_batch and records.done:
             self._give_back_unused(batch)
         queue.batches.append(batch)
         with self._incomplete_lock:
             self._incomplete.add(batch)
-        self._sticky_appended(queue, sticky, appended, cluster)
+        if sticky is not None:
+            self._sticky_appended(queue, sticky, appended, cluster)
 
     # ------------------------------------------------------------------ buffer memory
 
@@ -613,13 +617,13 @@ class RecordAccumulator:
         """Buffer memory a new batch takes for ``records``: a few KiB (it takes more as it
         fills), or what a run of records may fill it with (the unused part is given back)."""
         bound = records.size_bound()
-        if records.fills_batch:
-            ratio = 1.0
-            if self._compression is not _NO_COMPRESSION:
-                ratio = self._estimator.estimate(topic)
-            limit = BATCH_HEADER_SIZE + RecordBatchBuilder.records_room(self._batch_size, ratio)
-            return max(limit, bound)
-        return max(self._first_batch_memory, bound)
+        if not records.fills_batch:
+            return max(self._first_batch_memory, bound)
+        limit = self._batch_size
+        if self._compression is not _NO_COMPRESSION:
+            ratio = self._estimator.estimate(topic)
+            limit = BATCH_HEADER_SIZE + RecordBatchBuilder.records_room(limit, ratio)
+        return max(limit, bound)
 
     def _memory_needed(self, batch: ProducerBatch, records: PendingRecords) -> int:
         """Bytes of buffer memory ``batch`` must take more before ``records`` go into it. A
@@ -655,7 +659,8 @@ class RecordAccumulator:
         return True
 
     def _give_back_unused(self, batch: ProducerBatch) -> None:
-        """After a run of records: a batch not full gives back what its records do not use."""
+        """A run of records ended in ``batch``: if not full, it gives back what its records
+        do not use."""
         unused = batch.pooled_bytes - batch.builder.appended_size
         if unused > 0 and not batch.is_full and not batch.is_split_batch:
             _hold_memory(batch, batch.pooled_bytes - unused)

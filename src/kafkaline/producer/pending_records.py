@@ -114,6 +114,8 @@ class RecordRun:
     they go into adds a :data:`BulkSegment` to ``segments``."""
 
     __slots__ = (
+        "_bound",
+        "_bound_at",
         "count",
         "done",
         "fills_batch",
@@ -142,6 +144,8 @@ class RecordRun:
         self.position = 0
         self.done = self.count == 0
         self.fills_batch = True
+        self._bound_at = -1
+        self._bound = 0
 
     def append_to(self, batch: ProducerBatch) -> int | None:
         builder = batch.builder
@@ -159,8 +163,11 @@ class RecordRun:
 
     def size_bound(self) -> int:
         at = self.position
-        headers = None if self.headers is None else self.headers[at]
-        return BATCH_HEADER_SIZE + record_size_bound(self.keys[at], self.values[at], headers)
+        if self._bound_at != at:  # asked again for the same record while it waits for a batch
+            headers = None if self.headers is None else self.headers[at]
+            self._bound = record_size_bound(self.keys[at], self.values[at], headers)
+            self._bound_at = at
+        return BATCH_HEADER_SIZE + self._bound
 
     def closed_error(self) -> ProducerClosedError:
         return ProducerClosedError(

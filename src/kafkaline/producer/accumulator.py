@@ -516,7 +516,10 @@ class RecordAccumulator:
                         continue
                     if self._closed:
                         raise records.closed_error()
-                    tried, pooled = self._try_last(queue, records, pooled, sticky, cluster)
+                    if queue.batches:
+                        tried, pooled = self._try_last(queue, records, pooled, sticky, cluster)
+                    else:
+                        tried = _FULL
                     if tried == _APPENDED:
                         sendable = sendable or len(queue.batches) > 1
                     if tried != _FULL or (

@@ -212,6 +212,9 @@ class EncodedRecords:
 
 def record_size_bound(key: bytes | None, value: bytes | None, headers: Headers | None) -> int:
     """An upper bound of the record's encoded size, checking the types on the way."""
+    if type(value) is bytes and (key is None or type(key) is bytes) and not headers:
+        # The usual record (once per new batch for records sent one at a time)
+        return RECORD_OVERHEAD_BOUND + len(value) + (0 if key is None else len(key))
     size = RECORD_OVERHEAD_BOUND
     for name, field in (("key", key), ("value", value)):
         if field is None:

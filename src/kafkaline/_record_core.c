@@ -361,6 +361,7 @@ typedef struct {
     int64_t log_append_time;
     Py_ssize_t size_limit;
     Py_ssize_t limit;          /* size_limit scaled by the compression ratio */
+    Py_ssize_t memory_cap;     /* buffer memory the batch holds: the appender stays within */
     double ratio;
     PyObject *compression;     /* CompressionType member */
     long compression_id;
@@ -488,6 +489,7 @@ Builder_init(Builder *self, PyObject *args, PyObject *kwds)
         self->log_append_time = lat;
     }
     self->size_limit = size_limit;
+    self->memory_cap = (Py_ssize_t)MAX_BATCH_SIZE;
     self->ratio = ratio;
     self->limit = ratio == 1.0 ? size_limit : HEADER_SIZE + records_room(size_limit, ratio);
     long long v;
@@ -1208,6 +1210,42 @@ Builder_get_size_limit(Builder *self, void *Py_UNUSED(c))
 }
 
 static PyObject *
+Builder_get_appended_size(Builder *self, void *Py_UNUSED(c))
+{
+    return PyLong_FromSsize_t(self->used);
+}
+
+static PyObject *
+Builder_get_appended_limit(Builder *self, void *Py_UNUSED(c))
+{
+    return PyLong_FromSsize_t(self->limit);
+}
+
+static PyObject *
+Builder_get_memory_cap(Builder *self, void *Py_UNUSED(c))
+{
+    return PyLong_FromSsize_t(self->memory_cap);
+}
+
+static int
+Builder_set_memory_cap(Builder *self, PyObject *value, void *Py_UNUSED(c))
+{
+    if (value == NULL || !PyLong_Check(value)) {
+        PyErr_SetString(PyExc_TypeError, "memory_cap must be an int");
+        return -1;
+    }
+    Py_ssize_t cap = PyLong_AsSsize_t(value);
+    if (cap == -1 && PyErr_Occurred())
+        return -1;
+    if (cap < 0) {
+        PyErr_Format(PyExc_ValueError, "memory_cap %zd must not be negative", cap);
+        return -1;
+    }
+    self->memory_cap = cap;
+    return 0;
+}
+
+static PyObject *
 Builder_get_producer_id(Builder *self, void *Py_UNUSED(c))
 {
     return PyLong_FromLongLong(self->producer_id);
@@ -1258,6 +1296,9 @@ static PyGetSetDef Builder_getset[] = {
     {"uncompressed_records_size", (getter)Builder_get_uncompressed_size, NULL, NULL, NULL},
     {"compression", (getter)Builder_get_compression, NULL, NULL, NULL},
     {"size_limit", (getter)Builder_get_size_limit, NULL, NULL, NULL},
+    {"appended_size", (getter)Builder_get_appended_size, NULL, NULL, NULL},
+    {"appended_limit", (getter)Builder_get_appended_limit, NULL, NULL, NULL},
+    {"memory_cap", (getter)Builder_get_memory_cap, (setter)Builder_set_memory_cap, NULL, NULL},
     {"producer_id", (getter)Builder_get_producer_id, NULL, NULL, NULL},
     {"producer_epoch", (getter)Builder_get_producer_epoch, NULL, NULL, NULL},
     {"base_sequence", (getter)Builder_get_base_sequence, NULL, NULL, NULL},
@@ -1687,11 +1728,13 @@ Sender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyOb
                  produced_bytes + record_size < 2 * sticky_limit;
         }
         /* limit - 1: never leaves the batch full, so no wakeup is due (the append that
-         * made this batch woke the Sender for any full one before it). */
+         * made this batch woke the Sender for any full one before it); nor past the buffer
+         * memory the batch holds (append() takes more from the pool). */
+        Py_ssize_t bound = b->memory_cap < b->limit ? b->memory_cap : b->limit - 1;
         if (go && !PyErr_Occurred() &&
             try_append(b, timestamp, key_size < 0 ? NULL : PyBytes_AS_STRING(key), key_size,
                        value_size < 0 ? NULL : PyBytes_AS_STRING(value), value_size, NULL, 0,
-                       b->limit - 1) == APPENDED) {
+                       bound) == APPENDED) {
             appended = 1;
             if (sticky != NULL) {
                 /* What update_partition_info() does when no switch is due: count. */

@@ -57,11 +57,19 @@ from kafkaline.producer.builtin_partitioner import (
 from kafkaline.producer.compression_ratio import CompressionRatioEstimator
 from kafkaline.producer.futures import FutureRecordMetadata, ProduceRequestResult
 from kafkaline.producer.partitioner import ClusterPartitions
+from kafkaline.producer.pending_records import (
+    BulkSegment,
+    EncodedChunk,
+    EncodedRecords,
+    OneRecord,
+    PendingRecords,
+    RecordRun,
+)
 from kafkaline.producer.transactions.idempotence import IdempotenceManager
 from kafkaline.record import CompressionType, Headers, RecordBatchBuilder
 from kafkaline.record.batch_format import BATCH_HEADER_SIZE
 from kafkaline.record.core import compiled_core
-from kafkaline.record.record_encoder import RECORD_OVERHEAD_BOUND, encode_headers
+from kafkaline.record.record_encoder import RECORD_OVERHEAD_BOUND
 
 # A global for _new_batch: on Python 3.11 CompressionType.NONE goes through
 # EnumType.__getattr__'s hook (~1k instructions a read, valgrind).
@@ -83,6 +91,11 @@ __all__ = [
 ]
 
 _log = logging.getLogger(__name__)
+# What RecordAccumulator._try_last reports besides the bytes to take from the pool first.
+_APPENDED = 0
+_FULL = -1
+#: Buffer memory a new batch takes first (at most batch_size); it takes more as it fills.
+FIRST_BATCH_MEMORY = 4096
 _new_tuple = tuple.__new__
 
 #: What :meth:`RecordAccumulator.append` returns: ``(future, batch_is_full,
@@ -93,9 +106,6 @@ _new_tuple = tuple.__new__
 #:     if batch_is_full or new_batch_created:
 #:         sender.wakeup()
 RecordAppendResult = tuple[FutureRecordMetadata, bool, bool]
-#: A run of consecutive records appended by :meth:`RecordAccumulator.append_many` to one
-#: batch: ``(batch result, first offset delta, record count)``.
-BulkSegment = tuple[ProduceRequestResult, int, int]
 
 
 class OpenBatch(NamedTuple):
@@ -107,22 +117,6 @@ class OpenBatch(NamedTuple):
     first_offset_delta: int
     #: The timestamp the records' timestamp deltas count from.
     base_timestamp: int
-
-
-class EncodedChunk(NamedTuple):
-    """Records encoded by an :class:`EncodedRecordSource` for one batch."""
-
-    #: Their part of a batch's records section, in pieces (slices of a larger buffer).
-    records: tuple[bytes | memoryview, ...]
-    #: Its size in bytes.
-    size: int
-    #: The first record's index in the source's order, and how many.
-    start: int
-    record_count: int
-    first_timestamp: int
-    max_timestamp: int
-    #: For the group's open batch (encoded with its :class:`OpenBatch`), else a new batch.
-    continues_open: bool
 
 
 class EncodedRecordSource(Protocol):
@@ -324,6 +318,7 @@ class RecordAccumulator:
         transaction_manager: IdempotenceManager | None = None,
     ) -> None:
         self._batch_size = batch_size
+        self._first_batch_memory = max(min(batch_size, FIRST_BATCH_MEMORY), BATCH_HEADER_SIZE + 1)
         self._linger_ms = float(linger_ms)
         self._pool = (
             buffer_pool
@@ -450,100 +445,13 @@ class RecordAccumulator:
         :class:`~kafkaline.errors.ProducerClosedError` when a new batch is needed after
         :meth:`close`, and what the record builder raises for a bad record.
         """
-        if partition is not None:
-            # Hot path: the partition's last batch has room. ~1.3-1.45 us per append (100-byte
-            # value, 10-byte key, 64 KiB batches; benchmarks/micro_accumulator.py), of which
-            # the builder's append and its encoding at the size limit take ~0.52, the future
-            # ~0.2, the lock ~0.09. Each piece is its cheapest measured form: nested dict
-            # lookups (no tuple key to build: 25 against 55 ns), acquire/try/finally (0.09
-            # against 0.2-0.3 us for `with`), the builder's append called directly, the
-            # future made by tuple.__new__ (0.2 against 0.3-0.45 us through the class) and
-            # the result a plain tuple (0.04 against 0.18-0.22 us for a NamedTuple).
-            try:
-                queue = self._queues[topic][partition]
-            except KeyError:
-                pass
-            else:
-                lock = queue.lock
-                lock.acquire()
-                try:
-                    batches = queue.batches
-                    if batches:
-                        batch = batches[-1]
-                        offset_delta = batch.builder.append(timestamp, key, value, headers)
-                        if offset_delta is not None:
-                            return (
-                                _new_tuple(
-                                    FutureRecordMetadata,
-                                    (
-                                        batch.result,
-                                        offset_delta,
-                                        -1 if key is None else len(key),
-                                        -1 if value is None else len(value),
-                                        timestamp,
-                                    ),
-                                ),
-                                len(batches) > 1,
-                                False,
-                            )
-                finally:
-                    lock.release()
-        return self._append_slow(
-            topic, partition, timestamp, key, value, headers, max_time_to_block_ms, now, cluster
+        record = OneRecord(timestamp, key, value, headers)
+        sendable, created = self._append_records(
+            topic, partition, record, max_time_to_block_ms, now, cluster
         )
-
-    def append_to_open_batch(
-        self,
-        topic: str,
-        partition: int,
-        timestamp: int,
-        key: bytes,
-        value: bytes,
-        key_size: int,
-        value_size: int,
-    ) -> FutureRecordMetadata | None:
-        """:meth:`append` for :meth:`Producer.send`'s hot path: a keyed record of bytes,
-        without headers, into ``partition``'s open batch; return its future, or ``None``
-        (nothing done) when the partition has no open batch with room: the caller then
-        takes :meth:`append`.
-
-        Its own method because :meth:`append`'s result tuple, its arguments for the slow
-        path's waits and the lengths counted twice made up a fifth of a send() (see
-        Producer.send's hot path for the measurement).
-
-        It never asks for a wakeup, unlike :meth:`append` when a full batch waits in front
-        of the open one: that batch was left full by the :meth:`append` that made the open
-        batch, whose ``new_batch_created`` woke the Sender then, and every Sender pass
-        that starts after a wakeup sees it (the wakeup is consumed only by the poll that
-        ends before such a pass). Waking again for every record behind it cost a socket
-        write (a GIL hand-off) and a Sender pass each, whenever the Sender had read the
-        previous byte but not yet drained the batch. Measured (send() loops of 300,000
-        records, 100-byte values, 64 KiB batches, linger 5 ms): wakeup bytes written 2,151-5,040
-        -> 249-510 in the runs that had many, process CPU median 5.00 -> 4.57 us a record
-        (5 alternating runs, load 4.4); caller 14,630 -> 14,180 instructions a record
-        (valgrind, linger 5 s).
-        """
-        try:
-            queue = self._queues[topic][partition]
-        except KeyError:
-            return None
-        lock = queue.lock
-        lock.acquire()
-        try:
-            batches = queue.batches
-            if not batches:
-                return None
-            batch = batches[-1]
-            # Through the builder's interface (the compiled core's or the Python one), never
-            # into its private state.
-            offset_delta = batch.builder.append_bytes(timestamp, key, value, key_size + value_size)
-            if offset_delta is None:
-                return None
-        finally:
-            lock.release()
-        return _new_tuple(
-            FutureRecordMetadata, (batch.result, offset_delta, key_size, value_size, timestamp)
-        )
+        if record.future is None:  # pragma: no cover - _append_records appends or raises
+            raise IllegalStateError("a record was not appended")
+        return record.future, sendable, created
 
     def open_batch_sender(self, payload_limit: int) -> OpenBatchSender | None:
         """Producer.send()'s common case in one compiled call, when the compiled record core
@@ -565,146 +473,6 @@ class RecordAccumulator:
             self, FutureRecordMetadata, payload_limit, RECORD_OVERHEAD_BOUND
         )
         return sender
-
-    def append_keyless_to_open_batch(
-        self,
-        topic: str,
-        timestamp: int,
-        value: bytes,
-        value_size: int,
-    ) -> FutureRecordMetadata | None:
-        """:meth:`append_to_open_batch` for a record without key, into the topic's current
-        sticky partition, counted as :meth:`append` counts it; ``None`` (nothing done) also
-        when no sticky partition is chosen yet or this record makes a switch due:
-        :meth:`append` then takes it. No wakeup either (see :meth:`append_to_open_batch`)."""
-        partitioner = self._sticky.get(topic)
-        if partitioner is None:
-            return None
-        sticky = partitioner.current
-        if sticky is None:
-            return None
-        try:
-            queue = self._queues[topic][sticky.partition]
-        except KeyError:
-            return None
-        lock = queue.lock
-        lock.acquire()
-        try:
-            batches = queue.batches
-            if not batches:
-                return None
-            record_size = RECORD_OVERHEAD_BOUND + value_size
-            if partitioner.switch_due(sticky, record_size):
-                return None
-            batch = batches[-1]
-            offset_delta = batch.builder.append_bytes(timestamp, None, value, value_size)
-            if offset_delta is None:
-                return None
-            # No switch due (checked under this lock; the batch is not full after
-            # append_bytes): what update_partition_info would do is to count.
-            sticky.produced_bytes += record_size
-        finally:
-            lock.release()
-        return _new_tuple(
-            FutureRecordMetadata, (batch.result, offset_delta, -1, value_size, timestamp)
-        )
-
-    def _append_slow(
-        self,
-        topic: str,
-        partition: int | None,
-        timestamp: int,
-        key: bytes | None,
-        value: bytes | None,
-        headers: Headers | None,
-        max_time_to_block_ms: float,
-        now: float,
-        cluster: ClusterPartitions | None,
-    ) -> RecordAppendResult:
-        # Java's append protocol: try the last batch under the queue's lock; else take memory
-        # from the pool without any lock held (it may block), make the batch, and try again
-        # under the lock, since another thread may have made a batch meanwhile. With the
-        # sticky partitioner, start over if another thread switched partitions.
-        sticky_partitioner: BuiltInPartitioner | None = None
-        if partition is None:
-            if cluster is None:
-                raise ValueError("append() without a partition needs the cluster")
-            sticky_partitioner = self._sticky_partitioner(topic)
-        record_size = _record_size_bound(key, value, headers)
-        pooled = 0
-        new_batch: ProducerBatch | None = None
-        try:
-            while True:
-                sticky: StickyPartition | None = None
-                if sticky_partitioner is not None and cluster is not None:
-                    sticky = sticky_partitioner.peek_current(cluster)
-                queue = self._queue(topic, sticky.partition if sticky is not None else partition)
-                # An empty queue (read without the lock) has no batch to try: go make one. The
-                # try under the lock below catches a batch queued meanwhile. (Records sent one
-                # at a time find the queue empty each time: one lock round less per record.)
-                if queue.batches:
-                    with queue.lock:
-                        if sticky is not None and self._sticky_changed(sticky_partitioner, sticky):
-                            continue
-                        future = _try_append_last(queue, timestamp, key, value, headers)
-                        if future is not None:
-                            self._sticky_appended(
-                                sticky_partitioner, sticky, queue, record_size, cluster
-                            )
-                            return future, len(queue.batches) > 1, False
-                if not pooled:
-                    size = BATCH_HEADER_SIZE + record_size
-                    if size < self._batch_size:
-                        size = self._batch_size
-                    now += self._pool.allocate(size, max_time_to_block_ms)
-                    pooled = size
-                if new_batch is None or new_batch.topic_partition != queue.tp:
-                    new_batch = self._new_batch(queue.tp, now)
-                # acquire/try/finally rather than `with` (which makes two bound methods), here
-                # and for the incomplete set; see append() for the cost of each.
-                lock = queue.lock
-                lock.acquire()
-                try:
-                    if sticky is not None and self._sticky_changed(sticky_partitioner, sticky):
-                        continue
-                    if self._closed:
-                        raise ProducerClosedError(
-                            "the producer was closed while a send was in progress"
-                        )
-                    # (Calls that would do nothing are not made: an empty queue has no last
-                    # batch, a topic without sticky partitioner no statistics. Records sent
-                    # one at a time make a batch each time.)
-                    batches = queue.batches
-                    if batches:
-                        future = _try_append_last(queue, timestamp, key, value, headers)
-                        if future is not None:
-                            if sticky_partitioner is not None:
-                                self._sticky_appended(
-                                    sticky_partitioner, sticky, queue, record_size, cluster
-                                )
-                            return future, len(batches) > 1, False
-                    future = new_batch.try_append(timestamp, key, value, headers)
-                    if future is None:  # pragma: no cover - an empty batch takes any record
-                        raise IllegalStateError("a record did not fit an empty batch")
-                    new_batch.pooled_bytes = pooled
-                    pooled = 0  # the batch holds it now, until it is deallocated
-                    batches.append(new_batch)
-                    incomplete_lock = self._incomplete_lock
-                    incomplete_lock.acquire()
-                    try:
-                        self._incomplete.add(new_batch)
-                    finally:
-                        incomplete_lock.release()
-                    if sticky_partitioner is not None:
-                        self._sticky_appended(
-                            sticky_partitioner, sticky, queue, record_size, cluster
-                        )
-                    return future, len(batches) > 1 or new_batch.is_full, True
-                finally:
-                    lock.release()
-        finally:
-            if pooled:
-                self._pool.deallocate(pooled)
 
     def append_many(
         self,
@@ -733,93 +501,217 @@ class RecordAccumulator:
         midway (buffer exhausted, closed), the records before stay queued: the error says
         how many. ``wakeup`` (the Sender's) is called whenever a new batch is queued behind
         another (which is then ready), so that the Sender sends full batches (and frees their
-        memory) during a call larger than ``buffer_memory``, as a send() loop wakes it at every
-        full batch. ``into``, if given, is the segments list (so that a caller sees what was
-        queued when this raises).
+        memory) during a call larger than ``buffer_memory``. ``into``, if given, is the
+        segments list (so that a caller sees what was queued when this raises).
         """
-        count = len(values)
         segments: list[BulkSegment] = [] if into is None else into
-        sticky_partitioner: BuiltInPartitioner | None = None
+        run = RecordRun(timestamp, keys, values, headers, segments)
+        sendable, created = self._append_records(
+            topic, partition, run, max_time_to_block_ms, now, cluster, wakeup
+        )
+        return segments, sendable or created
+
+    def _append_records(
+        self,
+        topic: str,
+        partition: int | None,
+        records: PendingRecords,
+        max_time_to_block_ms: float,
+        now: float,
+        cluster: ClusterPartitions | None,
+        wakeup: Callable[[], None] | None = None,
+    ) -> tuple[bool, bool]:
+        """The one append protocol (Java's ``RecordAccumulator.append``): try the partition's
+        last batch under its lock; else take memory from the pool with no lock held (it may
+        block) and try the last batch again under the lock (another thread may have made one
+        meanwhile) before queueing a new one. With the sticky partitioner, start over if
+        another thread switched partitions. Repeats until every record is queued, calling
+        ``wakeup`` when a new batch queues behind another. Returns ``(a batch became
+        sendable, a batch was made)``."""
+        partitioner: BuiltInPartitioner | None = None
         if partition is None:
             if cluster is None:
-                raise ValueError("append_many() without a partition needs the cluster")
-            sticky_partitioner = self._sticky_partitioner(topic)
-        position = 0
-        wake = False
-        pooled = 0
-        new_batch: ProducerBatch | None = None
+                raise ValueError("appending without a partition needs the cluster")
+            partitioner = self._sticky_partitioner(topic)
+        sendable = created = False
+        pooled = 0  # taken from the pool, not yet held by a batch
         try:
-            while position < count:
-                sticky: StickyPartition | None = None
-                if sticky_partitioner is not None and cluster is not None:
-                    sticky = sticky_partitioner.peek_current(cluster)
-                queue = self._queue(topic, sticky.partition if sticky is not None else partition)
-                with queue.lock:
-                    if sticky is not None and self._sticky_changed(sticky_partitioner, sticky):
-                        continue
-                    batches = queue.batches
-                    if batches:
-                        before = position
-                        position, grown = _append_run(
-                            batches[-1], timestamp, keys, values, headers, position, segments
-                        )
-                        if position > before:
-                            self._sticky_appended(sticky_partitioner, sticky, queue, grown, cluster)
-                            if position == count:
-                                return segments, wake or len(batches) > 1
-                        wake = True  # the last batch is full: it can go
-                if not pooled:
-                    size = max(
-                        self._batch_size,
-                        BATCH_HEADER_SIZE
-                        + _record_size_bound(
-                            keys[position],
-                            values[position],
-                            None if headers is None else headers[position],
-                        ),
-                    )
-                    waited = self._pool.allocate(size, max_time_to_block_ms)
-                    now += waited
+            while not records.done:
+                sticky, queue = self._choose_queue(topic, partition, partitioner, cluster)
+                tried = _FULL
+                if queue.batches:  # an empty queue has no last batch: no lock round for it
+                    with queue.lock:
+                        if sticky is not None and self._sticky_changed(partitioner, sticky):
+                            continue
+                        tried, pooled = self._try_last(queue, records, pooled, sticky, cluster)
+                        if tried == _APPENDED:
+                            sendable = sendable or len(queue.batches) > 1
+                            if records.done:
+                                break
+                        sendable = sendable or tried <= 0  # its last batch is full: it can go
+                # Bytes for the last batch to take, or for a new batch.
+                want = tried if tried > 0 else self._first_reservation(topic, records)
+                if pooled < want:
+                    waited = self._pool.allocate(want - pooled, max_time_to_block_ms)
+                    pooled, now = want, now + waited
                     max_time_to_block_ms = max(0.0, max_time_to_block_ms - waited)
-                    pooled = size
-                if new_batch is None or new_batch.topic_partition != queue.tp:
-                    new_batch = self._new_batch(queue.tp, now)
                 with queue.lock:
-                    if sticky is not None and self._sticky_changed(sticky_partitioner, sticky):
+                    if sticky is not None and self._sticky_changed(partitioner, sticky):
                         continue
                     if self._closed:
-                        raise ProducerClosedError(
-                            f"the producer was closed while send_batch() was in progress "
-                            f"({position} of {count} records were queued)"
-                        )
-                    batches = queue.batches
-                    if batches:  # another thread may have made a batch meanwhile
-                        before = position
-                        position, grown = _append_run(
-                            batches[-1], timestamp, keys, values, headers, position, segments
-                        )
-                        if position > before:
-                            self._sticky_appended(sticky_partitioner, sticky, queue, grown, cluster)
-                            continue
-                    # Filled before it is queued: the Sender never sees an empty batch.
-                    position, grown = _append_run(
-                        new_batch, timestamp, keys, values, headers, position, segments
-                    )
-                    new_batch.pooled_bytes = pooled
+                        raise records.closed_error()
+                    if queue.batches:
+                        tried, pooled = self._try_last(queue, records, pooled, sticky, cluster)
+                    else:
+                        tried = _FULL
+                    if tried == _APPENDED:
+                        sendable = sendable or len(queue.batches) > 1
+                    if tried != _FULL or (
+                        pooled < want and pooled < self._first_reservation(topic, records)
+                    ):
+                        continue  # appended, or more memory is needed first
+                    batch = self._new_batch(queue.tp, now)
+                    self._queue_new_batch(queue, batch, records, pooled, sticky, cluster)
                     pooled = 0  # the batch holds it now, until it is deallocated
-                    batches.append(new_batch)
-                    with self._incomplete_lock:
-                        self._incomplete.add(new_batch)
-                    self._sticky_appended(sticky_partitioner, sticky, queue, grown, cluster)
-                    new_batch = None
-                    wake = True
-                    sendable = len(batches) > 1  # a batch with one behind it is ready
-                if sendable and wakeup is not None:
+                    behind = len(queue.batches) > 1
+                    sendable = sendable or behind or batch.is_full
+                    created = True
+                if behind and wakeup is not None:
                     wakeup()
         finally:
             if pooled:
                 self._pool.deallocate(pooled)
-        return segments, wake
+        return sendable, created
+
+    def _choose_queue(
+        self,
+        topic: str,
+        partition: int | None,
+        partitioner: BuiltInPartitioner | None,
+        cluster: ClusterPartitions | None,
+    ) -> tuple[StickyPartition | None, _PartitionQueue]:
+        """The queue to append to: ``partition``'s, or the sticky partitioner's current one."""
+        if partitioner is None or cluster is None:
+            return None, self._queue(topic, partition)
+        sticky = partitioner.peek_current(cluster)
+        return sticky, self._queue(topic, sticky.partition)
+
+    def _try_last(
+        self,
+        queue: _PartitionQueue,
+        records: PendingRecords,
+        pooled: int,
+        sticky: StickyPartition | None,
+        cluster: ClusterPartitions | None,
+    ) -> tuple[int, int]:
+        """Java's ``tryAppend``, under the queue's lock: as many records as fit into the
+        queue's last batch, which first takes the buffer memory they need (from ``pooled``,
+        the caller's, or from the pool if free now). Returns ``(_APPENDED, pooled left)``;
+        ``(_FULL, pooled)`` when there is no last batch or it took nothing; or ``(bytes,
+        pooled)``: take that much from the pool first, then try again."""
+        if not queue.batches:
+            return _FULL, pooled
+        batch = queue.batches[-1]
+        if batch.builder.is_full:
+            return _FULL, pooled
+        extra = self._memory_needed(batch, records)
+        held = batch.pooled_bytes
+        if extra:
+            if extra > pooled:
+                if not self._pool.try_allocate(extra - pooled):
+                    return extra, pooled
+                pooled = extra
+            pooled -= extra
+            _hold_memory(batch, held + extra)
+        appended = records.append_to(batch)
+        if appended is None:
+            if extra:  # not needed after all: the caller's, for a new batch
+                _hold_memory(batch, held)
+                pooled += extra
+            return _FULL, pooled
+        if records.fills_batch and records.done:
+            self._give_back_unused(batch)
+        if sticky is not None:
+            self._sticky_appended(queue, sticky, appended, cluster)
+        return _APPENDED, pooled
+
+    def _queue_new_batch(
+        self,
+        queue: _PartitionQueue,
+        batch: ProducerBatch,
+        records: PendingRecords,
+        pooled: int,
+        sticky: StickyPartition | None,
+        cluster: ClusterPartitions | None,
+    ) -> None:
+        """Fill ``batch`` (holding ``pooled`` bytes of the pool) before it is queued, so the
+        Sender never sees an empty batch; called under the queue's lock."""
+        _hold_memory(batch, pooled)
+        appended = records.append_to(batch)
+        if appended is None:  # pragma: no cover - an empty batch takes a record
+            raise IllegalStateError("a record did not fit an empty batch")
+        if records.fills_batch and records.done:
+            self._give_back_unused(batch)
+        queue.batches.append(batch)
+        with self._incomplete_lock:
+            self._incomplete.add(batch)
+        if sticky is not None:
+            self._sticky_appended(queue, sticky, appended, cluster)
+
+    # ------------------------------------------------------------------ buffer memory
+
+    def _first_reservation(self, topic: str, records: PendingRecords) -> int:
+        """Buffer memory a new batch takes for ``records``: a few KiB (it takes more as it
+        fills), or what a run of records may fill it with (the unused part is given back)."""
+        bound = records.size_bound()
+        if not records.fills_batch:
+            return max(self._first_batch_memory, bound)
+        limit = self._batch_size
+        if self._compression is not _NO_COMPRESSION:
+            ratio = self._estimator.estimate(topic)
+            limit = BATCH_HEADER_SIZE + RecordBatchBuilder.records_room(limit, ratio)
+        return max(limit, bound)
+
+    def _memory_needed(self, batch: ProducerBatch, records: PendingRecords) -> int:
+        """Bytes of buffer memory ``batch`` must take more before ``records`` go into it. A
+        batch that outgrows its first few KiB takes its whole limit at once: a batch with
+        more records than that is likely to fill, and every trip to the pool is a call of
+        the compiled appender that ends in append() (see docs/performance.md). Split batches
+        are outside the pool, as in Java."""
+        if batch.is_split_batch:
+            return 0
+        builder = batch.builder
+        pool = self._pool
+        limit = builder.appended_limit
+        held = batch.pooled_bytes
+        if records.fills_batch:
+            need = limit
+        else:
+            need = min(builder.appended_size + records.size_bound() - BATCH_HEADER_SIZE, limit)
+        if need <= held:
+            return 0
+        if limit - held > pool.total_memory:
+            return need - held  # the whole limit could never be free: what the records need
+        return max(need, limit) - held
+
+    def _take_memory_now(self, batch: ProducerBatch, size: int) -> bool:
+        """Let ``batch`` hold the memory for ``size`` bytes more if the pool has it free now
+        (no wait under a queue's lock); whether it does."""
+        extra = batch.builder.appended_size + size - batch.pooled_bytes
+        if batch.is_split_batch or extra <= 0:
+            return True
+        if not self._pool.try_allocate(extra):
+            return False
+        _hold_memory(batch, batch.pooled_bytes + extra)
+        return True
+
+    def _give_back_unused(self, batch: ProducerBatch) -> None:
+        """A run of records ended in ``batch``: if not full, it gives back what its records
+        do not use."""
+        unused = batch.pooled_bytes - batch.builder.appended_size
+        if unused > 0 and not batch.is_full and not batch.is_split_batch:
+            _hold_memory(batch, batch.pooled_bytes - unused)
+            self._pool.deallocate(unused)
 
     def append_encoded(
         self,
@@ -851,11 +743,6 @@ class RecordAccumulator:
             if cluster is None:
                 raise ValueError("append_encoded() without a partition needs the cluster")
             sticky_partitioner = self._sticky_partitioner(topic)
-        compressed = self._compression is not CompressionType.NONE
-        fresh_room = RecordBatchBuilder.records_room(
-            max(self._batch_size, BATCH_HEADER_SIZE + 1),
-            self._estimator.estimate(topic) if compressed else 1.0,
-        )
         plans: list[_EncodedPlan] = []  # each group as seen before encoding
         try:
             for index, (partition, _, _) in enumerate(groups):
@@ -863,25 +750,9 @@ class RecordAccumulator:
                 if partition is None and sticky_partitioner is not None and cluster is not None:
                     sticky = sticky_partitioner.peek_current(cluster)
                     partition = sticky.partition
-                queue = self._queue(topic, partition)
-                open_batch: ProducerBatch | None = None
-                state: OpenBatch | None = None
-                with queue.lock:
-                    if queue.batches:
-                        last = queue.batches[-1]
-                        found = last.builder.open_state()
-                        if found is not None and found[0] > 0:
-                            open_batch, state = last, OpenBatch(*found)
-                            # Held: the Sender leaves it queued while records are encoded
-                            # for it. Unheld, the Sender drained it (its linger ran out)
-                            # during most encodings, and the group was encoded again for
-                            # new batches: 138 encode() calls for 30 calls of 10,000 records
-                            # (bulk_paths.py's workload), 108 of them again, ~20% of the
-                            # caller's CPU (cProfile).
-                            last.held_by_appenders += 1
-                plans.append(_EncodedPlan(index, queue, sticky, open_batch, state))
+                plans.append(self._hold_open_batch(index, self._queue(topic, partition), sticky))
             return self._append_encoded_plans(
-                topic, source, plans, sticky_partitioner, cluster, fresh_room,
+                topic, source, plans, sticky_partitioner, cluster,
                 max_time_to_block_ms, now, wakeup, [] if into is None else into,
             )  # fmt: skip
         finally:
@@ -890,6 +761,22 @@ class RecordAccumulator:
             released = [self._release_hold(plan) for plan in plans]
             if any(released) and wakeup is not None:
                 wakeup()
+
+    @staticmethod
+    def _hold_open_batch(
+        group: int, queue: _PartitionQueue, sticky: StickyPartition | None
+    ) -> _EncodedPlan:
+        """The group's plan: its queue's open batch (if any, with room) held, so the Sender
+        leaves it queued while records are encoded for it (unheld, it was often drained
+        meanwhile and the records encoded again, see docs/performance.md)."""
+        with queue.lock:
+            if queue.batches:
+                last = queue.batches[-1]
+                found = last.builder.open_state()
+                if found is not None and found[0] > 0:
+                    last.held_by_appenders += 1
+                    return _EncodedPlan(group, queue, sticky, last, OpenBatch(*found))
+        return _EncodedPlan(group, queue, sticky, None, None)
 
     @staticmethod
     def _release_hold(plan: _EncodedPlan) -> bool:
@@ -910,7 +797,6 @@ class RecordAccumulator:
         plans: list[_EncodedPlan],
         sticky_partitioner: BuiltInPartitioner | None,
         cluster: ClusterPartitions | None,
-        fresh_room: int,
         max_time_to_block_ms: float,
         now: float,
         wakeup: Callable[[], None] | None,
@@ -918,140 +804,96 @@ class RecordAccumulator:
     ) -> tuple[list[EncodedRun], bool]:
         """:meth:`append_encoded` once the open batches are held: encode; fill the open
         batches and let the Sender have them (before any wait for memory, which only the
-        Sender can free); then queue new batches, each partition's after its open one."""
+        Sender can free); then queue a new batch per chunk, each partition's after its open
+        one, through the one append protocol."""
         groups = source.groups
+        compressed = self._compression is not CompressionType.NONE
+        fresh_room = RecordBatchBuilder.records_room(
+            max(self._batch_size, BATCH_HEADER_SIZE + 1),
+            self._estimator.estimate(topic) if compressed else 1.0,
+        )
         encoded = source.encode([(plan.group, plan.state) for plan in plans], fresh_room)
         # A held batch the Sender skipped may be due now: the caller wakes the Sender.
         wake = any(plan.held for plan in plans)
-        queued = 0
-        total = sum(stop - start for _, start, stop in groups)
         again: list[int] = []  # plans whose open batch changed: encoded again for new batches
+        queued = 0
         for number, (plan, chunks) in enumerate(zip(plans, encoded, strict=True)):
-            open_batch, state, queue, sticky = plan.open_batch, plan.state, plan.queue, plan.sticky
-            if not (
-                chunks and chunks[0].continues_open and open_batch is not None and state is not None
-            ):
-                self._release_hold(plan)
-                continue
-            first = chunks[0]
-            with queue.lock:
-                unchanged = (
-                    queue.batches
-                    and queue.batches[-1] is open_batch
-                    and open_batch.builder.open_state() == tuple(state)
-                    and (sticky is None or not self._sticky_changed(sticky_partitioner, sticky))
-                )
-                if unchanged:
-                    open_batch.builder.append_encoded(
-                        first.records,
-                        first.record_count,
-                        first.first_timestamp,
-                        first.max_timestamp,
-                    )
-                    runs.append(
-                        (
-                            open_batch.result,
-                            state.first_offset_delta,
-                            first.start,
-                            first.record_count,
-                        )
-                    )
-                    self._sticky_appended(sticky_partitioner, sticky, queue, first.size, cluster)
-                    wake = wake or open_batch.is_full
-            self._release_hold(plan)
-            if unchanged:
-                encoded[number] = chunks[1:]
-                queued += first.record_count
-            else:  # another thread appended meanwhile
+            filled = self._fill_held_batch(plan, chunks, sticky_partitioner, cluster, runs)
+            if filled is None:
                 again.append(number)
+            elif filled:
+                encoded[number] = chunks[1:]
+                queued += chunks[0].record_count
+                wake = wake or (plan.open_batch is not None and plan.open_batch.is_full)
         if again:
             fresh = source.encode([(plans[number].group, None) for number in again], fresh_room)
             for number, chunks in zip(again, fresh, strict=True):
                 encoded[number] = chunks
-        # A batch per chunk, ~20 for a call of 10,000 records of 100 bytes: what does not
-        # change between them is looked up once.
-        batch_size, allocate = self._batch_size, self._pool.allocate
+        total = sum(stop - start for _, start, stop in groups)
+        wake_if_short = None if wakeup is None else self._wakeup_when_memory_short(wakeup)
         for plan, chunks in zip(plans, encoded, strict=True):
-            partitioner = sticky_partitioner if groups[plan.group][0] is None else None
+            partition = None if groups[plan.group][0] is None else plan.queue.tp.partition
             for chunk in chunks:
-                size = max(batch_size, BATCH_HEADER_SIZE + chunk.size)
-                waited = allocate(size, max_time_to_block_ms)
-                if waited:
-                    now += waited
-                    max_time_to_block_ms = max(0.0, max_time_to_block_ms - waited)
-                try:
-                    batch, sendable = self._queue_encoded(
-                        topic,
-                        plan.queue,
-                        partitioner,
-                        cluster,
-                        chunk,
-                        size,
-                        now,
-                        (queued, total),
-                    )
-                except BaseException:
-                    self._pool.deallocate(size)
-                    raise
-                runs.append((batch.result, 0, chunk.start, chunk.record_count))
+                records = EncodedRecords(chunk, (queued, total))
+                self._append_records(
+                    topic, partition, records, max_time_to_block_ms, now, cluster, wake_if_short
+                )
+                if records.result is None:  # pragma: no cover - appended or raised
+                    raise IllegalStateError("an encoded chunk was not appended")
+                runs.append((records.result, 0, chunk.start, chunk.record_count))
                 queued += chunk.record_count
                 wake = True
-                if sendable and wakeup is not None and self._memory_short():
-                    wakeup()
         return runs, wake
 
-    def _memory_short(self) -> bool:
-        """Whether half of the buffer memory is in use: then a bulk call wakes the Sender
-        for each batch it makes sendable, so that a call larger than ``buffer_memory`` does
-        not wait for memory the Sender was not woken to free. Otherwise the caller wakes it
-        once, after the call. Used by append_encoded(): a wakeup per batch (a socket write
-        here, a read there) was ~4% of send_arrow()'s time (py-spy, 600k records in calls of
-        10,000); alternating runs (300k records, load 3.3-4.3): 1.75/1.59/1.55 CPU s per
-        million records against 2.12/1.79/1.49 waking per batch. (Tried for append_many()
-        too, where it was ~11% of send_batch()'s samples: alternating runs showed no CPU
-        difference within this machine's noise, so it was left waking per batch.)"""
-        pool = self._pool
-        return pool.available_memory < pool.total_memory // 2
-
-    def _queue_encoded(
+    def _fill_held_batch(
         self,
-        topic: str,
-        queue: _PartitionQueue,
+        plan: _EncodedPlan,
+        chunks: list[EncodedChunk],
         sticky_partitioner: BuiltInPartitioner | None,
         cluster: ClusterPartitions | None,
-        chunk: EncodedChunk,
-        pooled: int,
-        now: float,
-        progress: tuple[int, int],
-    ) -> tuple[ProducerBatch, bool]:
-        """Queue a new batch holding ``chunk`` (its memory, ``pooled`` bytes, taken already):
-        on ``queue``'s partition, or with ``sticky_partitioner`` (a sticky group) on its
-        partition at this moment. Returns the batch and whether the queue became sendable.
-        ``progress``: ``(records queued, of all)``, for an error's message."""
-        while True:
-            sticky: StickyPartition | None = None
-            if sticky_partitioner is not None and cluster is not None:
-                sticky = sticky_partitioner.peek_current(cluster)
-                queue = self._queue(topic, sticky.partition)
-            batch = self._new_batch(queue.tp, now)
-            batch.builder.append_encoded(
-                chunk.records, chunk.record_count, chunk.first_timestamp, chunk.max_timestamp
+        runs: list[EncodedRun],
+    ) -> bool | None:
+        """Append the chunk encoded for the plan's held open batch (if any), when nothing
+        changed since (else ``None``: encode again); then release the hold."""
+        open_batch, state, queue, sticky = plan.open_batch, plan.state, plan.queue, plan.sticky
+        if not (
+            chunks and chunks[0].continues_open and open_batch is not None and state is not None
+        ):
+            self._release_hold(plan)
+            return False
+        first = chunks[0]
+        with queue.lock:
+            unchanged = (
+                queue.batches
+                and queue.batches[-1] is open_batch
+                and open_batch.builder.open_state() == tuple(state)
+                and not (sticky is not None and self._sticky_changed(sticky_partitioner, sticky))
+                and self._take_memory_now(open_batch, first.size)
             )
-            with queue.lock:
-                if sticky is not None and self._sticky_changed(sticky_partitioner, sticky):
-                    continue
-                if self._closed:
-                    raise ProducerClosedError(
-                        "the producer was closed while a bulk send was in progress "
-                        f"({progress[0]} of {progress[1]} records were queued)"
-                    )
-                batch.pooled_bytes = pooled
-                queue.batches.append(batch)
-                with self._incomplete_lock:
-                    self._incomplete.add(batch)
-                if sticky is not None:
-                    self._sticky_appended(sticky_partitioner, sticky, queue, chunk.size, cluster)
-                return batch, len(queue.batches) > 1
+            if unchanged:
+                open_batch.builder.append_encoded(
+                    first.records, first.record_count, first.first_timestamp, first.max_timestamp
+                )
+                runs.append(
+                    (open_batch.result, state.first_offset_delta, first.start, first.record_count)
+                )
+                self._sticky_appended(queue, sticky, first.size, cluster)
+        self._release_hold(plan)
+        return True if unchanged else None
+
+    def _wakeup_when_memory_short(self, wakeup: Callable[[], None]) -> Callable[[], None]:
+        """``wakeup`` called only while half of the buffer memory is in use: a bulk call then
+        wakes the Sender for each batch it makes sendable, so that a call larger than
+        ``buffer_memory`` does not wait for memory the Sender was not woken to free;
+        otherwise the caller wakes it once, after the call (a wakeup per batch was a
+        measurable share of send_arrow(), see docs/performance.md)."""
+        pool = self._pool
+
+        def wake_if_short() -> None:
+            if pool.available_memory < pool.total_memory // 2:
+                wakeup()
+
+        return wake_if_short
 
     def _new_batch(self, tp: TopicPartition, now: float) -> ProducerBatch:
         if self._plain_batches:
@@ -1112,23 +954,32 @@ class RecordAccumulator:
         return partitioner
 
     @staticmethod
-    def _sticky_changed(partitioner: BuiltInPartitioner | None, sticky: StickyPartition) -> bool:
-        return partitioner is not None and partitioner.is_partition_changed(sticky)
+    def _sticky_changed(
+        partitioner: BuiltInPartitioner | None, sticky: StickyPartition | None
+    ) -> bool:
+        return (
+            partitioner is not None
+            and sticky is not None
+            and partitioner.is_partition_changed(sticky)
+        )
 
-    @staticmethod
     def _sticky_appended(
-        partitioner: BuiltInPartitioner | None,
-        sticky: StickyPartition | None,
+        self,
         queue: _PartitionQueue,
+        sticky: StickyPartition | None,
         record_size: int,
         cluster: ClusterPartitions | None,
     ) -> None:
         # Under the queue's lock, as KIP-794 requires. Switching waits until the last batch
         # is full, so no small batch is left behind (it happens anyway at 2x batch_size).
-        if partitioner is not None and sticky is not None and cluster is not None:
-            batches = queue.batches
-            all_full = not batches or batches[-1].is_full
-            partitioner.update_partition_info(sticky, record_size, cluster, enable_switch=all_full)
+        if sticky is not None and cluster is not None:
+            partitioner = self._sticky.get(queue.tp.topic)
+            if partitioner is not None:
+                batches = queue.batches
+                all_full = not batches or batches[-1].is_full
+                partitioner.update_partition_info(
+                    sticky, record_size, cluster, enable_switch=all_full
+                )
 
     # ------------------------------------------------------------------ the Sender's view
 
@@ -1674,24 +1525,11 @@ class RecordAccumulator:
         return self._batch_size
 
 
-def _append_run(
-    batch: ProducerBatch,
-    timestamp: int | Sequence[int],
-    keys: Sequence[bytes | None],
-    values: Sequence[bytes | None],
-    headers: Sequence[Headers | None] | None,
-    position: int,
-    segments: list[BulkSegment],
-) -> tuple[int, int]:
-    """Append records from ``position`` to ``batch`` as many as fit; note the run in
-    ``segments``; return the next position and the bytes the batch grew by."""
-    builder = batch.builder
-    first = len(builder)
-    size_before = builder.estimated_size_in_bytes if first else 0
-    added = builder.append_many(keys, values, timestamp, headers, start=position)
-    if added:
-        segments.append((batch.result, first, added))
-    return position + added, builder.estimated_size_in_bytes - size_before
+def _hold_memory(batch: ProducerBatch, size: int) -> None:
+    """Record that ``batch`` holds ``size`` bytes of buffer memory; the compiled core's
+    open-batch appender keeps its appends within them."""
+    batch.pooled_bytes = size
+    batch.builder.memory_cap = size
 
 
 def _insert_in_sequence_order(batches: deque[ProducerBatch], batch: ProducerBatch) -> None:
@@ -1703,33 +1541,3 @@ def _insert_in_sequence_order(batches: deque[ProducerBatch], batch: ProducerBatc
             break
         index += 1
     batches.insert(index, batch)
-
-
-def _try_append_last(
-    queue: _PartitionQueue,
-    timestamp: int,
-    key: bytes | None,
-    value: bytes | None,
-    headers: Headers | None,
-) -> FutureRecordMetadata | None:
-    batches = queue.batches
-    return batches[-1].try_append(timestamp, key, value, headers) if batches else None
-
-
-def _record_size_bound(key: bytes | None, value: bytes | None, headers: Headers | None) -> int:
-    """An upper bound of the record's encoded size, checking the types on the way."""
-    if type(value) is bytes and (key is None or type(key) is bytes) and not headers:
-        # The usual record, without the loop over a tuple of pairs below: the caller's
-        # new-batch path of records sent one at a time, ~73 -> ~20 bytecodes (sys.settrace
-        # opcode count).
-        return RECORD_OVERHEAD_BOUND + len(value) + (0 if key is None else len(key))
-    size = RECORD_OVERHEAD_BOUND
-    for name, field in (("key", key), ("value", value)):
-        if field is None:
-            continue
-        if not isinstance(field, (bytes, bytearray, memoryview)):
-            raise TypeError(f"record {name} must be bytes or None, not {type(field).__name__}")
-        size += field.nbytes if isinstance(field, memoryview) else len(field)
-    if headers:
-        size += len(encode_headers(headers))
-    return size

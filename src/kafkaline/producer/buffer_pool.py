@@ -1,8 +1,11 @@
 """:class:`BufferPool`: bounds the memory of records waiting to be sent by ``buffer_memory``.
 
-Each batch takes its size from the pool when it is created and gives it back when it
-completes. When the pool is used up, send() blocks in :meth:`BufferPool.allocate` until enough
-is given back or ``max_block_ms`` passes, then raises
+Memory is accounted by the bytes batches hold (as librdkafka counts the bytes of queued
+messages), not by a whole ``batch_size`` per open batch (as Java does): a batch takes a first
+few KiB when it is created, takes more as it fills, and gives all back when it completes. So
+many partitions with a record or two each do not use up the pool. When the pool is used up,
+send() blocks in :meth:`BufferPool.allocate` until enough is given back or ``max_block_ms``
+passes, then raises
 :class:`~kafkaline.errors.BufferExhaustedError` naming ``buffer_memory``.
 
 Why it only counts bytes and does not recycle buffers like Java's: measured on the shared
@@ -52,6 +55,7 @@ class BufferPool:
 
     __slots__ = (
         "_available",
+        "_clock",
         "_closed",
         "_lock",
         "_on_wait",
@@ -67,6 +71,7 @@ class BufferPool:
         poolable_size: int,
         *,
         on_wait: Callable[[float], None] | None = None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         if total_memory < 1:
             raise ValueError(f"total_memory must be at least 1 byte, got {total_memory}")
@@ -78,6 +83,8 @@ class BufferPool:
         self._closed = False
         self._wait_time_total_ms = 0.0
         self._on_wait = on_wait
+        #: Seconds, monotonic: how long a wait lasts (a fake clock in tests).
+        self._clock = clock
 
     # ------------------------------------------------------------------ allocating
 
@@ -110,6 +117,15 @@ class BufferPool:
         finally:
             lock.release()
 
+    def try_allocate(self, size: int) -> bool:
+        """Take ``size`` bytes if they are free now and nobody waits; else take nothing
+        and return ``False`` (the caller then calls :meth:`allocate`, with no lock held)."""
+        with self._lock:
+            if self._closed or self._waiters or self._available < size:
+                return False
+            self._available -= size
+            return True
+
     def _wait_for(self, size: int, max_time_to_block_ms: float) -> float:
         # Called with the lock held; Condition.wait releases it while waiting.
         if on_io_thread():
@@ -123,7 +139,8 @@ class BufferPool:
         turn = threading.Condition(self._lock)
         self._waiters.append(turn)
         taken = 0
-        start = time.monotonic()
+        clock = self._clock
+        start = clock()
         deadline = start + max_time_to_block_ms / 1000.0
         try:
             while True:
@@ -135,12 +152,12 @@ class BufferPool:
                     if taken == size:
                         taken = 0  # now the caller's
                         break
-                remaining = deadline - time.monotonic()
+                remaining = deadline - clock()
                 if remaining <= 0:
                     raise BufferExhaustedError(
                         f"failed to allocate {size} bytes of buffer_memory within "
                         f"{max_time_to_block_ms:.0f} ms (max_block_ms; waited "
-                        f"{(time.monotonic() - start) * 1000.0:.0f} ms): "
+                        f"{(clock() - start) * 1000.0:.0f} ms): "
                         f"buffer_memory={self.total_memory} bytes are held by records waiting "
                         f"to be sent ({self._available + taken} bytes free, "
                         f"{len(self._waiters) - 1} other sends waiting). Records are sent "
@@ -155,7 +172,7 @@ class BufferPool:
             self._waiters.remove(turn)
             if self._available > 0 and self._waiters:
                 self._waiters[0].notify()
-            waited_ms = (time.monotonic() - start) * 1000.0
+            waited_ms = (clock() - start) * 1000.0
             self._wait_time_total_ms += waited_ms
             if self._on_wait is not None:
                 self._on_wait(waited_ms)

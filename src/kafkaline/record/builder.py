@@ -147,6 +147,7 @@ class RecordBatchBuilder:
         "_values",
         "_wire",
         "_wire_returned",
+        "memory_cap",
     )
 
     def __init__(
@@ -266,6 +267,10 @@ class RecordBatchBuilder:
         self._wire: bytearray | None = None
         self._wire_returned = False
         self._uncompressed_size = 0
+        #: Bytes of buffer memory the batch holds (``appended_size`` may reach it): the
+        #: producer's accumulator keeps it, and the compiled core's open-batch appender
+        #: (which appends without the accumulator) stays within it. Unbounded by default.
+        self.memory_cap = MAX_BATCH_SIZE
 
     # ------------------------------------------------------------------------- appending
 
@@ -319,8 +324,7 @@ class RecordBatchBuilder:
         or ``None`` when the record does not fit under the loose size bound, the batch is
         closed, or it holds records from :meth:`append_encoded` (then :meth:`append` decides,
         exactly). A batch it appends to is never full
-        afterwards (:attr:`is_full`): it refuses a record that would reach the limit.
-        RecordAccumulator.append_to_open_batch has it written out: keep the two alike."""
+        afterwards (:attr:`is_full`): it refuses a record that would reach the limit."""
         size = self._estimate + RECORD_OVERHEAD_BOUND + payload_size
         if size >= self._limit:  # also when closed or holding records: the limit is below any size
             return None
@@ -855,6 +859,18 @@ class RecordBatchBuilder:
             return BATCH_HEADER_SIZE + len(self._payload)
         records = self._estimate - BATCH_HEADER_SIZE
         return BATCH_HEADER_SIZE + int(records * self._estimated_compression_ratio)
+
+    @property
+    def appended_size(self) -> int:
+        """Bytes the records appended so far take before compression, the header included:
+        what the batch holds in memory until sealed (an upper bound until they are encoded)."""
+        return self._estimate
+
+    @property
+    def appended_limit(self) -> int:
+        """What :attr:`appended_size` may reach: ``batch_size_limit`` scaled by the estimated
+        compression ratio (a record larger than a batch goes alone, past it)."""
+        return self._open_limit
 
     @property
     def uncompressed_records_size(self) -> int:

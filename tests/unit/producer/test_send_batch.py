@@ -86,9 +86,11 @@ def test_append_many_fills_batches_in_order_and_reports_runs() -> None:
     assert [first for _, first, _ in segments] == [0] * len(segments)  # each run starts a batch
     assert len(segments) == accumulator.queue_sizes("t")[0] > 1
     assert records_of(accumulator, TopicPartition("t", 0)) == list(zip(keys, values, strict=True))
-    # pooled memory: one batch_size per batch
+    # pooled memory: one batch_size per batch the run filled; its last batch, not full,
+    # gives back what its records do not use
     pool = accumulator.buffer_pool
-    assert pool.total_memory - pool.available_memory == 1024 * len(segments)
+    held = pool.total_memory - pool.available_memory
+    assert 1024 * (len(segments) - 1) < held < 1024 * len(segments)
 
 
 def test_append_many_continues_the_last_batch_of_an_earlier_append() -> None:

@@ -1,7 +1,6 @@
-"""The pieces of send()'s hot path, against the general path they stand in for:
-RecordAccumulator.append_to_open_batch / append_keyless_to_open_batch,
-RecordBatchBuilder.append_bytes and BuiltInPartitioner.switch_due. Each either does exactly
-what append() would do, or does nothing and says so (None)."""
+"""The pieces of send()'s hot path, against the general path they stand in for: the compiled
+core's open-batch sender, RecordBatchBuilder.append_bytes and BuiltInPartitioner.switch_due.
+Each either does exactly what append() would do, or does nothing and says so (None)."""
 
 from __future__ import annotations
 
@@ -62,63 +61,6 @@ def test_switch_due_mirrors_update_partition_info_for_a_batch_not_full() -> None
     assert partitioner.switch_due(stale, 1)  # no longer current
 
 
-def test_keyed_appends_go_to_the_open_batch_or_say_none() -> None:
-    accumulator = new_accumulator()
-    assert accumulator.append_to_open_batch("t", 0, TS, b"k", b"v", 1, 1) is None
-    first, _, created = accumulator.append("t", 0, TS, b"k", b"v0")
-    assert created
-    futures = [
-        accumulator.append_to_open_batch("t", 0, TS + i, b"k", b"v%d" % i, 1, 2)
-        for i in range(1, 6)
-    ]
-    assert all(future is not None for future in futures)
-    assert [f.offset_delta for f in futures if f is not None] == [1, 2, 3, 4, 5]
-    assert futures[0] is not None and futures[0].batch_result is first.batch_result
-    # Fill the batch: the hot path says None at its loose size bound, append() fills the
-    # rest exactly, then makes the next batch.
-    while accumulator.append_to_open_batch("t", 0, TS, b"k", b"x" * 50, 1, 50):
-        pass
-    created = False
-    while not created:
-        _, full_waiting, created = accumulator.append("t", 0, TS, b"k", b"x" * 50)
-    # The append that made the open batch is the one that asks for a wakeup (send() wakes the
-    # Sender on new_batch_created); the full batch is then sendable before its linger ends,
-    # for whatever Sender pass comes next. The hot path behind it asks for none.
-    assert created and full_waiting
-    assert accumulator.ready(CLUSTER, 0.0).ready_nodes == {1}
-    assert accumulator.append_to_open_batch("t", 0, TS, b"k", b"y", 1, 1) is not None
-
-
-def test_keyless_appends_pick_the_partitions_append_picks() -> None:
-    """The same records through append() only, and through the hot path where it takes
-    them: the same partitions in the same order (same random seed)."""
-    values = [b"v" * (20 + i % 80) for i in range(2000)]
-    general = new_accumulator()
-    expected = [general.append("t", None, TS, None, v, None, 0.0, 0.0, CLUSTER) for v in values]
-    hot = new_accumulator()
-    got = []
-    taken = 0
-    for value in values:
-        future = hot.append_keyless_to_open_batch("t", TS, value, len(value))
-        if future is None:
-            future, _, _ = hot.append("t", None, TS, None, value, None, 0.0, 0.0, CLUSTER)
-        else:
-            taken += 1
-        got.append(future)
-    assert taken > len(values) // 2
-    assert [f.partition for f in got] == [f.partition for f, _, _ in expected]
-    assert [f.offset_delta for f in got] == [f.offset_delta for f, _, _ in expected]
-    assert len({f.partition for f in got}) > 1
-    assert all(f.serialized_key_size == -1 for f in got)
-
-
-def test_keyless_hot_path_needs_a_chosen_sticky_partition() -> None:
-    accumulator = new_accumulator()
-    assert accumulator.append_keyless_to_open_batch("t", TS, b"v", 1) is None
-    accumulator.append("t", None, TS, None, b"v", None, 0.0, 0.0, CLUSTER)
-    assert accumulator.append_keyless_to_open_batch("t", TS, b"v", 1) is not None
-
-
 def test_a_batch_refuses_a_record_once_then_appends_go_to_the_next(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -146,10 +88,10 @@ def test_a_batch_refuses_a_record_once_then_appends_go_to_the_next(
     assert [f.offset_delta for f in futures[:6]] == [0, 1, 2, 0, 1, 2]
 
 
-def test_open_batch_sender_does_what_append_to_open_batch_does() -> None:
-    """The compiled core's one-call send() against the accumulator's open-batch append for
-    a keyed record: the same futures (batch, offset delta, sizes, timestamp), the same None
-    where nothing is done, the same batch bytes."""
+def test_open_batch_sender_does_what_append_does() -> None:
+    """The compiled core's one-call send() against the accumulator's append for a keyed
+    record: the same futures (batch, offset delta, sizes, timestamp), the same None where
+    nothing is done, the same batch bytes."""
     senders = RecordAccumulator().open_batch_sender
     if core_build() != "compiled":
         assert senders(1000) is None
@@ -157,6 +99,7 @@ def test_open_batch_sender_does_what_append_to_open_batch_does() -> None:
     key = b"key-3"
     partition = to_positive(murmur2(key)) % 4
     batches = []
+    filled = 0  # records the sender put into the open batch before saying None
     for use_sender in (True, False):
         accumulator = new_accumulator(batch_size=300)
         sender = accumulator.open_batch_sender(1000)
@@ -169,7 +112,11 @@ def test_open_batch_sender_does_what_append_to_open_batch_does() -> None:
         ) -> Any:
             if c:
                 return s("t", value, key, None, None, ts)
-            return acc.append_to_open_batch("t", partition, ts, key, value, len(key), len(value))
+            if not acc.queue_sizes("t").get(partition):
+                return None  # append() would make a batch: the sender does nothing
+            future, _, created = acc.append("t", partition, ts, key, value)
+            assert not created  # the sender took it into the open batch: append() too
+            return future
 
         assert hot(b"v", TS) is None  # no queue yet
         first, _, _ = accumulator.append("t", partition, TS, key, b"v0")
@@ -181,8 +128,13 @@ def test_open_batch_sender_does_what_append_to_open_batch_does() -> None:
         ]
         assert all(f.batch_result is first.batch_result for f in futures)
         assert all(type(f) is type(first) for f in futures)
-        while hot(b"x" * 40, TS) is not None:
-            pass
+        if use_sender:
+            while hot(b"x" * 40, TS) is not None:
+                filled += 1
+            assert filled > 0
+        else:  # append() takes the same records into the same open batch
+            for _ in range(filled):
+                assert hot(b"x" * 40, TS) is not None
         (batch,) = accumulator.drain(CLUSTER, {1}, 1 << 20, 0.0).get(1, [])
         assert hot(b"y", TS) is None  # the batch it filled is drained: no open batch
         batch.builder.set_producer_state(-1, -1, -1)

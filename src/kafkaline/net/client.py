@@ -123,10 +123,8 @@ class _EpollPoller:
     directions, masked by those registered) and the timeout rounded up to a millisecond
     as it does (no wakeup just before a deadline).
 
-    Measured again against :class:`_SelectorPoller` (records sent one at a time, linger 0,
-    valgrind --separate-threads=yes, (N=2000 - N=0) / 2000): the I/O thread ~290.9k ->
-    ~280.4k instructions per round trip (-3.6%), the caller unchanged (~83k); CPU time in
-    8 alternating pairs at load 5-7 was within the noise. Kept for the instructions."""
+    Kept for the fewer instructions per round trip on the I/O thread (see docs/performance.md, Notes
+    moved from the code)."""
 
     __slots__ = ("_epoll", "_registered")
 
@@ -463,19 +461,17 @@ class NetworkClient:
             raise self._fatal_error
         if now is None:
             now = self._clock()
-        # Comparisons rather than min() here and in _next_deadline (~30 against ~230 ns a
-        # call, timeit).
+        # Comparisons rather than min() here and in _next_deadline: a min() call costs more
+        # than the comparisons, twice per record sent one at a time.
         timeout = self.metadata.time_to_next_update(now)
         if timeout <= 0:
             timeout = self._maybe_update_metadata(now)
         if timeout_ms < timeout:
             timeout = timeout_ms
-        # The connections are scanned for timeouts only once the earliest deadline may have
-        # passed (a scan per poll was ~5% of the I/O thread's CPU in the latency workload,
-        # cProfile on thread CPU time, 3,000 records sent one at a time), and their
-        # deadlines are looked up only when the bound found last time has passed: records
-        # sent one at a time, ~160 of the I/O thread's ~5,000 bytecodes per round trip
-        # (sys.settrace opcode count).
+        # The connections are scanned for timeouts only once the earliest deadline may have passed,
+        # and their deadlines are looked up only when the bound found last time has passed: a scan
+        # per poll was a visible share of the I/O thread's work (see docs/performance.md, Notes
+        # moved from the code).
         deadline = self._deadline_bound
         if now >= deadline:
             deadline = self._deadline_bound_at(now)

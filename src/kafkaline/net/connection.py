@@ -77,7 +77,6 @@ from kafkaline.protocol.api import ApiVersionsRequest, ApiVersionsResponse
 from kafkaline.protocol.versions import api_name
 
 _log = logging.getLogger(__name__)
-_new_tuple = tuple.__new__
 
 # ApiVersions v3 is the first that names the client (KIP-511) and is understood by every broker
 # since Kafka 2.4. v4 changes nothing a producer reads, and starting there would cost older
@@ -108,9 +107,9 @@ class ConnectionState(enum.Enum):
 
 
 # The states as module globals, for the checks the I/O thread makes several times per pass
-# (next_deadline, interest, can_send, handle_events): on Python 3.11 reading a member from
-# its enum class goes through EnumType.__getattr__'s lookup hook, ~140 ns against ~13 ns for
-# a global (timeit); ~20 reads per record sent one at a time.
+# (next_deadline, interest, can_send, handle_events): on Python 3.11 reading a member from its enum
+# class goes through EnumType.__getattr__'s lookup hook, much slower than a global, and there are
+# ~20 such reads per record sent one at a time (see docs/performance.md, Notes moved from the code).
 _DISCONNECTED = ConnectionState.DISCONNECTED
 _CONNECTING = ConnectionState.CONNECTING
 _AUTHENTICATING = ConnectionState.AUTHENTICATING
@@ -358,8 +357,8 @@ class BrokerConnection:
         state = self._state
         if state is _DISCONNECTED:
             return math.inf
-        # Asked once per poll: comparisons rather than min() (~30 against ~230 ns, timeit)
-        # and in_flight_count written out.
+        # Asked once per poll: comparisons rather than min() (a call costs more) and
+        # in_flight_count written out.
         deadline = self._setup_deadline if state is _CONNECTING else math.inf
         awaiting = self._awaiting
         if awaiting and awaiting[0].deadline < deadline:
@@ -883,21 +882,18 @@ class BrokerConnection:
         error: KafkaError | None,
         now: float,
     ) -> Completion:
-        # By position (ClientResponse's field order): ~1.5 against ~0.6 us by keyword (timeit);
-        # and by tuple.__new__, without the named tuple's Python-level __new__.
+        # By position (ClientResponse's field order): keywords are slower, once per response
+        # (see docs/performance.md, Notes moved from the code).
         return (
-            _new_tuple(
-                ClientResponse,
-                (
-                    self.node_id,
-                    in_flight.request,
-                    in_flight.version,
-                    in_flight.correlation_id,
-                    response,
-                    error,
-                    in_flight.sent_at,
-                    now,
-                ),
+            ClientResponse(
+                self.node_id,
+                in_flight.request,
+                in_flight.version,
+                in_flight.correlation_id,
+                response,
+                error,
+                in_flight.sent_at,
+                now,
             ),
             in_flight.on_complete,
         )

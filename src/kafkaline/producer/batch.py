@@ -39,8 +39,8 @@ __all__ = ["ProducerBatch"]
 
 _log = logging.getLogger(__name__)
 _new_tuple = tuple.__new__
-# A global: on Python 3.11 CompressionType.NONE goes through EnumType.__getattr__'s hook
-# (~1k instructions a read, valgrind), once per new batch here.
+# A global: on Python 3.11 CompressionType.NONE goes through EnumType.__getattr__'s hook,
+# slow enough to matter once per new batch (see docs/performance.md, Notes moved from the code).
 _NO_COMPRESSION = CompressionType.NONE
 
 
@@ -100,8 +100,7 @@ class ProducerBatch:
         #: path (under the partition's lock), everything else goes through this class.
         self.builder = (
             # The builder's defaults are not passed: a class called with keywords gets them
-            # in a dict. With the enum reads made globals, a new batch as the accumulator
-            # makes one: ~27.4k -> ~23.5k instructions (valgrind).
+            # in a dict, once per new batch (see docs/performance.md, Notes moved from the code).
             RecordBatchBuilder(limit)
             if compression == _NO_COMPRESSION
             and compression_level is None
@@ -154,6 +153,8 @@ class ProducerBatch:
         offset_delta = self.builder.append(timestamp, key, value, headers)
         if offset_delta is None:
             return None
+        # tuple.__new__, not the named tuple's Python-level __new__: once per record
+        # (see docs/performance.md, Notes moved from the code).
         return _new_tuple(
             FutureRecordMetadata,
             (

@@ -7,13 +7,10 @@ batch, as in Java. Each record gets only a handle: the batch's result, the recor
 delta in the batch, its serialized key and value sizes and its timestamp. A record's offset is
 ``base_offset + offset_delta``.
 
-Speed: the handle is a tuple (a :class:`~typing.NamedTuple` subclass without ``__dict__``) made
-with ``tuple.__new__`` on the accumulator's hot path. Measured on the shared 2-core development
-machine (CPython 3.11 without PGO, best of 40 runs, ``benchmarks/micro_accumulator.py
---breakdown``): 0.18-0.22 us, against ~0.20 us for a ``__slots__`` class with ``__init__``,
-0.31-0.46 us through the NamedTuple's generated ``__new__`` and 2.5-2.8 us for a
-``threading.Event``. Nothing per record is allocated besides the handle: callbacks are kept by
-the batch's result, and a ``threading.Event`` is only made when a thread actually waits.
+Speed: the handle is a tuple (a :class:`~typing.NamedTuple` subclass without ``__dict__``) made with
+``tuple.__new__`` on the accumulator's hot path, once per record (see docs/performance.md, Notes
+moved from the code). Nothing per record is allocated besides the handle: callbacks are kept by the
+batch's result, and a ``threading.Event`` is only made when a thread actually waits.
 
 Splitting a batch (MESSAGE_TOO_LARGE, KIP-126) re-appends its records to new batches; the old
 result is then *redirected*: it maps each old offset delta to (new result, new offset delta),
@@ -220,11 +217,9 @@ class ProduceRequestResult:
                 "I/O thread: it would wait for itself, as that thread completes the record. "
                 "Wait in another thread, or use add_callback()"
             )
-        # A bare lock, acquired here and released by the completing thread, rather than a
-        # threading.Event: Event.wait/set run Condition's Python code (another lock, a
-        # deque, more acquires per wait). Records sent one at a time and each waited for
-        # (linger 0): 6 -> 2 lock acquires per get(), and ~638-648k -> ~607k instructions
-        # per round trip in the client process (valgrind, two runs of the old code).
+        # A bare lock rather than a threading.Event, whose wait/set run Condition's Python
+        # code (see docs/performance.md, Notes moved from the code). No `with`: acquired here, it is
+        # released by the completing thread, and the second acquire waits for that.
         waiter = _allocate_lock()
         waiter.acquire()
         if not self.add_waiter(waiter):
@@ -371,18 +366,13 @@ class ProduceRequestResult:
         """The record's metadata once the batch succeeded."""
         base = self.base_offset
         log_append_time = self.log_append_time
-        # tuple.__new__ rather than the class's Python-level __new__, as for the futures:
-        # once per get(), on the caller's thread.
-        return _new_tuple(
-            RecordMetadata,
-            (
-                self.topic,
-                self.partition,
-                base + offset_delta if base != UNKNOWN_OFFSET else UNKNOWN_OFFSET,
-                log_append_time if log_append_time != NO_TIMESTAMP else future.timestamp,
-                future.serialized_key_size,
-                future.serialized_value_size,
-            ),
+        return RecordMetadata(
+            self.topic,
+            self.partition,
+            base + offset_delta if base != UNKNOWN_OFFSET else UNKNOWN_OFFSET,
+            log_append_time if log_append_time != NO_TIMESTAMP else future.timestamp,
+            future.serialized_key_size,
+            future.serialized_value_size,
         )
 
     def raise_error(self, error: Exception) -> None:
@@ -599,12 +589,7 @@ def new_future(
     serialized_value_size: int,
     timestamp: int,
 ) -> FutureRecordMetadata:
-    """A record's future (a convenience; hot paths inline ``tuple.__new__`` as the
-    accumulator does, which is ~2.5x faster than calling the class)."""
-    return _new_tuple(
-        FutureRecordMetadata,
-        (batch_result, offset_delta, serialized_key_size, serialized_value_size, timestamp),
+    """A record's future (a convenience for code off the hot path)."""
+    return FutureRecordMetadata(
+        batch_result, offset_delta, serialized_key_size, serialized_value_size, timestamp
     )
-
-
-_new_tuple = tuple.__new__

@@ -170,8 +170,8 @@ class Producer:
             self._key_partition = _CORE.partition_for_key
         elif keyed:
             # The memo holds 32768 keys: with the default 8192, a producer cycling over 10,000
-            # keys (issue 5's workload) cleared it before any key came back and hashed every
-            # record: 7.7 against 4.0 us per send() (benchmarks/simple_loop.py, 300k records).
+            # keys cleared it before any key came back and hashed every record
+            # (see docs/performance.md, Notes moved from the code).
             key_cache = KeyPartitionCache(max_entries=_KEY_MEMO_ENTRIES)
             self._key_partition = key_cache.partition_for_key
         self._max_block_ms = float(config.max_block_ms)

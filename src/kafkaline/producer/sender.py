@@ -400,8 +400,8 @@ class Sender:
                 if batches:
                     self._send_produce_request(node, batches, now)
                     sent = True
-        # Comparisons rather than min() and max() (~30 against ~230-330 ns a call, timeit):
-        # this runs twice per record sent one at a time.
+        # Comparisons rather than min() and max() (a call costs more): this runs twice per
+        # record sent one at a time.
         if txn_timeout < poll_timeout:
             poll_timeout = txn_timeout
         delay = self._queued_expiry_ms - now
@@ -416,9 +416,8 @@ class Sender:
             # check makes a new batch, which wakes the poll anyway). Nodes at their in-flight
             # limit were dropped above. (When nothing was drained, nothing more can be:
             # partitions held back for sequence order wait for an answer, which ends the
-            # poll.) Records sent one at a time: with the skip in ready(), I/O-thread calls
-            # per round trip 548 -> 478 (cProfile), process instructions 683k -> 646k
-            # (valgrind), tools/latency_probe.py.
+            # poll.) With the skip in ready(), fewer I/O-thread calls per round trip
+            # (see docs/performance.md, Notes moved from the code).
             poll_timeout = 0.0
         return poll_timeout if poll_timeout > 0.0 else 0.0
 
@@ -664,11 +663,11 @@ class Sender:
             for batch in batches.values():
                 self._complete(batch, -1, -1)
             return
-        # The bulk paths send ~540 records per batch and ~6 batches per request, and the I/O
-        # thread's cost there is mostly Python calls per batch and per request (~160 per batch
-        # in all, send_arrow, cProfile): this loop and _complete keep to few of them. A plain
-        # (topic, partition) tuple finds the TopicPartition key (a named tuple: same hash and
-        # equality) without building one per answer.
+        # The bulk paths send hundreds of records per batch and several batches per request, and the
+        # I/O thread's cost there is mostly Python calls per batch and per request (see
+        # docs/performance.md, Notes moved from the code): this loop and _complete keep to few of
+        # them. A plain (topic, partition) tuple finds the TopicPartition key (a named tuple: same
+        # hash and equality) without building one per answer.
         pending: dict[tuple[str, int], ProducerBatch] = dict(batches.items())
         # Successes are completed here (Sender._complete written out) and their memory given
         # back in one go after the loop: a topic of thousands of partitions answers for a

@@ -57,7 +57,6 @@ _SIZE_AND_HEADER = struct.Struct(">ihhi")
 _MAX_CORRELATION_ID = 0x7FFF_FFFF
 _MAX_UNANSWERED_REMEMBERED = 10_000
 _Frame = TypeVar("_Frame", bound=bytearray)
-_new_tuple = tuple.__new__
 
 
 class InFlightRequest(NamedTuple):
@@ -162,11 +161,9 @@ class ClientProtocol:
         """:meth:`send`, as buffers to write one after the other (``socket.sendmsg``): record
         sets of at least :data:`~kafkaline.protocol.primitives.SCATTER_MIN_BYTES` are
         referenced, not copied into the frame (the caller must not change them until they
-        are written). A request without such records is one buffer.
-
-        Measured (send_arrow, 300k records of 100 bytes, ~6 batches of 64 KiB per request):
-        copying the batches into each ~380 KiB frame was ~3% of the process's CPU in
-        memcpy and ~2% in page faults of the fresh frames (perf)."""
+        are written). A request without such records is one buffer: copying large batches
+        into a fresh frame cost visible CPU in memcpy and page faults
+        (see docs/performance.md, Notes moved from the code)."""
         # _frame(), written out: once per request (see it for the header).
         if self._error is not None:
             self._check_usable()  # raises
@@ -226,11 +223,9 @@ class ClientProtocol:
         )
         expects_response = request.has_response()
         in_flight = self._in_flight
-        # tuple.__new__, not the named tuple's Python-level __new__: once per request.
         in_flight.append(
-            _new_tuple(
-                InFlightRequest,
-                (correlation_id, request.API_KEY, version, request.RESPONSE_TYPE, expects_response),
+            InFlightRequest(
+                correlation_id, request.API_KEY, version, request.RESPONSE_TYPE, expects_response
             )
         )
         # Requests that expect no response are remembered only so that a broker that answers
@@ -340,13 +335,12 @@ class ClientProtocol:
         return correlation_id, response
 
 
-# Per (message class, version): what framing needs to know, worked out once. Message.encode_into
-# and Message.decode check the version against the class's ranges on every call (four range
-# tests per round trip) and look up the compiled schema. With these caches and the response
-# header read by hand, framing a ProduceRequest v9 and decoding its response takes 132 Python
-# function calls instead of 173 (counted with cProfile; timings on the shared machine were too
-# noisy to quote). Schemas are constants, so these only cache pure results; a race between
-# threads at worst computes an entry twice.
+# Per (message class, version): what framing needs to know, worked out once. Message.encode_into and
+# Message.decode check the version against the class's ranges on every call (four range tests per
+# round trip) and look up the compiled schema. With these caches and the response header read by
+# hand, framing a ProduceRequest and decoding its response takes fewer Python calls (see
+# docs/performance.md, Notes moved from the code). Schemas are constants, so these only cache pure
+# results; a race between threads at worst computes an entry twice.
 
 
 class _Encoder(NamedTuple):

@@ -221,8 +221,8 @@ class Reader:
         pos = self._pos
         end = self._end
         # One byte is the usual case (array counts, string lengths, tagged-field counts): a
-        # flexible ProduceResponse reads eight of them. Skipping the loop for it: ~180 ->
-        # ~115 ns per varint (best of 40 timeit runs on the shared machine).
+        # flexible ProduceResponse reads eight of them, so it skips the loop
+        # (see docs/performance.md, Notes moved from the code).
         if pos < end and data[pos] < 0x80:
             self._pos = pos + 1
             return data[pos]

@@ -21,7 +21,6 @@ from __future__ import annotations
 import struct
 from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import partial
 from typing import NamedTuple
 
 from kafkaline.errors import CorruptRecordError, DecodeError
@@ -121,10 +120,6 @@ class RecordBatch:
     def next_offset(self) -> int:
         """The offset after the batch's last one."""
         return self.base_offset + self.last_offset_delta + 1
-
-
-#: Record's constructor without its Python-level ``__new__`` (a tuple built in C).
-_new_record = partial(tuple.__new__, Record)
 
 
 def read_record_batches(
@@ -297,7 +292,7 @@ def _decode_records(
                 f"record ending at byte {pos} declared it would end at byte {record_end}"
             )
         timestamp = base_timestamp + timestamp_delta if fixed_timestamp is None else fixed_timestamp
-        records.append(_new_record((base_offset + offset_delta, timestamp, key, value, headers)))
+        records.append(Record(base_offset + offset_delta, timestamp, key, value, headers))
     if pos != end:
         raise CorruptRecordError(f"{end - pos} bytes remain after the batch's {count} records")
     return tuple(records)

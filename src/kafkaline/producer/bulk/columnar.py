@@ -20,13 +20,8 @@ by numpy over whole columns and by one pyarrow cast:
   there).
 
 The record layout is ``kafkaline.record.record_encoder``'s (the unit tests check the bytes
-against it). Measured on the project's 2-core machine (10,000 rows of 10-byte keys and
-100-byte values in 6 partitions, CPU time, the machine loaded by other jobs): vectorised
-murmur2 ~60 ns/row (the per-key Python hash ~1-4 us, its memo ~100), the whole encoding
-~400 ns/row against ~1.4 us for the per-record encoder with its Python lists (~200-300
-since the views are written in place, see ``_encode_rows``); a first version joining packed
-prefixes with the values (``binary_join_element_wise``) ~900 ns/row: numpy here costs ~2 ns
-per element and pass, so the fewer passes the better.
+against it). Each numpy pass costs per element, so the fewer passes the better; how this
+compares with the per-record encoder: see docs/performance.md, Notes moved from the code.
 
 Records of one shape (one timestamp, keys of one length or none, values of one length,
 no headers: the usual send_arrow() call) skip the views: they are cut exactly by a table of
@@ -105,11 +100,9 @@ class ColumnarRecords:
     :func:`murmur2_partitions_and_prefixes` returns them (optional). Rows keep their input
     order within a partition; :meth:`positions` maps the source's order back to input rows.
 
-    A column with one value for every row (the call's timestamp; keys, values of one
-    length) is kept as that int: ordering, cutting and encoding then do nothing per row for
-    it. With the batch cuts of all groups computed together, this took send_arrow()'s
-    caller from ~1830 to ~1370 instructions per record (valgrind, 10,000 rows of 10-byte
-    keys and 100-byte values in 6 partitions).
+    A column with one value for every row (the call's timestamp; keys, values of one length) is kept
+    as that int: ordering, cutting and encoding then do nothing per row for it. The batch cuts of
+    all groups are computed together (see docs/performance.md, Notes moved from the code).
     """
 
     def __init__(
@@ -335,10 +328,10 @@ class ColumnarRecords:
         chunks: list[EncodedChunk] = []
         for index, cut in enumerate(cuts):
             begin, end = bounds[index], bounds[index + 1]
-            # One slice of the records buffer, not a copy (measured: a copy here cost ~40
-            # ns/record; memcpy runs at ~0.6 GB/s on this machine). Without headers each record
-            # starts with the previous one's header count (0): the section starts one byte
-            # in and takes the next record's first byte (a final piece after the last).
+            # One slice of the records buffer, not a copy (see docs/performance.md, Notes moved from
+            # the code). Without headers each record starts with the previous one's header count
+            # (0): the section starts one byte in and takes the next record's first byte (a final
+            # piece after the last).
             section = (data[begin:end],) if headers else (data[begin + 1 : end + 1],)
             chunks.append(
                 EncodedChunk(

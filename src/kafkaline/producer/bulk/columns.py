@@ -80,9 +80,8 @@ def binary_column(array: Any) -> BinaryColumn:
 def first_bytes(data: Bytes, starts: Int64s, width: int) -> Bytes:
     """The ``width`` bytes from each start (zeros past the end of ``data``), as a
     ``len(starts) x width`` matrix. The buffer is viewed as overlapping ``width``-byte items,
-    one starting at every byte, and gathered by a 1-D fancy index: measured ~5 ns/row for 12
-    bytes, against ~12 for a 2-D sliding window and ~40 for ``data[starts[:, None] +
-    arange(width)]``."""
+    one starting at every byte, and gathered by a 1-D fancy index, faster than a 2-D sliding
+    window or an index per byte (see docs/performance.md, Notes moved from the code)."""
     size = len(data)
     if size < width:
         padded = np.zeros(2 * width, np.uint8)
@@ -127,8 +126,8 @@ def murmur2_partitions_and_prefixes(
     word: Callable[[int], Any]
     if not prefixes_wanted and isinstance(lengths, int) and lengths > 0:
         # Keys of one length lie one after another: each word of every key is a strided
-        # view of the key buffer, read in place (the gather of each key's first bytes was
-        # ~60 instructions a record of the small workload's send_arrow(), valgrind).
+        # view of the key buffer, read in place, saving the gather of each key's first bytes
+        # (see docs/performance.md, Notes moved from the code).
         first, count = int(keys.starts[0]), len(keys.lengths)
 
         def strided(offset: int, dtype: str) -> Any:
@@ -150,7 +149,7 @@ def murmur2_partitions_and_prefixes(
         word = functools.partial(_word_column, words)
 
     # Keys of one length (the usual case) mix the same words in every row: no masks, and
-    # the arithmetic in place (numpy costs ~1-2 ns per element and pass here).
+    # the arithmetic in place (each numpy pass costs per element, so the fewer the better).
     whole: Column = lengths >> 2
     h = np.empty(len(keys.lengths), np.uint32)
     h[:] = _SEED ^ np.asarray(lengths, np.uint32)
@@ -262,7 +261,7 @@ def varints_of(zigzagged: Any, sizes_only: bool = False) -> tuple[Any, Any]:
         encoded, sizes = _small_varints()
         size = int(sizes[largest])
         one_size = size == 1 or size == int(sizes[int(zigzagged.min(initial=0))])
-        if sizes_only:  # a comparison costs fewer instructions than a gather (~25 a row)
+        if sizes_only:  # a comparison costs fewer instructions than a gather
             return None, size if one_size else 1 + (zigzagged >= 128)
         return encoded[zigzagged], size if one_size else sizes[zigzagged]
     if largest >> (7 * _MAX_VARINT_BYTES):

@@ -132,9 +132,8 @@ class ProduceResponse(Response):
         varint bytes) are read by hand; anything else by the generic decoder, which also names what
         is wrong with a malformed body. Both give equal objects (a test checks).
         """
-        # Records sent one at a time and each waited for (linger 0): the generic walk is ~57
-        # Python calls per response, this ~12; ~607k -> ~565k instructions per round trip in
-        # the client process (valgrind).
+        # Records sent one at a time and each waited for (linger 0): the generic walk makes several
+        # times more Python calls per response (see docs/performance.md, Notes moved from the code).
         if version >= 9:
             fast = _decode_usual_flexible(data)
             if fast is not None:
@@ -142,14 +141,11 @@ class ProduceResponse(Response):
         return decode_message(cls, Reader(data), version)
 
 
-# The fast path makes its objects with object.__new__ and sets every field itself: calling a
-# class with keywords gathers them into a dict first (Python 3.11), and the dataclass's own
-# __init__ is a call more per object, and for a partition two more making the tagged field's
-# default (LeaderIdAndEpoch). One-partition answer: ~30.0k -> ~25.2k instructions per decode
-# with __init__ (valgrind); records sent one at a time, without it here and in
-# new_produce_request the I/O thread's bytecodes per round trip 4,703 -> 4,563 and its Python
-# calls 126 -> 117 (sys.settrace opcode count). The tests compare the objects
-# with the generic decoder's, so a field added to these classes and not set here fails them.
+# The fast path makes its objects with object.__new__ and sets every field itself: calling a class
+# with keywords gathers them into a dict first (Python 3.11), and the dataclass's own __init__ is a
+# call more per object, and for a partition two more making the tagged field's default
+# (LeaderIdAndEpoch) (see docs/performance.md, Notes moved from the code). The tests compare the
+# objects with the generic decoder's, so a field added to these classes and not set here fails them.
 _new_object = object.__new__
 _PARTITION_FIXED = struct.Struct(">ihqqq")  # index .. log_start_offset (v5+)
 # After a partition's fixed fields: record_errors empty (1), error_message null (0), no
@@ -330,9 +326,8 @@ class _UsualFlexibleRequestWriter:
     """Writes a v9+ ProduceRequest body without a transactional id (every request of a
     non-transactional producer), by hand; anything else, or a value it cannot
     write, goes to the generic encoder, which names the problem. Both write the same bytes
-    (a test checks). Records sent one at a time and each waited for (linger 0): the generic
-    walk is ~30 Python calls per request; ~554k -> ~545k instructions per round trip in the
-    client process (valgrind)."""
+    (a test checks). The generic walk is ~30 Python calls per request, once per round trip
+    for records sent one at a time (see docs/performance.md, Notes moved from the code)."""
 
     __slots__ = ("_generic", "_write_records")
 

@@ -19,17 +19,10 @@ Sender loop sketch::
     accumulator.split_and_reenqueue(batch)                            # MESSAGE_TOO_LARGE
     accumulator.fail_batch(batch, error)                              # other errors
 
-Locking: one lock per partition queue, as in Java, chosen by measurement (CPython 3.11 on the
-shared 2-core machine, ``benchmarks/micro_accumulator.py --threads``). An uncontended
-``threading.Lock`` costs the same whether there is one or many (acquire/try/finally/release
-~0.09 us; ``with lock`` 0.2-0.3 us, hence the explicit form on the hot path), so the
-single-thread price is equal; what differs is who waits. With one accumulator lock, the
-Sender's pass over all partitions holds it, and an appending thread the GIL switches to during
-that pass sleeps on it and must be woken. In a model of both (4 threads appending to 6
-partitions, a thread draining every millisecond, the same work inside the locks), the median
-wall time per record was 2.3-2.7 us with a lock per queue against 5.4-5.6 us with one shared
-lock (best runs 1.6-1.8 against 2.4-5.3). The map of queues is copy-on-write (a queue is made
-once per partition), so the hot path and the Sender read it without a lock.
+Locking: one lock per partition queue, as in Java. With one accumulator lock the Sender's
+pass over all partitions would hold it, and an appending thread would sleep until the pass ends
+(see docs/performance.md, Notes moved from the code). The map of queues is copy-on-write (a
+queue is made once per partition), so the hot path and the Sender read it without a lock.
 """
 
 from __future__ import annotations
@@ -72,7 +65,7 @@ from kafkaline.record.core import compiled_core
 from kafkaline.record.record_encoder import RECORD_OVERHEAD_BOUND
 
 # A global for _new_batch: on Python 3.11 CompressionType.NONE goes through
-# EnumType.__getattr__'s hook (~1k instructions a read, valgrind).
+# EnumType.__getattr__'s hook (see docs/performance.md, Notes moved from the code).
 _NO_COMPRESSION = CompressionType.NONE
 
 __all__ = [
@@ -96,11 +89,10 @@ _APPENDED = 0
 _FULL = -1
 #: Buffer memory a new batch takes first (at most batch_size); it takes more as it fills.
 FIRST_BATCH_MEMORY = 4096
-_new_tuple = tuple.__new__
 
 #: What :meth:`RecordAccumulator.append` returns: ``(future, batch_is_full,
-#: new_batch_created)``. A plain tuple, not a NamedTuple: building a NamedTuple per record cost
-#: 0.15 us more (measured, see the benchmark), a sixth of the whole send() budget. Unpack it::
+#: new_batch_created)``. A plain tuple, not a NamedTuple: one is built per record (see
+#: docs/performance.md, Notes moved from the code). Unpack it::
 #:
 #:     future, batch_is_full, new_batch_created = accumulator.append(...)
 #:     if batch_is_full or new_batch_created:
@@ -1001,7 +993,7 @@ class RecordAccumulator:
             # then wakes the Sender for a new one), and no partitioner statistics to keep:
             # nothing to scan. Records sent one at a time: every other pass finds nothing
             # (the one after the answer, before the caller's next send()).
-            return _new_tuple(ReadyCheckResult, (ready_nodes, next_delay, unknown_leader_topics))
+            return ReadyCheckResult(ready_nodes, next_delay, unknown_leader_topics)
         linger = self._linger_ms
         muted = self._muted
         # Every first batch is sendable now, whatever it waited (read once a pass: a flush
@@ -1062,9 +1054,7 @@ class RecordAccumulator:
                     # Not in this metadata snapshot (yet): keep the current weights.
                     continue
                 partitioner.update_load_stats(queue_states, partition_count)
-        # tuple.__new__, not the named tuple's Python-level __new__: ready() runs twice per
-        # record sent one at a time.
-        return _new_tuple(ReadyCheckResult, (ready_nodes, next_delay, unknown_leader_topics))
+        return ReadyCheckResult(ready_nodes, next_delay, unknown_leader_topics)
 
     def _ready_view(
         self, cluster: AccumulatorCluster
@@ -1154,17 +1144,13 @@ class RecordAccumulator:
             queue = node_queues[index]
             if queue is None or not queue.batches:
                 # Nothing queued: no lock, as in ready() (an append to an empty queue makes a
-                # new batch, which wakes the Sender). Records sent one at a time to a topic of
-                # 6 partitions: ~565k -> ~558k instructions per round trip (valgrind).
+                # new batch, which wakes the Sender; see docs/performance.md, Notes moved
+                # from the code).
                 continue
             tp = queue.tp
             if muted and tp in muted:  # most producers mute nothing: no hash per partition
                 continue
-            # acquire/try/finally rather than `with` (two bound methods a queue less): a
-            # topic of thousands of partitions drains a batch of a record or two from each.
-            lock = queue.lock
-            lock.acquire()
-            try:
+            with queue.lock:
                 batches = queue.batches
                 if not batches:
                     continue
@@ -1182,8 +1168,6 @@ class RecordAccumulator:
                     break
                 batches.popleft()
                 builder.close_for_appends()  # ProducerBatch.close_for_appends()
-            finally:
-                lock.release()
             # Encoding is the expensive part: done without holding the queue's lock.
             try:
                 builder.seal()  # ProducerBatch.close()
@@ -1291,15 +1275,11 @@ class RecordAccumulator:
         back to the pool at once (the Sender, for the successes of one response)."""
         pooled = 0
         incomplete = self._incomplete
-        lock = self._incomplete_lock
-        lock.acquire()
-        try:
+        with self._incomplete_lock:
             for batch in batches:
                 if batch in incomplete:
                     incomplete.remove(batch)
                     pooled += batch.pooled_bytes
-        finally:
-            lock.release()
         if pooled:
             self._pool.deallocate(pooled)
 

@@ -8,13 +8,10 @@ send() blocks in :meth:`BufferPool.allocate` until enough is given back or ``max
 passes, then raises
 :class:`~kafkaline.errors.BufferExhaustedError` naming ``buffer_memory``.
 
-Why it only counts bytes and does not recycle buffers like Java's: measured on the shared
-2-core development machine (CPython 3.11, best of 30 runs), making a 64 KiB ``bytearray``
-costs 1.9 us, taking one from a deque of free ones 0.04 us, but filling and building the
-batch it would serve costs ~395 us (560 records of 110 bytes), so recycling would save 0.5%.
-It would even cost more: the record builder produces ``bytes`` (``b"".join`` of the encoded
-pieces, 9.9 us, or the codec's output), and copying that into a recycled buffer takes 3.8 us.
-Python allocates the batch's bytes anyway; what the pool must guarantee is the bound.
+Why it only counts bytes and does not recycle buffers like Java's: making a buffer is a
+tiny part of filling the batch it serves, and the record builder produces fresh ``bytes``
+anyway, so copying them into a recycled buffer would cost more than it saves (see
+docs/performance.md, Notes moved from the code). What the pool must guarantee is the bound.
 
 Fairness is first come, first served, as in Java: each waiting thread has its own condition
 in a queue; memory given back wakes the first one only, which takes what it can (so it is
@@ -103,19 +100,13 @@ class BufferPool:
                 f"a batch of {size} bytes cannot fit buffer_memory={self.total_memory} bytes, "
                 "the memory for all records waiting to be sent; raise buffer_memory"
             )
-        # acquire/try/finally rather than `with` here and in deallocate() (once per batch
-        # each): `with` makes two bound methods. See deallocate() for the measurement.
-        lock = self._lock
-        lock.acquire()
-        try:
+        with self._lock:
             if self._closed:
                 raise ProducerClosedError("the producer was closed while allocating memory")
             if not self._waiters and self._available >= size:
                 self._available -= size
                 return 0.0
             return self._wait_for(size, max_time_to_block_ms)
-        finally:
-            lock.release()
 
     def try_allocate(self, size: int) -> bool:
         """Take ``size`` bytes if they are free now and nobody waits; else take nothing
@@ -180,14 +171,10 @@ class BufferPool:
 
     def deallocate(self, size: int) -> None:
         """Give back ``size`` bytes taken by :meth:`allocate`, waking the first waiter."""
-        lock = self._lock
-        lock.acquire()
-        try:
+        with self._lock:
             self._available += size
             if self._waiters:
                 self._waiters[0].notify()
-        finally:
-            lock.release()
 
     def close(self) -> None:
         """Refuse further allocations; threads waiting raise ProducerClosedError."""

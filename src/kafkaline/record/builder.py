@@ -9,9 +9,8 @@ size, so a batch fills as tightly as Java's although the per-record bound is loo
 overhead, for ~8 real). :meth:`RecordBatchBuilder.append_many` is the bulk path: it encodes
 windows of records at once and cuts them exactly at the limit.
 
-Measured (``benchmarks/micro_record.py``, 10-byte keys, 100-byte values, 64 KiB batches, on the
-project's 2-core machine): append + build ~0.75 us/record, append_many + build ~0.6 us/record
-(~0.5 with one timestamp for all), where librdkafka's ``produce()`` from Python takes ~1.6-2.3 us.
+Its cost per record: ``benchmarks/micro_record.py`` (figures in
+docs/performance.md, Notes moved from the code).
 
 The producer id, epoch and base sequence live in the header only, outside the encoded records:
 :meth:`RecordBatchBuilder.set_producer_state` may change them after sealing (sequences are
@@ -89,8 +88,8 @@ _CLOSED = -1  # a limit every estimate exceeds: appends take the slow path, whic
 #: Below every int64 timestamp: the running maximum before any record is encoded.
 _NO_TIMESTAMP_YET = INT64_MIN - 1
 # A global, not TimestampType.LOG_APPEND_TIME in __init__: on Python 3.11 reading a member
-# from its enum class goes through EnumType.__getattr__'s hook (~1.7k of a new builder's
-# ~14.1k instructions, valgrind).
+# from its enum class goes through EnumType.__getattr__'s hook (see docs/performance.md,
+# Notes moved from the code).
 _LOG_APPEND_TIME = TimestampType.LOG_APPEND_TIME
 
 
@@ -170,9 +169,8 @@ class RecordBatchBuilder:
         log_append_time: int | None = None,
     ) -> None:
         # A new batch is made ~22 times per 10,000-row bulk call: what needs no call is not
-        # called (an enum lookup, a level check for no level, range checks through a helper).
-        # Measured (valgrind, a builder as the producer makes one): ~31k -> ~21k instructions,
-        # a ProducerBatch with its builder ~46.8k -> ~36.4k.
+        # called (an enum lookup, a level check for no level, range checks through a helper;
+        # see docs/performance.md, Notes moved from the code).
         if type(compression) is not CompressionType:
             compression = compression_type(compression)
         self._compression = compression
@@ -241,9 +239,8 @@ class RecordBatchBuilder:
         self._values: list[bytes | None] = []
         self._header_blocks: dict[int, bytes] = {}
         # Records added by append_encoded() are counted, not listed: they follow every listed
-        # record, and are all encoded. Placeholders in the three lists cost instructions per
-        # record: counting instead took send_arrow's caller 1,217 -> 1,140 and its I/O thread
-        # 445 -> 425 (valgrind, 10,000-row calls of 100-byte records). While some are held,
+        # record, and are all encoded; placeholders in the three lists would cost work per
+        # record (see docs/performance.md, Notes moved from the code). While some are held,
         # _limit is _CLOSED so that the per-record appends take the slow path, which lists
         # them first (_list_held); _open_limit is the limit for the room.
         self._held = 0
@@ -255,8 +252,9 @@ class RecordBatchBuilder:
         self._encoded_size = 0
         # The largest timestamp of the records encoded so far (those before _encoded_count),
         # kept as they are encoded: seal() then needs no pass over a timestamp per record.
-        # The bulk paths keep placeholders there: max() over them was ~185 of the I/O
-        # thread's ~670 instructions per record (send_arrow, 100-byte records, valgrind).
+        # The bulk paths keep placeholders there, and a max() over them per batch was a
+        # large part of the I/O thread's work (see docs/performance.md, Notes moved from
+        # the code).
         self._max_encoded_timestamp = _NO_TIMESTAMP_YET
         self._closed = False
         self._record_count = 0
@@ -292,7 +290,7 @@ class RecordBatchBuilder:
 
         A builder that refuses a record for its size closes for appends (as Java's
         accumulator closes a batch that refuses one): the appends after it are refused at
-        once, not measured again against a batch that is full in all but a few bytes.
+        once, not checked again against a batch that is full in all but a few bytes.
 
         Raises :class:`RecordTooLargeError` if a single record would not fit any batch (2 GiB),
         ``TypeError`` for a key, value or header of the wrong type.
@@ -369,8 +367,8 @@ class RecordBatchBuilder:
             if self._estimate + size > self._limit:
                 if self._estimate + size - _OVERHEAD_SLACK > self._limit:
                     # Not even with the least overhead a record has: no need to encode it
-                    # to know. Measured (send() loop, 20,000 records of 10 KB in 64 KiB
-                    # batches): a sixth of the records was encoded here only to be refused.
+                    # to know (with large records, many were encoded only to be refused; see
+                    # docs/performance.md, Notes moved from the code).
                     self.close_for_appends()
                     return None
                 delta = self._append_if_exactly_fits(index, timestamp, key, value, header_block)
@@ -576,10 +574,8 @@ class RecordBatchBuilder:
         small = pending_bytes < (end - start) * _KEEP_PIECES_RECORD_SIZE
         if small and not blocks:
             # Records of one shape (a send() loop's, typically): runs of one timestamp are
-            # laid out by slices, not a loop per record (see encode_uniform_records).
-            # Measured (valgrind, a send() loop of 100-byte values and 9-byte keys into
-            # 64 KiB batches, whose caller encodes most of each batch here; a clock giving
-            # 150 records a millisecond): caller 15,900 -> 14,630 instructions a record.
+            # laid out by slices, not a loop per record (see encode_uniform_records and
+            # docs/performance.md, Notes moved from the code).
             uniform = encode_uniform_records(timestamps, keys, values, self._timestamps[0], start)
             if uniform is not None:
                 top = timestamps[-1]  # they never decrease (checked)
@@ -598,10 +594,9 @@ class RecordBatchBuilder:
         pieces.append(encoded.trailer)
         if not small:
             # Large records: keep the pieces (keys and values by reference); seal() joins
-            # everything once, into the wire bytes. Measured (send() loop, 20,000 records of
-            # 10 KB, alternating runs): 4-15% less CPU than joining here too, a copy of every
-            # record more (memcpy runs at ~0.6 GB/s on this machine). For 100-byte records
-            # the many small pieces cost more at seal (~25% more CPU): joined here.
+            # everything once, into the wire bytes, saving a copy of every record. Small
+            # records are joined here: many small pieces cost more at seal (see
+            # docs/performance.md, Notes moved from the code).
             self._chunks += pieces
             size = sum(map(len, pieces))
         else:
@@ -727,9 +722,8 @@ class RecordBatchBuilder:
                 records = bytes(records)  # cramjam's lz4 takes bytes only (it copies anyway)
         else:
             # Uncompressed, the records are copied once, behind room for the header, which
-            # build() writes in place: no second copy into the wire bytes. Measured (bulk
-            # paths, 300k x 100 B): a copy of every record costs ~0.17 CPU s per million on
-            # this machine (memcpy ~0.6 GB/s).
+            # build() writes in place: no second copy into the wire bytes (see
+            # docs/performance.md, Notes moved from the code).
             wire = bytearray().join((_HEADER_ROOM, *chunks))
             records = memoryview(wire)[BATCH_HEADER_SIZE:]
         base_timestamp = self._base_timestamp = (

@@ -18,11 +18,8 @@ Record layout (v2), every integer a zigzag varint (see ``varint``)::
 Speed: this is the producer's per-record cost, so the common case avoids per-field function
 calls. Every record becomes a tuple of ready-made pieces (varints looked up in
 :func:`~kafkaline.record.varint.small_varint_table`, key and value by reference) and one
-``bytes.join`` copies them all once. Measured on the project's 2-core machine for 100-byte
-values with 10-byte keys: ~0.35-0.45 us/record this way; the general path below, one
-``encode_varint`` call per field, takes ~5 us; a first version of these loops with nine pieces
-a record and per-record offset lookups took ~0.45-0.5 us; column-wise ``map()`` passes took
-~1 us (more passes cost more than they save). Anything the fast loops do not cover (null
+``bytes.join`` copies them all once: many times cheaper than a function call per field (see
+docs/performance.md, Notes moved from the code). Anything the fast loops do not cover (null
 values, mixed null and non-null keys, headers, negative timestamp deltas, fields or offsets of
 8 Ki and more) goes through the general path, per chunk.
 """
@@ -104,9 +101,8 @@ _Lengths = tuple[Sequence[bytes] | Mapping[int, bytes], Sequence[int] | Mapping[
 #: ``(varints, sizes, zeroed)`` as :func:`~kafkaline.record.varint.small_varint_table`'s,
 #: for lengths of any size: the fast loops' key, value and record lengths when a record
 #: is too big for the table. Shared by every producer (bounded; a lost race between threads
-#: only computes an entry twice). Measured (valgrind, send_batch() of 10,000-byte values
-#: with 9-byte keys, 6 a batch): the general path's ~12 Python calls a record replaced by
-#: three dict lookups.
+#: only computes an entry twice). Big records then take three dict lookups instead of the
+#: general path's calls (see docs/performance.md, Notes moved from the code).
 _BIG_LENGTHS: _Lengths = (_VarintMemo(b""), _SizeMemo(), _VarintMemo(_EMPTY))
 
 
@@ -186,7 +182,7 @@ def encode_records(
     if headers is not None:
         header_blocks = {i: encode_headers(h) for i, h in enumerate(headers) if h}
     # Copy anything that is not bytes (and reject what is not bytes-like) up front: the fast
-    # loops take len() as the byte length. set(map(type)) runs in C, ~15 ns a record.
+    # loops take len() as the byte length. set(map(type)) runs in C: cheap per record.
     if not set(map(type, keys)) <= _KEY_TYPES:
         keys = [None if k is None else as_bytes(k, "key") for k in keys]
     if not set(map(type, values)) <= _KEY_TYPES:
@@ -261,9 +257,8 @@ def encode_record_pieces(
             )
         except IndexError:
             # A length past the small-varint table (a record of 8 KiB or more): the same
-            # loop with memos of big lengths' varints. Measured (valgrind, send_batch() of
-            # records of 10,000-byte values, the caller's thread): see _BIG_LENGTHS. (Or a
-            # delta past the table: the general path's.)
+            # loop with memos of big lengths' varints (see _BIG_LENGTHS). (Or a delta past
+            # the table: the general path's.)
             if lengths is not _BIG_LENGTHS:
                 try:
                     fast = _encode_fast(
@@ -328,8 +323,9 @@ def _encode_fast(
     out: list[bytes] = []
     push = out.extend
     keyless = keys.count(None) == count
-    # The loops zip with strict=False (measured ~4% faster): every caller passes sequences of
-    # one length, checked where they enter (encode_records, RecordBatchBuilder).
+    # The loops zip with strict=False (faster; see docs/performance.md, Notes moved from
+    # the code): every caller passes sequences of one length, checked where they enter
+    # (encode_records, RecordBatchBuilder).
     # Null keys (when not all are null) or values raise TypeError at len(): the caller then
     # takes the general path.
     key_bytes = cast(Sequence[bytes], keys)
@@ -395,9 +391,8 @@ def encode_one_key_size(
     ``TypeError`` for a null value). Pieces of a record: the previous record's header count
     (0), its length, attributes and timestamp delta (one table entry by value size, for
     the one- and for the two-byte offset deltas), offset delta and key length (one table
-    entry by offset), key, value length, value. Measured (valgrind, send_batch() of
-    10,000 records of 10-byte keys and 60-140-byte values, the caller's thread): 3583
-    instructions a record in all, against 5371 through the loop of :func:`_encode_fast`.
+    entry by offset), key, value length, value. Cheaper than the loop of
+    :func:`_encode_fast` (see docs/performance.md, Notes moved from the code).
     """
     varints, sizes, _ = small_varint_table()
     count = len(values)
@@ -412,7 +407,7 @@ def encode_one_key_size(
     fixed = len(head) + len(key_length) + (0 if keys is None else key_size) + 1
     # A timestamp delta other than 0 (records continuing an open batch, a few ms later) is
     # a piece of its own: tables made for every delta were made again for nearly every
-    # call (valgrind: ~500 instructions a record of building them).
+    # call (see docs/performance.md, Notes moved from the code).
     delta = b"" if timestamp_delta == 0 else varints[timestamp_delta]
     table_head = head if not delta else _EMPTY
     value_sizes = list(map(len, values))
@@ -447,9 +442,8 @@ _COLUMN_VALUE_LIMIT = 2048
 def _varint_list() -> list[bytes]:
     """``small_varint_table()``'s varints as a list (not to be changed): looked up by
     ``map(table.__getitem__, ...)``, a list's ``__getitem__`` is a C method called
-    directly, a tuple's a slot wrapper called with an arguments tuple. Measured (valgrind,
-    send_batch() of 10,000 records of 10-byte keys and 60-140-byte values, the caller's
-    thread): 4452 -> 3964 instructions a record with the length tables as lists too."""
+    directly, a tuple's a slot wrapper called with an arguments tuple (see
+    docs/performance.md, Notes moved from the code)."""
     return list(small_varint_table()[0])
 
 
@@ -472,10 +466,9 @@ class UniformShape:
     comes before the key (the previous record's header count, its length, attributes,
     timestamp delta, offset delta, key length) is one piece from a table per offset delta,
     sizes are arithmetic, and the pieces are laid out by slice assignments and joined once
-    for a whole group of batches, without a Python loop over records. Measured (540 records
-    of 100 bytes with 10-byte keys, the project's 2-core machine, best of alternating runs):
-    ~38 ns a record and ~48 for the join, against ~220 and ~64 through
-    :func:`encode_record_pieces` (whose loop is the general path).
+    for a whole group of batches, without a Python loop over records: several times cheaper
+    than :func:`encode_record_pieces`, whose loop is the general path (see
+    docs/performance.md, Notes moved from the code).
 
     ``None`` from its methods means the records are not its to encode (offset or timestamp
     deltas of 8 Ki and more, a negative timestamp delta): the caller takes the general
@@ -510,8 +503,7 @@ class UniformShape:
     def _sizes(self, timestamp_delta: int) -> tuple[int, int, bytes] | None:
         """Record sizes with one-byte and with two-byte offset deltas, and the head. Kept
         per delta: asked for once per batch and per call, and a batch of 10 KB records holds
-        6. Measured (valgrind, a new builder and encode_batch_pieces() of one batch of six
-        10,000-byte records with 9-byte keys): 48,454 -> 39,192 instructions."""
+        6 (see docs/performance.md, Notes moved from the code)."""
         found = self._by_delta.get(timestamp_delta)
         if found is not None:
             return found
@@ -577,9 +569,7 @@ class UniformShape:
     ) -> list[tuple[list[bytes], int]] | None:
         """:meth:`encode_batches` without the join: each batch's records section as pieces
         (``b"".join`` of them is the section), keys and values by reference, and its size.
-        For big records, whose one copy is then the batch's own join when it is sealed.
-        Measured (valgrind, send_batch() of 10,000-byte values with 9-byte keys): see
-        ``ListRecords``."""
+        For big records, whose one copy is then the batch's own join when it is sealed."""
         laid_out = self._lay_out(keys, values, batches)
         if laid_out is None:
             return None
@@ -666,10 +656,10 @@ def encode_uniform_records(
     past the small-varint table.
 
     The records of a send() loop: its timestamps change once a millisecond, so a batch of a
-    few hundred records has a few runs. Measured (550 records of 100 bytes with 9-byte keys
-    and five timestamps, timeit on the project's 2-core machine, alternating): ~700-740 ->
-    ~380-390 ns a record, the checks below included. Each run costs a few microseconds:
-    below ``_UNIFORM_MIN_RUN`` records a run on average, the per-record loop is cheaper.
+    few hundred records has a few runs, and laying out a run by slices costs about half the
+    per-record loop (see docs/performance.md, Notes moved from the code). Each run has a
+    fixed cost: below ``_UNIFORM_MIN_RUN`` records a run on average, the per-record loop is
+    cheaper.
     """
     count = len(values)
     if count == 0 or len(keys) != count or len(timestamps) != count:
@@ -759,9 +749,8 @@ def _record_pieces_general(
     header_block: bytes,
 ) -> tuple[bytes, bytes, bytes, bytes]:
     """One record as four pieces: its length and the fields up to the key (included), the
-    value's length, the value (by reference, not copied), the header block. Measured (send()
-    of 10 KB records): joining each record here copied every value twice before the batch's
-    own join."""
+    value's length, the value (by reference, not copied), the header block: joining each
+    record here would copy every value a second time before the batch's own join."""
     timestamp = as_timestamp(timestamp)
     if not INT64_MIN <= timestamp <= INT64_MAX:
         raise ValueError(f"timestamp {timestamp} is outside the int64 range")

@@ -90,10 +90,9 @@ from kafkaline.producer.validation import (
     MAX_TIMESTAMP,
     RECORD_SIZE_OVERHEAD,
     check_headers,
-    check_record_size,
+    check_payload_size,
     check_timestamp,
     check_topic_name,
-    headers_size_bound,
 )
 from kafkaline.record import Headers
 from kafkaline.record.core import compiled_core
@@ -630,13 +629,12 @@ class Producer:
         self._wakeup()
 
     def _check_size(self, topic: str, size: int, headers: Headers | None) -> None:
-        if headers:
-            size += headers_size_bound(headers)
-        check_record_size(
-            size + RECORD_SIZE_OVERHEAD,
+        check_payload_size(
+            topic,
+            size,
+            headers,
             max_request_size=self._config.max_request_size,
             buffer_memory=self._config.buffer_memory,
-            topic=topic,
         )
 
     def _custom_partition(

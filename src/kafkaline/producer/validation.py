@@ -28,6 +28,7 @@ __all__ = [
     "MAX_TIMESTAMP",
     "RECORD_SIZE_OVERHEAD",
     "check_headers",
+    "check_payload_size",
     "check_record_size",
     "check_timestamp",
     "check_topic_name",
@@ -137,6 +138,26 @@ def check_record_size(
             f"overhead), larger than buffer_memory={buffer_memory}, the memory for all "
             "records waiting to be sent"
         )
+
+
+def check_payload_size(
+    topic: str,
+    payload_size: int,
+    headers: Sequence[tuple[str, bytes | None]] | None,
+    *,
+    max_request_size: int,
+    buffer_memory: int,
+) -> None:
+    """:func:`check_record_size` for a record of ``payload_size`` key and value bytes and
+    ``headers``, alone in its batch."""
+    if headers:
+        payload_size += headers_size_bound(headers)
+    check_record_size(
+        payload_size + RECORD_SIZE_OVERHEAD,
+        max_request_size=max_request_size,
+        buffer_memory=buffer_memory,
+        topic=topic,
+    )
 
 
 def headers_size_bound(headers: Sequence[tuple[str, bytes | None]]) -> int:

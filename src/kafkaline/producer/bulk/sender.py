@@ -45,9 +45,8 @@ from kafkaline.producer.serializers import Serializer
 from kafkaline.producer.validation import (
     RECORD_SIZE_OVERHEAD,
     check_headers,
-    check_record_size,
+    check_payload_size,
     check_topic_name,
-    headers_size_bound,
 )
 from kafkaline.record import Headers
 from kafkaline.record.core import compiled_core
@@ -289,13 +288,12 @@ class BulkSender:
                     raise type(error)(f"record {index}: {error}") from None
 
     def _check_size(self, topic: str, size: int, headers: Headers | None) -> None:
-        if headers:
-            size += headers_size_bound(headers)
-        check_record_size(
-            size + RECORD_SIZE_OVERHEAD,
+        check_payload_size(
+            topic,
+            size,
+            headers,
             max_request_size=self._config.max_request_size,
             buffer_memory=self._config.buffer_memory,
-            topic=topic,
         )
 
     def _begin(self, topic: str, partition: int | None) -> tuple[int, float]:

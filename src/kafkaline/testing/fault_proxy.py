@@ -39,19 +39,30 @@ idempotence handling need the same thing, and it pairs with ``LocalBroker(advert
 from __future__ import annotations
 
 import collections
-import contextlib
 import enum
 import functools
 import socket
-import struct
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass
 from types import TracebackType
 
 from kafkaline.errors import ConfigError, IllegalStateError
 from kafkaline.testing._ports import LOOPBACK
+from kafkaline.testing._relay import (
+    CORRELATION_ID,
+    POLL_INTERVAL,
+    REQUEST_HEAD,
+    SIZE,
+    Closing,
+    RelayConnection,
+    ThreadGroup,
+    accept_loop,
+    listen,
+    pump_frames,
+    stop_listening,
+)
 
 __all__ = [
     "CorruptResponse",
@@ -66,12 +77,6 @@ __all__ = [
 
 #: The Produce API's key, the default target of request faults.
 PRODUCE_API_KEY = 0
-# How often blocked threads look at the closing flag; also the accept loop's timeout.
-_POLL_INTERVAL = 0.05
-_RECV_SIZE = 1 << 16
-_SIZE = struct.Struct(">i")
-_REQUEST_HEADER = struct.Struct(">hhi")  # api_key, api_version, correlation_id
-_CORRELATION_ID = struct.Struct(">i")
 
 
 class CutPoint(enum.Enum):
@@ -151,44 +156,20 @@ _RequestFault = Cut | DelayResponse | CorruptResponse
 
 def _corrupt(frame: bytes, how: Corruption) -> bytes:
     """``frame`` (size, correlation id, rest) spoiled ``how``, re-framed."""
-    payload = frame[_SIZE.size :]
+    payload = frame[SIZE.size :]
     if how is Corruption.TRUNCATED:
-        header, body = payload[: _CORRELATION_ID.size], payload[_CORRELATION_ID.size :]
+        header, body = payload[: CORRELATION_ID.size], payload[CORRELATION_ID.size :]
         payload = header + body[: len(body) // 2]
     elif how is Corruption.TRAILING:
         payload = payload + b"\x00\xff\x00\xff"
     else:
-        (correlation_id,) = _CORRELATION_ID.unpack_from(payload)
-        payload = _CORRELATION_ID.pack((correlation_id + 1) % 2**31) + payload[4:]
-    return _SIZE.pack(len(payload)) + payload
+        (correlation_id,) = CORRELATION_ID.unpack_from(payload)
+        payload = CORRELATION_ID.pack((correlation_id + 1) % 2**31) + payload[4:]
+    return SIZE.pack(len(payload)) + payload
 
 
-class _Closing(Exception):
-    """Raised inside a pump when its connection (or the proxy) is being torn down."""
-
-
-class _Connection:
-    """One client connection and its upstream connection; torn down once, from any thread."""
-
-    def __init__(self, client: socket.socket, upstream: socket.socket) -> None:
-        self.client = client
-        self.upstream = upstream
-        self.closed = threading.Event()
-        # Correlation id -> the fault to apply to that request's response.
-        self.response_faults: dict[int, _RequestFault] = {}
-        self.lock = threading.Lock()
-        self.threads: list[threading.Thread] = []
-
-    def tear_down(self) -> None:
-        with self.lock:
-            if self.closed.is_set():
-                return
-            self.closed.set()
-        for sock in (self.client, self.upstream):
-            # shutdown wakes a thread blocked in recv on the other side at once
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-            sock.close()
+# A connection's pending map: correlation id -> the fault to apply to that response.
+_Connection = RelayConnection[_RequestFault]
 
 
 class FaultProxy:
@@ -204,11 +185,7 @@ class FaultProxy:
 
     def __init__(self, upstream_port: int, *, upstream_host: str = LOOPBACK, port: int = 0) -> None:
         self._upstream = (upstream_host, upstream_port)
-        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._listener.bind((LOOPBACK, port))
-        self._listener.listen(64)
-        self._listener.settimeout(_POLL_INTERVAL)
+        self._listener = listen(port)
         self._port: int = self._listener.getsockname()[1]
         self._lock = threading.Lock()
         self._closing = threading.Event()
@@ -217,7 +194,7 @@ class FaultProxy:
         self._injected: collections.Counter[str] = collections.Counter()
         self._connections: set[_Connection] = set()
         self._connections_made = 0
-        self._threads: list[threading.Thread] = []
+        self._threads = ThreadGroup("kafkaline-fault-proxy-")
         self._acceptor: threading.Thread | None = None
 
     # ------------------------------------------------------------------ commands
@@ -275,7 +252,7 @@ class FaultProxy:
                     return
                 self.inject(fault)
 
-        return self._spawn(run, "kafkaline-fault-proxy-schedule")
+        return self._threads.spawn(run, "schedule")
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -284,27 +261,22 @@ class FaultProxy:
         if self._closing.is_set():
             raise IllegalStateError("a closed FaultProxy cannot start again; make a new one")
         if self._acceptor is None:
-            self._acceptor = self._spawn(self._accept_loop, "kafkaline-fault-proxy-accept")
+            accept = functools.partial(
+                accept_loop, self._listener, self._upstream, self._closing, self._on_connection
+            )
+            self._acceptor = self._threads.spawn(accept, "accept")
 
     def close(self, timeout: float = 5.0) -> None:
         """Stop accepting, close every connection and join every thread. Idempotent."""
         self._closing.set()
-        self._listener.close()
+        stop_listening(self._listener)
         with self._lock:
             connections = list(self._connections)
         for connection in connections:
             connection.tear_down()
-        deadline = time.monotonic() + timeout
-        while True:
-            with self._lock:
-                threads = [t for t in self._threads if t is not threading.current_thread()]
-                self._threads = []
-            if not threads:
-                break
-            for thread in threads:
-                thread.join(max(deadline - time.monotonic(), 0.0))
-                if thread.is_alive():
-                    raise TimeoutError(f"FaultProxy thread {thread.name} did not stop")
+        alive = self._threads.join(timeout)
+        if alive:
+            raise TimeoutError(f"FaultProxy threads did not stop: {alive}")
 
     def __enter__(self) -> FaultProxy:
         self.start()
@@ -326,89 +298,36 @@ class FaultProxy:
 
     # ------------------------------------------------------------------ internals
 
-    def _spawn(self, target: Callable[[], None], name: str) -> threading.Thread:
-        thread = threading.Thread(target=target, name=name, daemon=True)
+    def _on_connection(self, connection: _Connection) -> bool:
         with self._lock:
-            self._threads = [t for t in self._threads if t.is_alive()]
-            self._threads.append(thread)
-        thread.start()
-        return thread
-
-    def _accept_loop(self) -> None:
-        while not self._closing.is_set():
-            try:
-                client, _ = self._listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:  # the listener was closed
-                return
-            try:
-                upstream = socket.create_connection(self._upstream, timeout=5.0)
-            except OSError:  # broker down: the client sees its connection refused-ish
-                client.close()
-                continue
-            for sock in (client, upstream):
-                sock.settimeout(_POLL_INTERVAL)
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            connection = _Connection(client, upstream)
-            with self._lock:
-                if self._closing.is_set():
-                    connection.tear_down()
-                    return
-                self._connections.add(connection)
-                self._connections_made += 1
-            self._spawn(functools.partial(self._pump, connection, True), "fault-proxy-c2b")
-            self._spawn(functools.partial(self._pump, connection, False), "fault-proxy-b2c")
+            if self._closing.is_set():
+                return False
+            self._connections.add(connection)
+            self._connections_made += 1
+        self._threads.spawn(functools.partial(self._pump, connection, True), "c2b")
+        self._threads.spawn(functools.partial(self._pump, connection, False), "b2c")
+        return True
 
     def _pump(self, connection: _Connection, requests: bool) -> None:
         """Forward frames one way: client -> broker when ``requests``, else broker -> client."""
-        source, sink = (
-            (connection.client, connection.upstream)
-            if requests
-            else (connection.upstream, connection.client)
-        )
-        buffer = bytearray()
+        forward = self._forward_request if requests else self._forward_response
         try:
-            while True:
-                self._wait_while_stalled(connection)
-                data = self._recv(connection, source)
-                if not data:
-                    return
-                # A thread already blocked in recv when the stall began holds what it got.
-                self._wait_while_stalled(connection)
-                buffer += data
-                while len(buffer) >= _SIZE.size:
-                    (size,) = _SIZE.unpack_from(buffer)
-                    end = _SIZE.size + size
-                    if len(buffer) < end:
-                        break
-                    frame = bytes(buffer[:end])
-                    del buffer[:end]
-                    if requests:
-                        self._forward_request(connection, sink, frame)
-                    else:
-                        self._forward_response(connection, sink, frame)
-        except (_Closing, OSError):
-            return
+            pump_frames(
+                connection,
+                requests,
+                functools.partial(forward, connection),
+                self._closing,
+                hold=functools.partial(self._wait_while_stalled, connection),
+            )
         finally:
-            connection.tear_down()
             # A response fault whose request went up but whose response never came back
             # (the connection closed first) did not happen: it is armed again, first in line.
             with connection.lock:
-                unapplied = list(connection.response_faults.values())
-                connection.response_faults.clear()
+                unapplied = list(connection.pending.values())
+                connection.pending.clear()
             with self._lock:
                 self._connections.discard(connection)
                 self._armed.extendleft(reversed(unapplied))
-
-    def _recv(self, connection: _Connection, source: socket.socket) -> bytes:
-        while True:
-            if connection.closed.is_set() or self._closing.is_set():
-                raise _Closing
-            try:
-                return source.recv(_RECV_SIZE)
-            except TimeoutError:
-                continue
 
     def _wait_while_stalled(self, connection: _Connection) -> None:
         while True:
@@ -416,8 +335,8 @@ class FaultProxy:
                 remaining = self._stalled_until - time.monotonic()
             if remaining <= 0:
                 return
-            if connection.closed.wait(min(remaining, _POLL_INTERVAL)) or self._closing.is_set():
-                raise _Closing
+            if connection.closed.wait(min(remaining, POLL_INTERVAL)) or self._closing.is_set():
+                raise Closing
 
     def _take_fault(self, api_key: int) -> _RequestFault | None:
         with self._lock:
@@ -432,28 +351,28 @@ class FaultProxy:
             self._injected[kind] += 1
 
     def _forward_request(self, connection: _Connection, sink: socket.socket, frame: bytes) -> None:
-        api_key, _, correlation_id = _REQUEST_HEADER.unpack_from(frame, _SIZE.size)
+        api_key, _, correlation_id = REQUEST_HEAD.unpack_from(frame, SIZE.size)
         fault = self._take_fault(api_key)
         if isinstance(fault, Cut) and fault.point is CutPoint.MID_REQUEST:
             sink.sendall(frame[: len(frame) // 2])
             self._count(fault.kind)
-            raise _Closing
+            raise Closing
         if fault is not None:
             with connection.lock:
-                connection.response_faults[correlation_id] = fault
+                connection.pending[correlation_id] = fault
         sink.sendall(frame)
 
     def _forward_response(self, connection: _Connection, sink: socket.socket, frame: bytes) -> None:
-        (correlation_id,) = _CORRELATION_ID.unpack_from(frame, _SIZE.size)
+        (correlation_id,) = CORRELATION_ID.unpack_from(frame, SIZE.size)
         with connection.lock:
-            fault = connection.response_faults.pop(correlation_id, None)
+            fault = connection.pending.pop(correlation_id, None)
         if isinstance(fault, Cut):
             self._count(fault.kind)
-            raise _Closing
+            raise Closing
         if isinstance(fault, DelayResponse):
             self._count(fault.kind)
             if connection.closed.wait(fault.seconds) or self._closing.is_set():
-                raise _Closing
+                raise Closing
         if isinstance(fault, CorruptResponse):
             self._count(fault.kind)
             frame = _corrupt(frame, fault.how)

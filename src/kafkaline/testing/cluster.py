@@ -39,115 +39,40 @@ per connection; ``close()`` stops and joins them all and stops the broker.
 
 from __future__ import annotations
 
-import collections
-import contextlib
 import functools
-import logging
 import os
 import socket
-import struct
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from types import TracebackType
 
-from kafkaline.errors import ConfigError, IllegalStateError, KafkaError
-from kafkaline.protocol.api import (
-    ApiVersionsResponse,
-    FindCoordinatorResponse,
-    MetadataResponse,
-    ProduceRequest,
-    ProduceResponse,
+from kafkaline.errors import ConfigError, IllegalStateError
+from kafkaline.testing._cluster_front import (
+    CAPPED_VERSIONS,
+    FIRST_LEADER_HINT_VERSION,
+    PRODUCE,
+    FrontConnection,
+    FrontRewriter,
 )
-from kafkaline.protocol.api.metadata import MetadataResponseBroker
-from kafkaline.protocol.api.produce import (
-    LeaderIdAndEpoch,
-    NodeEndpoint,
-    PartitionProduceResponse,
-    TopicProduceData,
-    TopicProduceResponse,
-)
-from kafkaline.protocol.headers import RequestHeader, ResponseHeader, response_header_version
-from kafkaline.protocol.primitives import Reader
-from kafkaline.protocol.schema import Message, decode_message, read_message
-from kafkaline.testing._leadership import NO_LEADER, LeaderAndEpoch, Leadership
+from kafkaline.testing._leadership import Leadership
 from kafkaline.testing._ports import LOOPBACK
+from kafkaline.testing._relay import (
+    ThreadGroup,
+    accept_loop,
+    listen,
+    pump_frames,
+    stop_listening,
+)
 from kafkaline.testing.broker import LocalBroker
 
 __all__ = ["METADATA_SCOPES", "LocalCluster"]
 
-_log = logging.getLogger(__name__)
-
 #: What a node's Metadata answer names: every live node ("cluster") or only itself ("self").
 METADATA_SCOPES = frozenset({"cluster", "self"})
 
-_PRODUCE = ProduceRequest.API_KEY
-_METADATA = MetadataResponse.API_KEY
-_FIND_COORDINATOR = FindCoordinatorResponse.API_KEY
-_API_VERSIONS = ApiVersionsResponse.API_KEY
-_NOT_LEADER_OR_FOLLOWER = 6
-_LEADER_NOT_AVAILABLE = 5
-#: The highest version of each API whose answer the front decodes and rewrites.
-_CAPPED_VERSIONS: dict[int, int | None] = {
-    _PRODUCE: ProduceResponse.VALID_VERSIONS.high,
-    _METADATA: MetadataResponse.VALID_VERSIONS.high,
-    _FIND_COORDINATOR: FindCoordinatorResponse.VALID_VERSIONS.high,
-}
-_FIRST_LEADER_HINT_VERSION = 10
 _FIRST_NODE_ID = 1
-
-_POLL_INTERVAL = 0.05
-_RECV_SIZE = 1 << 16
-_SIZE = struct.Struct(">i")
-_REQUEST_HEAD = struct.Struct(">hhi")  # api_key, api_version, correlation_id
-_CORRELATION_ID = struct.Struct(">i")
-
-
-class _Closing(Exception):
-    """Raised inside a pump when its connection (or its node) is being torn down."""
-
-
-@dataclass(frozen=True)
-class _Refused:
-    """A partition of a Produce request that this node does not lead."""
-
-    topic: str
-    partition: int
-    leader: LeaderAndEpoch
-
-
-@dataclass(frozen=True)
-class _Rewrite:
-    """What to do with the broker's answer to one request: ``refused`` partitions are added
-    to a Produce answer (``replace``: the broker was sent a stand-in request, its answer is
-    dropped)."""
-
-    api_key: int
-    version: int
-    refused: tuple[_Refused, ...] = ()
-    replace: bool = False
-
-
-@dataclass(eq=False)
-class _Connection:
-    """A client's connection to a node and the front's connection to the broker for it."""
-
-    client: socket.socket
-    upstream: socket.socket
-    closed: threading.Event = field(default_factory=threading.Event)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-    rewrites: dict[int, _Rewrite] = field(default_factory=dict)
-
-    def tear_down(self) -> None:
-        with self.lock:
-            if self.closed.is_set():
-                return
-            self.closed.set()
-        for sock in (self.client, self.upstream):
-            with contextlib.suppress(OSError):
-                sock.shutdown(socket.SHUT_RDWR)
-            sock.close()
 
 
 @dataclass(eq=False)
@@ -155,7 +80,7 @@ class _Node:
     node_id: int
     port: int
     listener: socket.socket | None = None
-    connections: set[_Connection] = field(default_factory=set)
+    connections: set[FrontConnection] = field(default_factory=set)
 
 
 class LocalCluster:
@@ -196,23 +121,29 @@ class LocalCluster:
             clock=clock,
         )
         self._scope = metadata_scope
-        self._capped_versions = dict(_CAPPED_VERSIONS)
-        if not leader_hints:
-            self._capped_versions[_PRODUCE] = _FIRST_LEADER_HINT_VERSION - 1
         self._broker = LocalBroker(storage=storage, log_dir=log_dir)
         self._lock = threading.Lock()
         self._closing = threading.Event()
         self._started = False
-        self._threads: list[threading.Thread] = []
-        self._refused: collections.Counter[int] = collections.Counter()
+        self._threads = ThreadGroup("kafkaline-cluster-")
         self._nodes: dict[int, _Node] = {}
         try:
             for node_id in node_ids:
-                listener = _listen(0)
+                listener = listen(0)
                 self._nodes[node_id] = _Node(node_id, listener.getsockname()[1], listener)
         except BaseException:
             self._close_listeners()
             raise
+        capped_versions = dict(CAPPED_VERSIONS)
+        if not leader_hints:
+            capped_versions[PRODUCE] = FIRST_LEADER_HINT_VERSION - 1
+        self._front = FrontRewriter(
+            self._leadership,
+            scope=metadata_scope,
+            ports={node_id: node.port for node_id, node in self._nodes.items()},
+            capped_versions=capped_versions,
+            lock=self._lock,
+        )
 
     # ------------------------------------------------------------------ what clients need
 
@@ -258,12 +189,12 @@ class LocalCluster:
     def refused_produce_requests(self) -> int:
         """Produce requests answered NOT_LEADER_OR_FOLLOWER (for at least one partition)."""
         with self._lock:
-            return sum(self._refused.values())
+            return sum(self._front.refused.values())
 
     def refused_by_node(self) -> dict[int, int]:
         """:attr:`refused_produce_requests` per node that refused them."""
         with self._lock:
-            return dict(self._refused)
+            return dict(self._front.refused)
 
     def connection_count(self, node_id: int) -> int:
         """Client connections open to ``node_id`` now."""
@@ -282,7 +213,7 @@ class LocalCluster:
             listener, node.listener = node.listener, None
             connections = list(node.connections)
         if listener is not None:
-            _stop_listening(listener)
+            stop_listening(listener)
         for connection in connections:
             connection.tear_down()
 
@@ -293,12 +224,12 @@ class LocalCluster:
         with self._lock:
             if node.listener is not None:
                 return
-        listener = _listen(node.port)
+        listener = listen(node.port)
         with self._lock:
             node.listener = listener
             self._leadership.start(node_id)
         if self._started:
-            self._spawn(functools.partial(self._accept_loop, node, listener), f"accept-{node_id}")
+            self._start_accepting(node, listener)
 
     def move_leader(
         self, topic: str, partition: int, node_id: int, *, announce_after: float = 0.0
@@ -332,9 +263,7 @@ class LocalCluster:
             nodes = [(node, node.listener) for node in self._nodes.values()]
         for node, listener in nodes:
             if listener is not None:
-                self._spawn(
-                    functools.partial(self._accept_loop, node, listener), f"accept-{node.node_id}"
-                )
+                self._start_accepting(node, listener)
 
     def close(self, timeout: float = 5.0) -> None:
         """Close every node and connection, join every thread and stop the broker."""
@@ -344,13 +273,8 @@ class LocalCluster:
             connections = [c for node in self._nodes.values() for c in node.connections]
         for connection in connections:
             connection.tear_down()
-        deadline = time.monotonic() + timeout
-        with self._lock:
-            threads, self._threads = self._threads, []
-        for thread in threads:
-            thread.join(max(deadline - time.monotonic(), 0.0))
+        alive = self._threads.join(timeout)
         self._broker.close()
-        alive = [thread.name for thread in threads if thread.is_alive()]
         if alive:
             raise TimeoutError(f"LocalCluster threads did not stop: {alive}")
 
@@ -394,331 +318,36 @@ class LocalCluster:
                 node.listener = None
         for listener in listeners:
             if listener is not None:
-                _stop_listening(listener)
+                stop_listening(listener)
 
-    def _spawn(self, target: Callable[[], None], name: str) -> None:
-        thread = threading.Thread(target=target, name=f"kafkaline-cluster-{name}", daemon=True)
+    def _start_accepting(self, node: _Node, listener: socket.socket) -> None:
+        upstream = (LOOPBACK, self._broker.port)
+        on_connection = functools.partial(self._on_connection, node, listener)
+        accept = functools.partial(accept_loop, listener, upstream, self._closing, on_connection)
+        self._threads.spawn(accept, f"accept-{node.node_id}")
+
+    def _on_connection(
+        self, node: _Node, listener: socket.socket, connection: FrontConnection
+    ) -> bool:
         with self._lock:
-            self._threads = [t for t in self._threads if t.is_alive()]
-            self._threads.append(thread)
-        thread.start()
+            if node.listener is not listener or self._closing.is_set():
+                return False  # killed meanwhile
+            node.connections.add(connection)
+        name = f"{node.node_id}-{connection.client.getpeername()[1]}"
+        self._threads.spawn(functools.partial(self._pump, node, connection, True), f"c2b-{name}")
+        self._threads.spawn(functools.partial(self._pump, node, connection, False), f"b2c-{name}")
+        return True
 
-    def _accept_loop(self, node: _Node, listener: socket.socket) -> None:
-        while not self._closing.is_set():
-            try:
-                client, _ = listener.accept()
-            except TimeoutError:
-                continue
-            except OSError:  # the listener was closed: the node was killed
-                return
-            try:
-                upstream = socket.create_connection((LOOPBACK, self._broker.port), timeout=5.0)
-            except OSError:
-                client.close()
-                continue
-            for sock in (client, upstream):
-                sock.settimeout(_POLL_INTERVAL)
-                sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-            connection = _Connection(client, upstream)
-            with self._lock:
-                if node.listener is not listener or self._closing.is_set():
-                    connection.tear_down()  # killed meanwhile
-                    return
-                node.connections.add(connection)
-            name = f"{node.node_id}-{client.getpeername()[1]}"
-            self._spawn(functools.partial(self._pump, node, connection, True), f"c2b-{name}")
-            self._spawn(functools.partial(self._pump, node, connection, False), f"b2c-{name}")
+    def _pump(self, node: _Node, connection: FrontConnection, requests: bool) -> None:
+        rewrite = self._front.on_request if requests else self._front.on_response
 
-    def _pump(self, node: _Node, connection: _Connection, requests: bool) -> None:
-        source, sink = (
-            (connection.client, connection.upstream)
-            if requests
-            else (connection.upstream, connection.client)
-        )
-        buffer = bytearray()
+        def forward(sink: socket.socket, frame: bytes) -> None:
+            out = rewrite(node.node_id, connection, frame)
+            if out is not None:
+                sink.sendall(out)
+
         try:
-            while True:
-                data = self._recv(connection, source)
-                if not data:
-                    return
-                buffer += data
-                while len(buffer) >= _SIZE.size:
-                    (size,) = _SIZE.unpack_from(buffer)
-                    end = _SIZE.size + size
-                    if len(buffer) < end:
-                        break
-                    frame = bytes(buffer[:end])
-                    del buffer[:end]
-                    out = (
-                        self._on_request(node, connection, frame)
-                        if requests
-                        else self._on_response(node, connection, frame)
-                    )
-                    if out is not None:
-                        sink.sendall(out)
-        except (_Closing, OSError):
-            return
+            pump_frames(connection, requests, forward, self._closing)
         finally:
-            connection.tear_down()
             with self._lock:
                 node.connections.discard(connection)
-
-    def _recv(self, connection: _Connection, source: socket.socket) -> bytes:
-        while True:
-            if connection.closed.is_set() or self._closing.is_set():
-                raise _Closing
-            try:
-                return source.recv(_RECV_SIZE)
-            except TimeoutError:
-                continue
-
-    # ------------------------------------------------------------------ requests
-
-    def _on_request(self, node: _Node, connection: _Connection, frame: bytes) -> bytes | None:
-        """The frame to send the broker for a client's request frame (None: nothing)."""
-        api_key, version, correlation_id = _REQUEST_HEAD.unpack_from(frame, _SIZE.size)
-        if api_key == _PRODUCE and version in ProduceRequest.VALID_VERSIONS:
-            try:
-                return self._on_produce(node, connection, frame, version)
-            except KafkaError as error:  # not ours to judge: the broker answers it
-                _log.warning("node %d could not read a Produce request: %s", node.node_id, error)
-                return frame
-        if api_key in (_METADATA, _FIND_COORDINATOR, _API_VERSIONS):
-            with connection.lock:
-                connection.rewrites[correlation_id] = _Rewrite(api_key, version)
-        return frame
-
-    def _on_produce(
-        self, node: _Node, connection: _Connection, frame: bytes, version: int
-    ) -> bytes | None:
-        flexible = ProduceRequest.is_flexible(version)
-        reader = Reader(frame, _SIZE.size)
-        header = read_message(RequestHeader, reader, 2 if flexible else 1)
-        request = decode_message(ProduceRequest, reader, version)
-        refused: list[_Refused] = []
-        led: list[TopicProduceData] = []
-        with self._lock:
-            for topic in request.topic_data:
-                mine = []
-                for partition in topic.partition_data:
-                    leader = self._leadership.leader(topic.name, partition.index)
-                    if leader.leader == node.node_id or self._scope == "self":
-                        mine.append(partition)
-                    else:
-                        refused.append(_Refused(topic.name, partition.index, leader))
-                if mine:
-                    led.append(TopicProduceData(name=topic.name, partition_data=mine))
-            if refused:
-                self._refused[node.node_id] += 1
-        if not refused:
-            return frame
-        correlation_id = header.correlation_id
-        if request.acks == 0:
-            # Nobody waits for an answer: write what this node leads, drop the rest.
-            return _request_frame(header, request, version, led) if led else None
-        if not led:
-            # The answer must keep its place among the broker's answers on this connection:
-            # the broker is sent a stand-in (ApiVersions v0) with the same correlation id,
-            # whose answer is replaced.
-            with connection.lock:
-                connection.rewrites[correlation_id] = _Rewrite(
-                    _PRODUCE, version, tuple(refused), replace=True
-                )
-            stand_in = RequestHeader(
-                request_api_key=_API_VERSIONS,
-                request_api_version=0,
-                correlation_id=correlation_id,
-                client_id=header.client_id,
-            ).encode(1)
-            return _SIZE.pack(len(stand_in)) + stand_in
-        with connection.lock:
-            connection.rewrites[correlation_id] = _Rewrite(_PRODUCE, version, tuple(refused))
-        return _request_frame(header, request, version, led)
-
-    # ------------------------------------------------------------------ responses
-
-    def _on_response(self, node: _Node, connection: _Connection, frame: bytes) -> bytes:
-        (correlation_id,) = _CORRELATION_ID.unpack_from(frame, _SIZE.size)
-        with connection.lock:
-            rewrite = connection.rewrites.pop(correlation_id, None)
-        if rewrite is None:
-            return frame
-        try:
-            return self._rewrite(node, rewrite, correlation_id, frame)
-        except KafkaError as error:
-            _log.warning(
-                "node %d could not rewrite an answer (API %d v%d): %s",
-                node.node_id,
-                rewrite.api_key,
-                rewrite.version,
-                error,
-            )
-            return frame
-
-    def _rewrite(self, node: _Node, rewrite: _Rewrite, correlation_id: int, frame: bytes) -> bytes:
-        api_key, version = rewrite.api_key, rewrite.version
-        if api_key == _PRODUCE and rewrite.replace:
-            body: Message = self._refusal(node, rewrite.refused, version, None)
-        else:
-            body = _decode_response(api_key, version, frame)
-            if isinstance(body, ProduceResponse):
-                body = self._refusal(node, rewrite.refused, version, body)
-            elif isinstance(body, MetadataResponse):
-                self._rewrite_metadata(node, body)
-            elif isinstance(body, FindCoordinatorResponse):
-                self._rewrite_coordinator(node, body, version)
-            elif isinstance(body, ApiVersionsResponse):
-                if body.error_code:
-                    return frame
-                for item in body.api_keys:
-                    cap = self._capped_versions.get(item.api_key)
-                    if cap is not None and item.max_version > cap:
-                        item.max_version = cap
-        flexible = type(body).is_flexible(version)
-        head = ResponseHeader(correlation_id=correlation_id).encode(
-            response_header_version(api_key, flexible)
-        )
-        payload = head + body.encode(version)
-        return _SIZE.pack(len(payload)) + payload
-
-    def _refusal(
-        self,
-        node: _Node,
-        refused: tuple[_Refused, ...],
-        version: int,
-        answer: ProduceResponse | None,
-    ) -> ProduceResponse:
-        """``answer`` (or an empty one) with a NOT_LEADER_OR_FOLLOWER answer per refused
-        partition, carrying the leader hint from v10."""
-        if answer is None:
-            answer = ProduceResponse(responses=[])
-        by_topic = {topic.name: topic for topic in answer.responses}
-        endpoints: dict[int, NodeEndpoint] = {}
-        hints = version >= _FIRST_LEADER_HINT_VERSION
-        for item in refused:
-            leader = item.leader
-            partition = PartitionProduceResponse(
-                index=item.partition,
-                error_code=_NOT_LEADER_OR_FOLLOWER,
-                base_offset=-1,
-                error_message=f"node {node.node_id} is not the leader of "
-                f"{item.topic}-{item.partition}",
-            )
-            if hints and leader.leader != NO_LEADER:
-                partition.current_leader = LeaderIdAndEpoch(
-                    leader_id=leader.leader, leader_epoch=leader.epoch
-                )
-                endpoints[leader.leader] = NodeEndpoint(
-                    node_id=leader.leader, host=LOOPBACK, port=self._nodes[leader.leader].port
-                )
-            topic = by_topic.get(item.topic)
-            if topic is None:
-                topic = by_topic[item.topic] = TopicProduceResponse(
-                    name=item.topic, partition_responses=[]
-                )
-                answer.responses.append(topic)
-            topic.partition_responses.append(partition)
-        if hints:
-            answer.node_endpoints = [*answer.node_endpoints, *endpoints.values()]
-        return answer
-
-    def _broker_entries(self, node: _Node) -> list[MetadataResponseBroker]:
-        nodes = [node.node_id] if self._scope == "self" else self._leadership.live
-        return [
-            MetadataResponseBroker(node_id=node_id, host=LOOPBACK, port=self._nodes[node_id].port)
-            for node_id in nodes
-        ]
-
-    def _rewrite_metadata(self, node: _Node, response: MetadataResponse) -> None:
-        with self._lock:
-            response.brokers = self._broker_entries(node)
-            response.controller_id = response.brokers[0].node_id
-            for topic in response.topics:
-                if topic.error_code or topic.name is None:
-                    continue
-                for partition in topic.partitions:
-                    index = partition.partition_index
-                    if self._scope == "self":
-                        leader = LeaderAndEpoch(node.node_id, 0)
-                        replicas: tuple[int, ...] = (node.node_id,)
-                        isr = replicas
-                        offline: tuple[int, ...] = ()
-                    else:
-                        leader = self._leadership.announced(topic.name, index)
-                        replicas = self._leadership.replicas(index)
-                        isr = self._leadership.isr(index)
-                        offline = self._leadership.offline(index)
-                    partition.leader_id = leader.leader
-                    partition.leader_epoch = leader.epoch
-                    partition.replica_nodes = list(replicas)
-                    partition.isr_nodes = list(isr)
-                    partition.offline_replicas = list(offline)
-                    if leader.leader == NO_LEADER:
-                        partition.error_code = _LEADER_NOT_AVAILABLE
-
-    def _rewrite_coordinator(
-        self, node: _Node, response: FindCoordinatorResponse, version: int
-    ) -> None:
-        with self._lock:
-            coordinator = self._broker_entries(node)[0]
-        if version < 4:
-            if not response.error_code:
-                response.node_id = coordinator.node_id
-                response.host, response.port = coordinator.host, coordinator.port
-            return
-        for item in response.coordinators:
-            if not item.error_code:
-                item.node_id = coordinator.node_id
-                item.host, item.port = coordinator.host, coordinator.port
-
-
-def _listen(port: int) -> socket.socket:
-    listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    try:
-        listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        listener.bind((LOOPBACK, port))
-        listener.listen(64)
-        listener.settimeout(_POLL_INTERVAL)
-    except BaseException:
-        listener.close()
-        raise
-    return listener
-
-
-def _stop_listening(listener: socket.socket) -> None:
-    # close() alone leaves the port listening while the accept thread's poll holds the file:
-    # shutdown stops it at once (Linux), so a killed node refuses the very next connect.
-    with contextlib.suppress(OSError):
-        listener.shutdown(socket.SHUT_RDWR)
-    listener.close()
-
-
-def _request_frame(
-    header: RequestHeader, request: ProduceRequest, version: int, topics: list[TopicProduceData]
-) -> bytes:
-    """``request`` with only ``topics``, framed with ``header``."""
-    flexible = ProduceRequest.is_flexible(version)
-    subset = ProduceRequest(
-        transactional_id=request.transactional_id,
-        acks=request.acks,
-        timeout_ms=request.timeout_ms,
-        topic_data=topics,
-    )
-    payload = header.encode(2 if flexible else 1) + subset.encode(version)
-    return _SIZE.pack(len(payload)) + payload
-
-
-_RESPONSE_TYPES: dict[int, type[Message]] = {
-    _PRODUCE: ProduceResponse,
-    _METADATA: MetadataResponse,
-    _FIND_COORDINATOR: FindCoordinatorResponse,
-    _API_VERSIONS: ApiVersionsResponse,
-}
-
-
-def _decode_response(api_key: int, version: int, frame: bytes) -> Message:
-    response_type = _RESPONSE_TYPES[api_key]
-    flexible = response_type.is_flexible(version)
-    reader = Reader(frame, _SIZE.size)
-    read_message(ResponseHeader, reader, response_header_version(api_key, flexible))
-    return response_type.decode(bytes(frame[reader.position :]), version)

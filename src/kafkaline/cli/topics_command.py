@@ -18,38 +18,8 @@ def add_parser(subcommands: argparse._SubParsersAction[argparse.ArgumentParser],
                parent: argparse.ArgumentParser) -> None:  # fmt: skip
     """Register ``topics`` with its ``create``, ``list`` and ``describe`` subcommands, and the
     Java tool's ``--create``/``--list``/``--describe`` flags on ``topics`` itself."""
-    connection = argparse.ArgumentParser(add_help=False)
-    connection.add_argument(
-        "--bootstrap-server",
-        "--broker-list",
-        dest="bootstrap_server",
-        metavar="HOST:PORT[,...]",
-        help="the broker(s) to ask (--broker-list: the old Java name)",
-    )
-    connection.add_argument(
-        "--timeout",
-        type=float,
-        default=_DEFAULT_TIMEOUT_S,
-        metavar="SECONDS",
-        help=f"how long to wait for the broker (default: {_DEFAULT_TIMEOUT_S:g})",
-    )
-    creation = argparse.ArgumentParser(add_help=False)
-    creation.add_argument(
-        "--partitions", type=int, default=1, metavar="N", help="partitions (default: 1)"
-    )
-    creation.add_argument(
-        "--replication-factor",
-        type=int,
-        default=-1,
-        metavar="N",
-        help="replicas per partition (default: -1, the broker's default)",
-    )
-    creation.add_argument(
-        "--if-not-exists",
-        action="store_true",
-        help="succeed without doing anything if the topic exists",
-    )
-
+    connection = _connection_options()
+    creation = _creation_options()
     topics = subcommands.add_parser(
         "topics",
         parents=[parent, connection, creation],
@@ -69,20 +39,71 @@ def add_parser(subcommands: argparse._SubParsersAction[argparse.ArgumentParser],
     topics.add_argument("--topic", metavar="NAME", help="the topic (with --create, --describe)")
     topics.set_defaults(run=run_java_shape, java_action=None)
     actions = topics.add_subparsers(dest="topics_action", metavar="ACTION")
+    _add_create(actions, [parent, connection, creation])
+    _add_list(actions, [parent, connection])
+    _add_describe(actions, [parent, connection])
 
+
+def _connection_options() -> argparse.ArgumentParser:
+    """The broker to ask and how long to wait: shared by ``topics`` and its actions."""
+    connection = argparse.ArgumentParser(add_help=False)
+    connection.add_argument(
+        "--bootstrap-server",
+        "--broker-list",
+        dest="bootstrap_server",
+        metavar="HOST:PORT[,...]",
+        help="the broker(s) to ask (--broker-list: the old Java name)",
+    )
+    connection.add_argument(
+        "--timeout",
+        type=float,
+        default=_DEFAULT_TIMEOUT_S,
+        metavar="SECONDS",
+        help=f"how long to wait for the broker (default: {_DEFAULT_TIMEOUT_S:g})",
+    )
+    return connection
+
+
+def _creation_options() -> argparse.ArgumentParser:
+    """What a new topic gets: shared by ``topics --create`` and ``topics create``."""
+    creation = argparse.ArgumentParser(add_help=False)
+    creation.add_argument(
+        "--partitions", type=int, default=1, metavar="N", help="partitions (default: 1)"
+    )
+    creation.add_argument(
+        "--replication-factor",
+        type=int,
+        default=-1,
+        metavar="N",
+        help="replicas per partition (default: -1, the broker's default)",
+    )
+    creation.add_argument(
+        "--if-not-exists",
+        action="store_true",
+        help="succeed without doing anything if the topic exists",
+    )
+    return creation
+
+
+def _add_create(
+    actions: argparse._SubParsersAction[argparse.ArgumentParser],
+    parents: list[argparse.ArgumentParser],
+) -> None:
     create = actions.add_parser(
-        "create",
-        parents=[parent, connection, creation],
-        help="create a topic",
-        description="Create a topic.",
+        "create", parents=parents, help="create a topic", description="Create a topic."
     )
     create.add_argument("name", metavar="NAME", nargs="?", help="the topic's name")
     create.add_argument("--topic", metavar="NAME", help="the topic's name (instead of NAME)")
     create.set_defaults(run=run_create)
 
+
+def _add_list(
+    actions: argparse._SubParsersAction[argparse.ArgumentParser],
+    parents: list[argparse.ArgumentParser],
+) -> None:
     listing = actions.add_parser(
         "list",
-        parents=[parent, connection],
+        parents=parents,
         help="list topics",
         description="Print the cluster's topics, one per line.",
     )
@@ -93,9 +114,14 @@ def add_parser(subcommands: argparse._SubParsersAction[argparse.ArgumentParser],
     )
     listing.set_defaults(run=run_list)
 
+
+def _add_describe(
+    actions: argparse._SubParsersAction[argparse.ArgumentParser],
+    parents: list[argparse.ArgumentParser],
+) -> None:
     describe = actions.add_parser(
         "describe",
-        parents=[parent, connection],
+        parents=parents,
         help="show topics' partitions, leaders and replicas",
         description="Show each topic's partitions with their leader, replicas and in-sync "
         "replicas (node ids), as kafka-topics.sh --describe does.",

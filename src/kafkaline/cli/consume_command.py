@@ -14,8 +14,8 @@ import sys
 import time
 from collections.abc import Callable
 from contextlib import ExitStack
-from dataclasses import dataclass
-from typing import Final
+from dataclasses import dataclass, field
+from typing import BinaryIO, Final
 
 from kafkaline.cli import topic_admin
 from kafkaline.cli.console_consumer import (
@@ -122,79 +122,128 @@ class _Partition:
     reader: TransactionFilter | ReadUncommitted
 
 
+class _NodeConnections:
+    """One negotiated connection per node, opened on first use and closed with ``stack``."""
+
+    def __init__(self, stack: ExitStack, nodes: dict[int, tuple[str, int]]) -> None:
+        self._stack = stack
+        self._nodes = nodes
+        self._open: dict[int, tuple[BlockingConnection, Versions]] = {}
+
+    def __call__(self, node: int) -> tuple[BlockingConnection, Versions]:
+        if node not in self._open:
+            host, port = self._nodes[node]
+            self._open[node] = self._stack.enter_context(
+                topic_admin.negotiated_connection(host, port, _CONNECT_TIMEOUT_S)
+            )
+        return self._open[node]
+
+
+@dataclass
+class _Output:
+    """Renders records to standard output and counts them against ``--max-messages``."""
+
+    message_format: MessageFormat
+    max_messages: int | None
+    stream: BinaryIO = field(default_factory=lambda: sys.stdout.buffer)
+    printed: int = 0
+
+    @property
+    def full(self) -> bool:
+        return self.max_messages is not None and self.printed >= self.max_messages
+
+    def write(self, partition: int, record: Record, kind: str) -> None:
+        self.stream.write(self.message_format.render(partition, record, kind))
+        self.printed += 1
+
+
 def run(args: argparse.Namespace) -> int:
     """Assign the partitions, find the start offsets, fetch and print until told to stop."""
-    message_format = MessageFormat.from_properties(
-        parse_key_value_arguments(args.property, "--property")
+    output = _Output(
+        MessageFormat.from_properties(parse_key_value_arguments(args.property, "--property")),
+        args.max_messages,
     )
     _check_arguments(args)
     isolation = _ISOLATION_LEVELS[args.isolation_level]
     topic: str = args.topic
     topic_admin.validate_topic_name(topic)
-    servers: str = args.bootstrap_server
-    printed = 0
-    out = sys.stdout.buffer
-    with ExitStack() as connections:
-        bootstrap, versions = _connect_any(servers, connections)
-        nodes, leaders = _metadata(bootstrap, versions, topic, servers)
-        assigned = sorted(leaders) if args.partition is None else [args.partition]
-        if args.partition is not None and args.partition not in leaders:
-            count = len(leaders)
-            raise UsageError(
-                f"--partition {args.partition}: {topic!r} has partitions 0-{count - 1}"
-            )
-        by_node: dict[int, tuple[BlockingConnection, Versions]] = {}
-
-        def connection(node: int) -> tuple[BlockingConnection, Versions]:
-            if node not in by_node:
-                host, port = nodes[node]
-                by_node[node] = connections.enter_context(
-                    topic_admin.negotiated_connection(host, port, _CONNECT_TIMEOUT_S)
-                )
-            return by_node[node]
-
-        partitions = []
-        for index in assigned:
-            conn, node_versions = connection(leaders[index])
-            start = _start_offset(conn, node_versions, topic, index, args, isolation)
-            reader = TransactionFilter() if isolation else ReadUncommitted()
-            partitions.append(_Partition(index, leaders[index], start, reader))
-        where = "the beginning" if args.from_beginning else "the latest offset"
-        if args.offset is not None:
-            where = f"offset {args.offset}"
-        print(
-            f"{PROGRAM}: reading {topic!r} partitions "
-            f"{','.join(str(p.index) for p in partitions)} from {where} ({args.isolation_level})",
-            file=sys.stderr,
-            flush=True,
-        )
-        last_record = time.monotonic()
+    with ExitStack() as stack:
+        bootstrap, versions = _connect_any(args.bootstrap_server, stack)
+        nodes, leaders = _metadata(bootstrap, versions, topic, args.bootstrap_server)
+        connection = _NodeConnections(stack, nodes)
+        partitions = _assign(args, connection, leaders, isolation)
+        _announce(args, partitions)
         try:
-            while args.max_messages is None or printed < args.max_messages:
-                got_any = False
-                for partition in partitions:
-                    conn, node_versions = connection(partition.leader)
-                    for record, kind in _fetch(conn, node_versions, topic, partition, isolation):
-                        out.write(message_format.render(partition.index, record, kind))
-                        printed += 1
-                        got_any = True
-                        if args.max_messages is not None and printed >= args.max_messages:
-                            break
-                    out.flush()
-                    if args.max_messages is not None and printed >= args.max_messages:
-                        break
-                if got_any:
-                    last_record = time.monotonic()
-                elif (
-                    args.timeout_ms is not None
-                    and (time.monotonic() - last_record) * 1000 >= args.timeout_ms
-                ):
-                    break
+            _print_records(args, connection, partitions, isolation, output)
         except KeyboardInterrupt:
-            print(f"\n{PROGRAM}: Processed a total of {printed} messages", file=sys.stderr)
+            print(f"\n{PROGRAM}: Processed a total of {output.printed} messages", file=sys.stderr)
             return ExitStatus.INTERRUPTED
-    print(f"{PROGRAM}: Processed a total of {printed} messages", file=sys.stderr)
+    print(f"{PROGRAM}: Processed a total of {output.printed} messages", file=sys.stderr)
     return ExitStatus.OK
+
+
+def _assign(
+    args: argparse.Namespace,
+    connection: _NodeConnections,
+    leaders: dict[int, int],
+    isolation: int,
+) -> list[_Partition]:
+    """The partitions to read (all, or ``--partition``), each at its start offset."""
+    if args.partition is not None and args.partition not in leaders:
+        raise UsageError(
+            f"--partition {args.partition}: {args.topic!r} has partitions 0-{len(leaders) - 1}"
+        )
+    assigned = sorted(leaders) if args.partition is None else [args.partition]
+    partitions = []
+    for index in assigned:
+        conn, node_versions = connection(leaders[index])
+        start = _start_offset(conn, node_versions, args.topic, index, args, isolation)
+        reader = TransactionFilter() if isolation else ReadUncommitted()
+        partitions.append(_Partition(index, leaders[index], start, reader))
+    return partitions
+
+
+def _announce(args: argparse.Namespace, partitions: list[_Partition]) -> None:
+    where = "the beginning" if args.from_beginning else "the latest offset"
+    if args.offset is not None:
+        where = f"offset {args.offset}"
+    print(
+        f"{PROGRAM}: reading {args.topic!r} partitions "
+        f"{','.join(str(p.index) for p in partitions)} from {where} ({args.isolation_level})",
+        file=sys.stderr,
+        flush=True,
+    )
+
+
+def _print_records(
+    args: argparse.Namespace,
+    connection: _NodeConnections,
+    partitions: list[_Partition],
+    isolation: int,
+    output: _Output,
+) -> None:
+    """Fetch from each partition in turn and print, until ``--max-messages`` are printed or
+    nothing came for ``--timeout-ms``."""
+    last_record = time.monotonic()
+    while not output.full:
+        got_any = False
+        for partition in partitions:
+            conn, node_versions = connection(partition.leader)
+            for record, kind in _fetch(conn, node_versions, args.topic, partition, isolation):
+                output.write(partition.index, record, kind)
+                got_any = True
+                if output.full:
+                    break
+            output.stream.flush()
+            if output.full:
+                break
+        if got_any:
+            last_record = time.monotonic()
+        elif (
+            args.timeout_ms is not None
+            and (time.monotonic() - last_record) * 1000 >= args.timeout_ms
+        ):
+            return
 
 
 def _check_arguments(args: argparse.Namespace) -> None:

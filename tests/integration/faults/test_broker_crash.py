@@ -61,11 +61,19 @@ def value_of(index: int) -> bytes:
     return b"%07d" % index
 
 
+# How long the broker may take to answer one fetch. On S3 storage under machine load it takes
+# longer than a short wait to read a batch back, and answers empty at the wait's end, again and
+# again: with a wait this long it answers as soon as the batch is read (min_bytes=1).
+FETCH_MAX_WAIT_MS = 5000
+
+
 def fetch_topic(broker: LocalBroker, topic: str) -> dict[int, list[RecordBatch]]:
     with BlockingConnection(broker.host, broker.port, timeout=30) as conn:
         version = negotiate_versions(conn)[1]
         return {
-            partition: fetch_partition(conn, topic, partition, version, max_wait_ms=50, timeout=60)
+            partition: fetch_partition(
+                conn, topic, partition, version, max_wait_ms=FETCH_MAX_WAIT_MS, timeout=60
+            )
             for partition in range(PARTITIONS)
         }
 

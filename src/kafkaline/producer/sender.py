@@ -45,13 +45,11 @@ import logging
 import math
 import threading
 from collections.abc import Callable, Iterable, Mapping
-from typing import Protocol
 
 from kafkaline.errors import (
     AuthenticationError,
     DeliveryTimeoutError,
     DuplicateSequenceNumberError,
-    IllegalStateError,
     KafkaConnectionError,
     KafkaError,
     MessageTooLargeError,
@@ -61,17 +59,16 @@ from kafkaline.errors import (
     error_for_code,
 )
 from kafkaline.net.cluster import BrokerNode, ClusterMetadata, TopicPartition
-from kafkaline.net.response import ClientResponse, OnComplete
+from kafkaline.net.response import ClientResponse
 from kafkaline.producer.accumulator import RecordAccumulator
 from kafkaline.producer.batch import ProducerBatch
 from kafkaline.producer.futures import mark_io_thread
 from kafkaline.producer.metrics import SenderCounters
-from kafkaline.producer.transactions.coordinator_requests import TxnRequestHandler
+from kafkaline.producer.sender_client import SenderClient, SenderMetadata
+from kafkaline.producer.sender_requests import TransactionRequests
 from kafkaline.producer.transactions.idempotence import IdempotenceManager, leaves_outcome_unknown
 from kafkaline.producer.transactions.manager import TransactionManager
-from kafkaline.protocol import Request
 from kafkaline.protocol.api import ProduceResponse
-from kafkaline.protocol.api.init_producer_id import InitProducerIdResponse
 from kafkaline.protocol.api.produce import PartitionProduceResponse, new_produce_request
 from kafkaline.protocol.schema import Records
 from kafkaline.record.batch_format import BATCH_HEADER_SIZE
@@ -79,62 +76,6 @@ from kafkaline.record.batch_format import BATCH_HEADER_SIZE
 __all__ = ["Sender", "SenderClient", "SenderMetadata"]
 
 _log = logging.getLogger(__name__)
-
-#: How often to look for a node to send InitProducerId to while none is ready.
-_NODE_RECHECK_MS = 50.0
-
-
-class SenderMetadata(Protocol):
-    """What the Sender uses of the client's metadata (:class:`~kafkaline.net.Metadata`)."""
-
-    @property
-    def cluster(self) -> ClusterMetadata: ...
-
-    def add_topic(self, topic: str, now: float) -> None: ...
-
-    def request_update(self) -> int: ...
-
-    def update_leaders(
-        self,
-        leaders: Mapping[TopicPartition, tuple[int, int]],
-        endpoints: Iterable[BrokerNode] = (),
-    ) -> bool: ...
-
-
-class SenderClient(Protocol):
-    """What the Sender uses of the network client (:class:`~kafkaline.net.NetworkClient`);
-    unit tests pass a fake."""
-
-    @property
-    def metadata(self) -> SenderMetadata: ...
-
-    def now(self) -> float: ...
-
-    def ready(self, node_id: int, now: float) -> bool: ...
-
-    def connection_delay(self, node_id: int, now: float) -> float: ...
-
-    def send(
-        self,
-        node_id: int,
-        request: Request,
-        on_complete: OnComplete | None = None,
-        now: float | None = None,
-        *,
-        version: int | None = None,
-    ) -> int: ...
-
-    def api_versions(self, node_id: int) -> Mapping[int, int]: ...
-
-    def poll(self, timeout_ms: float, now: float | None = None) -> list[ClientResponse]: ...
-
-    def in_flight_request_count(self, node_id: int | None = None) -> int: ...
-
-    def least_loaded_node(self, now: float) -> int | None: ...
-
-    def wakeup(self) -> None: ...
-
-    def close(self) -> list[ClientResponse]: ...
 
 
 class Sender:
@@ -197,6 +138,9 @@ class Sender:
         self._forced = False
         self._failure: SenderFailedError | None = None
         self._thread: threading.Thread | None = None
+        self._txn_requests = TransactionRequests(
+            client, self._metadata, accumulator, self._fail_batch
+        )
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -336,7 +280,7 @@ class Sender:
             if transactions.fatal_error is not None:
                 self._abort_on_fatal(transactions.fatal_error)
             if isinstance(transactions, TransactionManager):
-                txn_timeout = self._send_transactional_request(transactions, now)
+                txn_timeout = self._txn_requests.send_transactional_request(transactions, now)
             if transactions.needs_producer_id():
                 # Nothing is drained without an id (Java's maybeSendAndPollTransactionalRequest).
                 return min(self._wait_for_producer_id(transactions, now), txn_timeout)
@@ -348,39 +292,11 @@ class Sender:
                 self._metadata.add_topic(topic, now)
             self._metadata.request_update()
         # Records sent one at a time: every other pass has nothing ready (the one after the
-        # answer, before the caller's next send()), so the work below is skipped unless a
-        # node has a sendable batch (with the empty ready() and the comparisons below, the
-        # I/O thread's bytecodes per round trip ~5,280 -> ~5,120, sys.settrace opcode count).
+        # answer, before the caller's next send()), so draining is skipped then.
         drained: dict[int, list[ProducerBatch]] | None = None
         timeout = self._delivery_timeout_ms
         if ready_nodes:
-            client = self._client
-            track_latency = accumulator.tracks_node_latency
-            for node in list(ready_nodes):
-                if client.ready(node, now):
-                    if track_latency:
-                        accumulator.update_node_latency_stats(node, now, True)
-                else:
-                    if track_latency:
-                        accumulator.update_node_latency_stats(node, now, False)
-                    ready_nodes.discard(node)
-                    delay = client.connection_delay(node, now)
-                    if delay < poll_timeout:
-                        poll_timeout = delay
-            if ready_nodes:
-                drained = accumulator.drain(cluster, ready_nodes, self._max_request_size, now)
-                in_flight = self._in_flight
-                mute = accumulator.mute if self._guarantee_order else None
-                earliest = math.inf
-                for batches in drained.values():
-                    for batch in batches:
-                        if mute is not None:
-                            mute(batch.topic_partition)
-                        in_flight.add(batch)
-                        if batch.created_ms < earliest:
-                            earliest = batch.created_ms
-                if earliest + timeout < self._in_flight_expiry_ms:
-                    self._in_flight_expiry_ms = earliest + timeout
+            drained, poll_timeout = self._drain_ready_nodes(cluster, ready_nodes, poll_timeout, now)
         if (
             transactions is not None
             and isinstance(transactions, TransactionManager)
@@ -388,7 +304,9 @@ class Sender:
         ):
             # The drain held back batches of partitions not yet in the transaction: add them
             # now, or this pass's poll could sleep with nothing else to wake it.
-            txn_timeout = min(txn_timeout, self._send_transactional_request(transactions, now))
+            txn_timeout = min(
+                txn_timeout, self._txn_requests.send_transactional_request(transactions, now)
+            )
         if now >= self._queued_expiry_ms or now >= self._in_flight_expiry_ms:
             expired = self._expired_queued(now)
             expired.extend(self._expired_in_flight(now))
@@ -421,6 +339,44 @@ class Sender:
             poll_timeout = 0.0
         return poll_timeout if poll_timeout > 0.0 else 0.0
 
+    def _drain_ready_nodes(
+        self, cluster: ClusterMetadata, ready_nodes: set[int], poll_timeout: float, now: float
+    ) -> tuple[dict[int, list[ProducerBatch]] | None, float]:
+        """Drain the batches of the nodes the client is ready for (starting connections to
+        the others) and track them as in flight; also return the poll timeout, lowered to
+        the nearest reconnect."""
+        accumulator = self._accumulator
+        client = self._client
+        track_latency = accumulator.tracks_node_latency
+        for node in list(ready_nodes):
+            if client.ready(node, now):
+                if track_latency:
+                    accumulator.update_node_latency_stats(node, now, True)
+            else:
+                if track_latency:
+                    accumulator.update_node_latency_stats(node, now, False)
+                ready_nodes.discard(node)
+                delay = client.connection_delay(node, now)
+                if delay < poll_timeout:
+                    poll_timeout = delay
+        if not ready_nodes:
+            return None, poll_timeout
+        drained = accumulator.drain(cluster, ready_nodes, self._max_request_size, now)
+        in_flight = self._in_flight
+        mute = accumulator.mute if self._guarantee_order else None
+        earliest = math.inf
+        for batches in drained.values():
+            for batch in batches:
+                if mute is not None:
+                    mute(batch.topic_partition)
+                in_flight.add(batch)
+                if batch.created_ms < earliest:
+                    earliest = batch.created_ms
+        expiry = earliest + self._delivery_timeout_ms
+        if expiry < self._in_flight_expiry_ms:
+            self._in_flight_expiry_ms = expiry
+        return drained, poll_timeout
+
     # ------------------------------------------------------------------ idempotence
 
     def _wait_for_producer_id(self, transactions: IdempotenceManager, now: float) -> float:
@@ -428,7 +384,7 @@ class Sender:
         timeout = (
             math.inf
             if self._produce_requests_in_flight
-            else self._send_init_producer_id(transactions, now)
+            else self._txn_requests.send_init_producer_id(transactions, now)
         )
         for batch in self._expired_queued(now) + self._expired_in_flight(now):
             self._fail_batch(batch, batch.delivery_timeout_error(self._delivery_timeout_ms, now))
@@ -436,101 +392,6 @@ class Sender:
             0.0,
             min(timeout, self._queued_expiry_ms - now, self._in_flight_expiry_ms - now),
         )
-
-    def _send_transactional_request(self, transactions: TransactionManager, now: float) -> float:
-        """Send the transaction's next request (one at a time, as Java does) to its
-        coordinator, or FindCoordinator to the least loaded node; return how long to poll."""
-        handler, wait = transactions.next_request(now)
-        if handler is None:
-            return wait
-        client = self._client
-        if handler.coordinator_type is None:
-            node = client.least_loaded_node(now)
-        else:
-            node = transactions.coordinator_for(handler)
-            if node is None:
-                return 0.0  # FindCoordinator was queued before it: send that now
-        try:
-            ready = node is not None and client.ready(node, now)
-        except IllegalStateError:
-            # The coordinator FindCoordinator named is not in our metadata yet.
-            self._metadata.request_update()
-            return _NODE_RECHECK_MS
-        if node is None or not ready:
-            delay = client.connection_delay(node, now) if node is not None else math.inf
-            return min(delay, _NODE_RECHECK_MS)
-        request = handler.build_request()
-        version = None
-        if handler.max_version is not None:
-            # AddPartitionsToTxn v4+ is the broker-to-broker form: cap what we would choose.
-            chosen = client.api_versions(node).get(request.API_KEY, handler.max_version)
-            version = min(chosen, handler.max_version)
-        transactions.request_sent(handler)
-        on_complete = functools.partial(self._handle_transactional_response, handler)
-        try:
-            client.send(node, request, on_complete, now, version=version)
-        except KafkaError as error:
-            transactions.request_completed(handler, None, error, -1, now)
-        return 0.0
-
-    def _handle_transactional_response(
-        self, handler: TxnRequestHandler, response: ClientResponse
-    ) -> None:
-        handler.manager.request_completed(
-            handler,
-            response.response,
-            response.error,
-            response.api_version,
-            response.completed_at_ms,
-        )
-
-    def _send_init_producer_id(self, transactions: IdempotenceManager, now: float) -> float:
-        """Send InitProducerId to the least loaded node when due; return how long to poll."""
-        due_in = transactions.init_producer_id_due_in(now)
-        if due_in is None:
-            return math.inf  # in flight (its answer ends the poll) or not needed
-        if due_in > 0:
-            return due_in
-        client = self._client
-        node = client.least_loaded_node(now)
-        if node is None or not client.ready(node, now):
-            # ready() starts connecting; look again when it may have connected (the poll
-            # is not woken by a connection that completes without a request on it).
-            delay = client.connection_delay(node, now) if node is not None else math.inf
-            return min(delay, _NODE_RECHECK_MS)
-        request = transactions.init_producer_id_request()
-        try:
-            client.send(node, request, self._handle_init_producer_id, now)
-        except KafkaError as error:
-            transactions.handle_init_producer_id(error, -1, -1, -1, now)
-            return 0.0
-        return math.inf
-
-    def _handle_init_producer_id(self, response: ClientResponse) -> None:
-        transactions = self._transactions
-        if transactions is None:  # pragma: no cover - only sent with idempotence
-            return
-        now = response.completed_at_ms
-        error = response.error
-        if error is not None or response.response is None:
-            transactions.handle_init_producer_id(
-                error or ProtocolError("InitProducerId got no answer"), -1, -1, -1, now
-            )
-            return
-        answer = response.response_as(InitProducerIdResponse)
-        broker_error = (
-            error_for_code(answer.error_code)(f"InitProducerId at node {response.node_id}")
-            if answer.error_code
-            else None
-        )
-        to_fail = transactions.handle_init_producer_id(
-            broker_error, answer.producer_id, answer.producer_epoch, response.api_version, now
-        )
-        for batch, outcome_unknown in to_fail:
-            # Queued for a retry it must not get: it fails before any batch under the new id
-            # is drained.
-            self._accumulator.remove_queued(batch)
-            self._fail_batch(batch, outcome_unknown)
 
     def _abort_on_fatal(self, error: KafkaError) -> None:
         if self._fatal_handled:
@@ -646,18 +507,7 @@ class Sender:
             throttle_ms=float(produce.throttle_time_ms) if produce is not None else 0.0,
         )
         if error is not None:
-            _log.warning(
-                "produce request to node %d failed (%s) for %s",
-                response.node_id,
-                error,
-                ", ".join(f"{tp.topic}-{tp.partition}" for tp in batches),
-            )
-            transactions = self._transactions
-            for batch in batches.values():
-                if transactions is not None:
-                    # The request may have been written before the connection went.
-                    transactions.note_unknown_outcome(batch, error)
-                self._complete_with_error(batch, error, now)
+            self._fail_request(batches, error, response)
             return
         if produce is None:  # acks=0: written to the socket, no answer will come
             for batch in batches.values():
@@ -699,24 +549,58 @@ class Sender:
                         if unmute is not None:
                             unmute(found.topic_partition)
                         continue
-                    broker_error, record_errors = _partition_error(found.topic_partition, answer)
-                    if transactions is not None and leaves_outcome_unknown(broker_error):
-                        transactions.note_unknown_outcome(found, broker_error)
-                    moved = answer.current_leader.leader_id >= 0 and self._take_leader_hint(
-                        found.topic_partition, answer, produce
-                    )
-                    self._complete_with_error(found, broker_error, now, record_errors)
-                    if moved:
-                        # The retry goes to the new leader: no backoff (KIP-951).
-                        found.skip_retry_backoff()
+                    self._handle_partition_error(found, answer, produce, now)
         finally:
             if succeeded:
                 accumulator.deallocate_batches(succeeded)
-        for batch in pending.values():
+        if pending:
+            self._fail_unanswered(pending.values(), response.node_id)
+
+    def _fail_request(
+        self,
+        batches: Mapping[TopicPartition, ProducerBatch],
+        error: KafkaError,
+        response: ClientResponse,
+    ) -> None:
+        """A produce request that got no answer (connection lost, timed out)."""
+        _log.warning(
+            "produce request to node %d failed (%s) for %s",
+            response.node_id,
+            error,
+            ", ".join(f"{tp.topic}-{tp.partition}" for tp in batches),
+        )
+        transactions = self._transactions
+        for batch in batches.values():
+            if transactions is not None:
+                # The request may have been written before the connection went.
+                transactions.note_unknown_outcome(batch, error)
+            self._complete_with_error(batch, error, response.completed_at_ms)
+
+    def _handle_partition_error(
+        self,
+        batch: ProducerBatch,
+        answer: PartitionProduceResponse,
+        produce: ProduceResponse,
+        now: float,
+    ) -> None:
+        broker_error, record_errors = _partition_error(batch.topic_partition, answer)
+        if self._transactions is not None and leaves_outcome_unknown(broker_error):
+            self._transactions.note_unknown_outcome(batch, broker_error)
+        moved = answer.current_leader.leader_id >= 0 and self._take_leader_hint(
+            batch.topic_partition, answer, produce
+        )
+        self._complete_with_error(batch, broker_error, now, record_errors)
+        if moved:
+            # The retry goes to the new leader: no backoff (KIP-951).
+            batch.skip_retry_backoff()
+
+    def _fail_unanswered(self, batches: Iterable[ProducerBatch], node_id: int) -> None:
+        """Batches the response did not answer for: a broker bug, failed rather than hung."""
+        for batch in batches:
             self._fail_batch(
                 batch,
                 ProtocolError(
-                    f"the produce response from node {response.node_id} did not answer for "
+                    f"the produce response from node {node_id} did not answer for "
                     f"{batch.topic}-{batch.partition}"
                 ),
             )
@@ -767,48 +651,12 @@ class Sender:
         if batch.final_state is not None:
             pass  # expired or aborted while in flight: this late answer changes nothing
         elif transactions is not None and isinstance(error, DuplicateSequenceNumberError):
-            # The broker has this batch already (an earlier try was written): a success
-            # whose offset it does not say, as in Java.
-            producer_id, epoch = batch.producer_id_and_epoch
-            _log.info(
-                "%s-%d: duplicate of a batch already written (producer id %d, epoch %d, "
-                "sequence %d, %d records)",
-                tp.topic,
-                tp.partition,
-                producer_id,
-                epoch,
-                batch.base_sequence,
-                batch.record_count,
-            )
-            self._complete(batch, -1, -1)
+            self._complete_duplicate(batch)
             return
         elif transactions is not None and transactions.error_is_fatal(error):
-            fatal = type(error)(
-                f"{error} (fatal: the broker fenced this idempotent producer's id/epoch; "
-                "every pending record fails and the producer cannot send any more: close it "
-                "and create a new one)"
-            )
-            fatal.__cause__ = error
-            # Fatal first, then the batch: a thread woken by this batch's future must find
-            # the producer fenced already, not in the abortable state failing it would set.
-            transactions.transition_to_fatal(fatal)
-            self._fail_batch(batch, fatal, record_errors)
-            self._abort_on_fatal(fatal)
+            self._fail_fenced(transactions, batch, error, record_errors)
         elif isinstance(error, MessageTooLargeError) and batch.record_count > 1:
-            # Halves, not batch_size: a batch no larger than batch_size would come back
-            # whole and be refused again until it expired (Java's behaviour). Halving ends
-            # with one-record batches, which then fail with the broker's named error.
-            half = BATCH_HEADER_SIZE + (batch.estimated_size_in_bytes - BATCH_HEADER_SIZE) // 2
-            parts = self._accumulator.split_and_reenqueue(batch, half)
-            self._reenqueued(batch)
-            self._counters.batch_splits += 1
-            _log.info(
-                "split a batch of %d records for %s-%d into %d after MESSAGE_TOO_LARGE",
-                batch.record_count,
-                tp.topic,
-                tp.partition,
-                parts,
-            )
+            self._split_too_large(batch)
         elif self._can_retry(batch, error, now):
             _log.warning(
                 "retrying a batch of %d records for %s-%d (attempt %d) after: %s",
@@ -832,6 +680,59 @@ class Sender:
         if isinstance(error, KafkaConnectionError) or getattr(error, "invalid_metadata", False):
             self._metadata.request_update()
         self._unmute(batch)
+
+    def _complete_duplicate(self, batch: ProducerBatch) -> None:
+        tp = batch.topic_partition
+        # The broker has this batch already (an earlier try was written): a success
+        # whose offset it does not say, as in Java.
+        producer_id, epoch = batch.producer_id_and_epoch
+        _log.info(
+            "%s-%d: duplicate of a batch already written (producer id %d, epoch %d, "
+            "sequence %d, %d records)",
+            tp.topic,
+            tp.partition,
+            producer_id,
+            epoch,
+            batch.base_sequence,
+            batch.record_count,
+        )
+        self._complete(batch, -1, -1)
+
+    def _fail_fenced(
+        self,
+        transactions: IdempotenceManager,
+        batch: ProducerBatch,
+        error: KafkaError,
+        record_errors: dict[int, Exception] | None,
+    ) -> None:
+        fatal = type(error)(
+            f"{error} (fatal: the broker fenced this idempotent producer's id/epoch; "
+            "every pending record fails and the producer cannot send any more: close it "
+            "and create a new one)"
+        )
+        fatal.__cause__ = error
+        # Fatal first, then the batch: a thread woken by this batch's future must find
+        # the producer fenced already, not in the abortable state failing it would set.
+        transactions.transition_to_fatal(fatal)
+        self._fail_batch(batch, fatal, record_errors)
+        self._abort_on_fatal(fatal)
+
+    def _split_too_large(self, batch: ProducerBatch) -> None:
+        tp = batch.topic_partition
+        # Halves, not batch_size: a batch no larger than batch_size would come back
+        # whole and be refused again until it expired (Java's behaviour). Halving ends
+        # with one-record batches, which then fail with the broker's named error.
+        half = BATCH_HEADER_SIZE + (batch.estimated_size_in_bytes - BATCH_HEADER_SIZE) // 2
+        parts = self._accumulator.split_and_reenqueue(batch, half)
+        self._reenqueued(batch)
+        self._counters.batch_splits += 1
+        _log.info(
+            "split a batch of %d records for %s-%d into %d after MESSAGE_TOO_LARGE",
+            batch.record_count,
+            tp.topic,
+            tp.partition,
+            parts,
+        )
 
     def _reenqueued(self, batch: ProducerBatch) -> None:
         # Back in the queue with its old creation time: it may expire before the next scan.

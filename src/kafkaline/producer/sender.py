@@ -44,34 +44,28 @@ import functools
 import logging
 import math
 import threading
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 
 from kafkaline.errors import (
     AuthenticationError,
-    DeliveryTimeoutError,
-    DuplicateSequenceNumberError,
-    KafkaConnectionError,
     KafkaError,
-    MessageTooLargeError,
     ProducerClosedError,
-    ProtocolError,
     SenderFailedError,
-    error_for_code,
 )
-from kafkaline.net.cluster import BrokerNode, ClusterMetadata, TopicPartition
+from kafkaline.net.cluster import ClusterMetadata, TopicPartition
 from kafkaline.net.response import ClientResponse
 from kafkaline.producer.accumulator import RecordAccumulator
 from kafkaline.producer.batch import ProducerBatch
+from kafkaline.producer.batch_outcomes import BatchOutcomes
 from kafkaline.producer.futures import mark_io_thread
 from kafkaline.producer.metrics import SenderCounters
 from kafkaline.producer.sender_client import SenderClient, SenderMetadata
 from kafkaline.producer.sender_requests import TransactionRequests
-from kafkaline.producer.transactions.idempotence import IdempotenceManager, leaves_outcome_unknown
+from kafkaline.producer.transactions.idempotence import IdempotenceManager
 from kafkaline.producer.transactions.manager import TransactionManager
 from kafkaline.protocol.api import ProduceResponse
-from kafkaline.protocol.api.produce import PartitionProduceResponse, new_produce_request
+from kafkaline.protocol.api.produce import new_produce_request
 from kafkaline.protocol.schema import Records
-from kafkaline.record.batch_format import BATCH_HEADER_SIZE
 
 __all__ = ["Sender", "SenderClient", "SenderMetadata"]
 
@@ -127,9 +121,19 @@ class Sender:
         # Produce requests sent and not answered: a new producer id/epoch is asked for only
         # when none is left, so every batch it renumbers has its final answer.
         self._produce_requests_in_flight = 0
-        # Batches sent and not answered: they expire at delivery_timeout_ms too (Java's
-        # inFlightBatches); checked no sooner than the earliest expiry among them.
-        self._in_flight: set[ProducerBatch] = set()
+        self._outcomes = BatchOutcomes(
+            accumulator,
+            self._metadata,
+            self._counters,
+            transactions=transaction_manager,
+            guarantee_order=guarantee_message_order,
+            retries=retries,
+            on_reenqueued=self._reenqueued,
+            on_fatal=self._abort_on_fatal,
+        )
+        # Batches sent and not answered (the outcomes' set, which the drain adds to): they
+        # expire at delivery_timeout_ms too, checked no sooner than the earliest expiry.
+        self._in_flight = self._outcomes.in_flight
         self._in_flight_expiry_ms = math.inf
         # When a queued batch may first expire (see _expired_queued).
         self._queued_expiry_ms = -math.inf
@@ -139,7 +143,7 @@ class Sender:
         self._failure: SenderFailedError | None = None
         self._thread: threading.Thread | None = None
         self._txn_requests = TransactionRequests(
-            client, self._metadata, accumulator, self._fail_batch
+            client, self._metadata, accumulator, self._outcomes.fail_batch
         )
 
     # ------------------------------------------------------------------ lifecycle
@@ -162,6 +166,7 @@ class Sender:
     def force_close(self) -> None:
         """Forced close: stop at once; incomplete batches fail with ProducerClosedError."""
         self._forced = True
+        self._outcomes.forced = True
         self.initiate_close()
 
     def join(self, timeout: float | None = None) -> bool:
@@ -311,7 +316,7 @@ class Sender:
             expired = self._expired_queued(now)
             expired.extend(self._expired_in_flight(now))
             for batch in expired:
-                self._fail_batch(batch, batch.delivery_timeout_error(timeout, now))
+                self._outcomes.fail_batch(batch, batch.delivery_timeout_error(timeout, now))
         sent = False
         if drained is not None:
             for node, batches in drained.items():
@@ -377,6 +382,12 @@ class Sender:
             self._in_flight_expiry_ms = expiry
         return drained, poll_timeout
 
+    def _reenqueued(self, batch: ProducerBatch) -> None:
+        # Back in the queue with its old creation time: it may expire before the next scan.
+        self._queued_expiry_ms = min(
+            self._queued_expiry_ms, batch.created_ms + self._delivery_timeout_ms
+        )
+
     # ------------------------------------------------------------------ idempotence
 
     def _wait_for_producer_id(self, transactions: IdempotenceManager, now: float) -> float:
@@ -387,7 +398,9 @@ class Sender:
             else self._txn_requests.send_init_producer_id(transactions, now)
         )
         for batch in self._expired_queued(now) + self._expired_in_flight(now):
-            self._fail_batch(batch, batch.delivery_timeout_error(self._delivery_timeout_ms, now))
+            self._outcomes.fail_batch(
+                batch, batch.delivery_timeout_error(self._delivery_timeout_ms, now)
+            )
         return max(
             0.0,
             min(timeout, self._queued_expiry_ms - now, self._in_flight_expiry_ms - now),
@@ -479,7 +492,7 @@ class Sender:
             # the version cannot encode): its batches fail or retry like an answered error.
             _log.warning("could not send a produce request to node %d: %s", node, error)
             for batch in by_partition.values():
-                self._complete_with_error(batch, error, now)
+                self._outcomes.complete_with_error(batch, error, now)
             return
         self._produce_requests_in_flight += 1
         counters = self._counters
@@ -507,11 +520,11 @@ class Sender:
             throttle_ms=float(produce.throttle_time_ms) if produce is not None else 0.0,
         )
         if error is not None:
-            self._fail_request(batches, error, response)
+            self._outcomes.fail_request(batches, error, response)
             return
         if produce is None:  # acks=0: written to the socket, no answer will come
             for batch in batches.values():
-                self._complete(batch, -1, -1)
+                self._outcomes.complete(batch, -1, -1)
             return
         # The bulk paths send hundreds of records per batch and several batches per request, and the
         # I/O thread's cost there is mostly Python calls per batch and per request (see
@@ -549,251 +562,9 @@ class Sender:
                         if unmute is not None:
                             unmute(found.topic_partition)
                         continue
-                    self._handle_partition_error(found, answer, produce, now)
+                    self._outcomes.handle_partition_error(found, answer, produce, now)
         finally:
             if succeeded:
                 accumulator.deallocate_batches(succeeded)
         if pending:
-            self._fail_unanswered(pending.values(), response.node_id)
-
-    def _fail_request(
-        self,
-        batches: Mapping[TopicPartition, ProducerBatch],
-        error: KafkaError,
-        response: ClientResponse,
-    ) -> None:
-        """A produce request that got no answer (connection lost, timed out)."""
-        _log.warning(
-            "produce request to node %d failed (%s) for %s",
-            response.node_id,
-            error,
-            ", ".join(f"{tp.topic}-{tp.partition}" for tp in batches),
-        )
-        transactions = self._transactions
-        for batch in batches.values():
-            if transactions is not None:
-                # The request may have been written before the connection went.
-                transactions.note_unknown_outcome(batch, error)
-            self._complete_with_error(batch, error, response.completed_at_ms)
-
-    def _handle_partition_error(
-        self,
-        batch: ProducerBatch,
-        answer: PartitionProduceResponse,
-        produce: ProduceResponse,
-        now: float,
-    ) -> None:
-        broker_error, record_errors = _partition_error(batch.topic_partition, answer)
-        if self._transactions is not None and leaves_outcome_unknown(broker_error):
-            self._transactions.note_unknown_outcome(batch, broker_error)
-        moved = answer.current_leader.leader_id >= 0 and self._take_leader_hint(
-            batch.topic_partition, answer, produce
-        )
-        self._complete_with_error(batch, broker_error, now, record_errors)
-        if moved:
-            # The retry goes to the new leader: no backoff (KIP-951).
-            batch.skip_retry_backoff()
-
-    def _fail_unanswered(self, batches: Iterable[ProducerBatch], node_id: int) -> None:
-        """Batches the response did not answer for: a broker bug, failed rather than hung."""
-        for batch in batches:
-            self._fail_batch(
-                batch,
-                ProtocolError(
-                    f"the produce response from node {node_id} did not answer for "
-                    f"{batch.topic}-{batch.partition}"
-                ),
-            )
-            self._unmute(batch)
-
-    def _take_leader_hint(
-        self, tp: TopicPartition, answer: PartitionProduceResponse, produce: ProduceResponse
-    ) -> bool:
-        """Install the new leader a NOT_LEADER_OR_FOLLOWER answer named (Produce v10+,
-        KIP-951), so the retry goes there without waiting for a metadata refresh. Returns
-        whether the leader changed."""
-        hint = answer.current_leader
-        endpoints = [
-            BrokerNode(node.node_id, node.host, node.port, node.rack)
-            for node in produce.node_endpoints
-        ]
-        moved = self._metadata.update_leaders({tp: (hint.leader_id, hint.leader_epoch)}, endpoints)
-        if moved:
-            _log.info(
-                "%s-%d: leader moved to node %d (epoch %d), from the broker's hint",
-                tp.topic,
-                tp.partition,
-                hint.leader_id,
-                hint.leader_epoch,
-            )
-        return moved
-
-    # ------------------------------------------------------------------ outcomes
-
-    def _complete(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
-        self._in_flight.discard(batch)
-        if self._transactions is not None and batch.result.state is None:
-            self._transactions.handle_completed_batch(batch)
-        self._accumulator.complete_batch(batch, base_offset, log_append_time)
-        if self._guarantee_order:  # _unmute(), written out: once per batch
-            self._accumulator.unmute(batch.topic_partition)
-
-    def _complete_with_error(
-        self,
-        batch: ProducerBatch,
-        error: KafkaError,
-        now: float,
-        record_errors: dict[int, Exception] | None = None,
-    ) -> None:
-        self._in_flight.discard(batch)
-        tp = batch.topic_partition
-        transactions = self._transactions
-        if batch.final_state is not None:
-            pass  # expired or aborted while in flight: this late answer changes nothing
-        elif transactions is not None and isinstance(error, DuplicateSequenceNumberError):
-            self._complete_duplicate(batch)
-            return
-        elif transactions is not None and transactions.error_is_fatal(error):
-            self._fail_fenced(transactions, batch, error, record_errors)
-        elif isinstance(error, MessageTooLargeError) and batch.record_count > 1:
-            self._split_too_large(batch)
-        elif self._can_retry(batch, error, now):
-            _log.warning(
-                "retrying a batch of %d records for %s-%d (attempt %d) after: %s",
-                batch.record_count,
-                tp.topic,
-                tp.partition,
-                batch.attempts + 1,
-                error,
-            )
-            self._accumulator.reenqueue(batch, now)
-            self._reenqueued(batch)
-            self._counters.records_retried += batch.record_count
-        else:
-            final: Exception = error
-            if error.retriable and batch.has_reached_delivery_timeout(
-                self._delivery_timeout_ms, now
-            ):
-                final = batch.delivery_timeout_error(self._delivery_timeout_ms, now)
-                final.__cause__ = error
-            self._fail_batch(batch, final, record_errors)
-        if isinstance(error, KafkaConnectionError) or getattr(error, "invalid_metadata", False):
-            self._metadata.request_update()
-        self._unmute(batch)
-
-    def _complete_duplicate(self, batch: ProducerBatch) -> None:
-        tp = batch.topic_partition
-        # The broker has this batch already (an earlier try was written): a success
-        # whose offset it does not say, as in Java.
-        producer_id, epoch = batch.producer_id_and_epoch
-        _log.info(
-            "%s-%d: duplicate of a batch already written (producer id %d, epoch %d, "
-            "sequence %d, %d records)",
-            tp.topic,
-            tp.partition,
-            producer_id,
-            epoch,
-            batch.base_sequence,
-            batch.record_count,
-        )
-        self._complete(batch, -1, -1)
-
-    def _fail_fenced(
-        self,
-        transactions: IdempotenceManager,
-        batch: ProducerBatch,
-        error: KafkaError,
-        record_errors: dict[int, Exception] | None,
-    ) -> None:
-        fatal = type(error)(
-            f"{error} (fatal: the broker fenced this idempotent producer's id/epoch; "
-            "every pending record fails and the producer cannot send any more: close it "
-            "and create a new one)"
-        )
-        fatal.__cause__ = error
-        # Fatal first, then the batch: a thread woken by this batch's future must find
-        # the producer fenced already, not in the abortable state failing it would set.
-        transactions.transition_to_fatal(fatal)
-        self._fail_batch(batch, fatal, record_errors)
-        self._abort_on_fatal(fatal)
-
-    def _split_too_large(self, batch: ProducerBatch) -> None:
-        tp = batch.topic_partition
-        # Halves, not batch_size: a batch no larger than batch_size would come back
-        # whole and be refused again until it expired (Java's behaviour). Halving ends
-        # with one-record batches, which then fail with the broker's named error.
-        half = BATCH_HEADER_SIZE + (batch.estimated_size_in_bytes - BATCH_HEADER_SIZE) // 2
-        parts = self._accumulator.split_and_reenqueue(batch, half)
-        self._reenqueued(batch)
-        self._counters.batch_splits += 1
-        _log.info(
-            "split a batch of %d records for %s-%d into %d after MESSAGE_TOO_LARGE",
-            batch.record_count,
-            tp.topic,
-            tp.partition,
-            parts,
-        )
-
-    def _reenqueued(self, batch: ProducerBatch) -> None:
-        # Back in the queue with its old creation time: it may expire before the next scan.
-        self._queued_expiry_ms = min(
-            self._queued_expiry_ms, batch.created_ms + self._delivery_timeout_ms
-        )
-
-    def _can_retry(self, batch: ProducerBatch, error: KafkaError, now: float) -> bool:
-        if self._transactions is not None and batch.has_sequence:
-            # Sequence errors: retried after an epoch bump, or not (see IdempotenceManager).
-            retriable = self._transactions.can_retry(batch, error)
-        else:
-            retriable = error.retriable
-        return (
-            retriable
-            and batch.attempts < self._retries
-            and not batch.has_reached_delivery_timeout(self._delivery_timeout_ms, now)
-            and not self._forced
-        )
-
-    def _fail_batch(
-        self,
-        batch: ProducerBatch,
-        error: Exception,
-        record_errors: dict[int, Exception] | None = None,
-    ) -> None:
-        self._in_flight.discard(batch)
-        if self._transactions is not None and batch.final_state is None:
-            self._transactions.handle_failed_batch(batch, error)
-        if self._accumulator.fail_batch(batch, error, record_errors):
-            self._counters.records_errored += batch.record_count
-            log = _log.debug if isinstance(error, DeliveryTimeoutError) else _log.warning
-            log(
-                "%d record(s) for %s-%d failed: %s",
-                batch.record_count,
-                batch.topic,
-                batch.partition,
-                error,
-            )
-
-    def _unmute(self, batch: ProducerBatch) -> None:
-        if self._guarantee_order:
-            self._accumulator.unmute(batch.topic_partition)
-
-
-def _partition_error(
-    tp: TopicPartition, answer: PartitionProduceResponse
-) -> tuple[KafkaError, dict[int, Exception] | None]:
-    """The broker's named error for a partition, its message naming the topic-partition, and
-    the per-record errors it listed (KIP-467)."""
-    detail = f"producing to {tp.topic}-{tp.partition}"
-    if answer.error_message:
-        detail += f": {answer.error_message}"
-    error_class = error_for_code(answer.error_code)
-    record_errors: dict[int, Exception] | None = None
-    if answer.record_errors:
-        record_errors = {
-            item.batch_index: error_class(
-                f"{detail} (record {item.batch_index}: "
-                f"{item.batch_index_error_message or 'invalid'})"
-            )
-            for item in answer.record_errors
-        }
-    return error_class(detail), record_errors
+            self._outcomes.fail_unanswered(pending.values(), response.node_id)

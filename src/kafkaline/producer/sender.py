@@ -299,7 +299,6 @@ class Sender:
         # Records sent one at a time: every other pass has nothing ready (the one after the
         # answer, before the caller's next send()), so draining is skipped then.
         drained: dict[int, list[ProducerBatch]] | None = None
-        timeout = self._delivery_timeout_ms
         if ready_nodes:
             drained, poll_timeout = self._drain_ready_nodes(cluster, ready_nodes, poll_timeout, now)
         if (
@@ -313,10 +312,7 @@ class Sender:
                 txn_timeout, self._txn_requests.send_transactional_request(transactions, now)
             )
         if now >= self._queued_expiry_ms or now >= self._in_flight_expiry_ms:
-            expired = self._expired_queued(now)
-            expired.extend(self._expired_in_flight(now))
-            for batch in expired:
-                self._outcomes.fail_batch(batch, batch.delivery_timeout_error(timeout, now))
+            self._fail_expired(now)
         sent = False
         if drained is not None:
             for node, batches in drained.items():
@@ -335,12 +331,7 @@ class Sender:
             poll_timeout = delay
         if sent and accumulator.has_undrained():
             # More may be ready than one drain took (one batch per partition): come back at
-            # once, as Java does, but only if a batch is still queued (an append after this
-            # check makes a new batch, which wakes the poll anyway). Nodes at their in-flight
-            # limit were dropped above. (When nothing was drained, nothing more can be:
-            # partitions held back for sequence order wait for an answer, which ends the
-            # poll.) With the skip in ready(), fewer I/O-thread calls per round trip
-            # (see docs/performance.md, Notes moved from the code).
+            # once, as Java does, if a batch is still queued (a later append wakes the poll).
             poll_timeout = 0.0
         return poll_timeout if poll_timeout > 0.0 else 0.0
 
@@ -388,6 +379,11 @@ class Sender:
             self._queued_expiry_ms, batch.created_ms + self._delivery_timeout_ms
         )
 
+    def _warn_unrequested(self, node_id: int, topic: str, partition: int) -> None:
+        _log.warning(
+            "node %d answered for %s-%d, which was not in the request", node_id, topic, partition
+        )
+
     # ------------------------------------------------------------------ idempotence
 
     def _wait_for_producer_id(self, transactions: IdempotenceManager, now: float) -> float:
@@ -397,10 +393,7 @@ class Sender:
             if self._produce_requests_in_flight
             else self._txn_requests.send_init_producer_id(transactions, now)
         )
-        for batch in self._expired_queued(now) + self._expired_in_flight(now):
-            self._outcomes.fail_batch(
-                batch, batch.delivery_timeout_error(self._delivery_timeout_ms, now)
-            )
+        self._fail_expired(now)
         return max(
             0.0,
             min(timeout, self._queued_expiry_ms - now, self._in_flight_expiry_ms - now),
@@ -413,6 +406,11 @@ class Sender:
         # Every pending record fails with the fatal error; the producer refuses new ones.
         self._accumulator.abort_incomplete_batches(error)
         self._in_flight.clear()
+
+    def _fail_expired(self, now: float) -> None:
+        timeout = self._delivery_timeout_ms
+        for batch in self._expired_queued(now) + self._expired_in_flight(now):
+            self._outcomes.fail_batch(batch, batch.delivery_timeout_error(timeout, now))
 
     def _expired_queued(self, now: float) -> list[ProducerBatch]:
         # Scanning every queue takes every queue's lock, and an appending thread that meets
@@ -526,11 +524,9 @@ class Sender:
             for batch in batches.values():
                 self._outcomes.complete(batch, -1, -1)
             return
-        # The bulk paths send hundreds of records per batch and several batches per request, and the
-        # I/O thread's cost there is mostly Python calls per batch and per request (see
-        # docs/performance.md, Notes moved from the code): this loop and _complete keep to few of
-        # them. A plain (topic, partition) tuple finds the TopicPartition key (a named tuple: same
-        # hash and equality) without building one per answer.
+        # The I/O thread's cost is mostly Python calls per batch (docs/performance.md): this
+        # loop keeps to few. A (topic, partition) tuple finds the TopicPartition key (a named
+        # tuple: same hash and equality) without building one per answer.
         pending: dict[tuple[str, int], ProducerBatch] = dict(batches.items())
         # Successes are completed here (Sender._complete written out) and their memory given
         # back in one go after the loop: a topic of thousands of partitions answers for a
@@ -546,12 +542,7 @@ class Sender:
                 for answer in topic_response.partition_responses:
                     found = pending.pop((name, answer.index), None)
                     if found is None:
-                        _log.warning(
-                            "node %d answered for %s-%d, which was not in the request",
-                            response.node_id,
-                            name,
-                            answer.index,
-                        )
+                        self._warn_unrequested(response.node_id, name, answer.index)
                         continue
                     if answer.error_code == 0:
                         in_flight.discard(found)

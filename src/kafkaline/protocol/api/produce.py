@@ -169,12 +169,45 @@ def _read_count(view: bytes | memoryview, pos: int) -> tuple[int, int]:
     return -1, pos
 
 
+def _decode_usual_partitions(
+    view: bytes | memoryview, pos: int, partition_count: int
+) -> tuple[list[PartitionProduceResponse], int] | None:
+    """A topic's ``partition_count`` partition answers in their usual shape from ``pos``, and
+    the position after them; None for any other shape (IndexError/struct.error propagate
+    to the caller, which treats them alike)."""
+    unpack_partition = _PARTITION_FIXED.unpack_from
+    fixed_size = _PARTITION_FIXED.size
+    partitions: list[PartitionProduceResponse] = []
+    # One default current_leader per answer, shared by its partitions: equal to one
+    # each, and a topic of thousands of partitions makes thousands fewer objects.
+    leader = _new_object(LeaderIdAndEpoch)  # the tagged field's default
+    leader.leader_id = -1
+    leader.leader_epoch = -1
+    for _ in range(partition_count):
+        index, error_code, base_offset, log_append_time, log_start_offset = unpack_partition(
+            view, pos
+        )
+        pos += fixed_size
+        if view[pos : pos + 3] != _PARTITION_USUAL_TAIL:
+            return None
+        pos += 3
+        partition = _new_object(PartitionProduceResponse)
+        partition.index = index
+        partition.error_code = error_code
+        partition.base_offset = base_offset
+        partition.log_append_time_ms = log_append_time
+        partition.log_start_offset = log_start_offset
+        partition.record_errors = []
+        partition.error_message = None
+        partition.current_leader = leader
+        partitions.append(partition)
+    return partitions, pos
+
+
 def _decode_usual_flexible(data: Buffer) -> ProduceResponse | None:
     """A v9+ ProduceResponse in its usual shape (see ProduceResponse.decode), or None when
     the body has any other shape or is malformed (the generic decoder then decides)."""
     view = data if isinstance(data, bytes) else memoryview(data).cast("B")
-    unpack_partition = _PARTITION_FIXED.unpack_from
-    fixed_size = _PARTITION_FIXED.size
     try:
         end = len(view)
         topic_count, pos = _read_count(view, 0)
@@ -190,30 +223,10 @@ def _decode_usual_flexible(data: Buffer) -> ProduceResponse | None:
             partition_count, pos = _read_count(view, pos)
             if partition_count < 0:
                 return None
-            partitions: list[PartitionProduceResponse] = []
-            # One default current_leader per answer, shared by its partitions: equal to one
-            # each, and a topic of thousands of partitions makes thousands fewer objects.
-            leader = _new_object(LeaderIdAndEpoch)  # the tagged field's default
-            leader.leader_id = -1
-            leader.leader_epoch = -1
-            for _ in range(partition_count):
-                index, error_code, base_offset, log_append_time, log_start_offset = (
-                    unpack_partition(view, pos)
-                )
-                pos += fixed_size
-                if view[pos : pos + 3] != _PARTITION_USUAL_TAIL:
-                    return None
-                pos += 3
-                partition = _new_object(PartitionProduceResponse)
-                partition.index = index
-                partition.error_code = error_code
-                partition.base_offset = base_offset
-                partition.log_append_time_ms = log_append_time
-                partition.log_start_offset = log_start_offset
-                partition.record_errors = []
-                partition.error_message = None
-                partition.current_leader = leader
-                partitions.append(partition)
+            decoded = _decode_usual_partitions(view, pos, partition_count)
+            if decoded is None:
+                return None
+            partitions, pos = decoded
             if view[pos] != 0:  # the topic's tagged fields
                 return None
             pos += 1

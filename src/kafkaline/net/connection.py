@@ -46,11 +46,10 @@ from kafkaline.errors import (
     KafkaError,
     KafkaTimeoutError,
     NoCompatibleVersionError,
-    ProtocolError,
     RequestTimeoutError,
     SaslAuthenticationError,
 )
-from kafkaline.net.api_versions import api_versions_fallback, chosen_versions
+from kafkaline.net.connection_setup import ConnectionSetup
 from kafkaline.net.connection_types import (
     Authenticator,
     AuthenticatorFactory,
@@ -71,13 +70,11 @@ from kafkaline.net.transport import (
     resolve_broker_address,
 )
 from kafkaline.protocol import (
-    CLIENT_VERSIONS,
     ClientProtocol,
     Request,
     Response,
     VersionRange,
 )
-from kafkaline.protocol.api import ApiVersionsRequest, ApiVersionsResponse
 from kafkaline.protocol.versions import api_name
 
 # The types moved to connection_types are still imported from here.
@@ -92,10 +89,6 @@ __all__ = [
 
 _log = logging.getLogger(__name__)
 
-# ApiVersions v3 is the first that names the client (KIP-511) and is understood by every broker
-# since Kafka 2.4. v4 changes nothing a producer reads, and starting there would cost older
-# brokers an UNSUPPORTED_VERSION round trip on every connection.
-_FIRST_API_VERSIONS_VERSION = min(3, CLIENT_VERSIONS[ApiVersionsRequest.API_KEY].max)
 # One read is usually a whole response; a few more drain a burst without starving others.
 _RECEIVE_CHUNK_SIZE = 256 * 1024
 _MAX_READS_PER_EVENT = 8
@@ -159,8 +152,7 @@ class BrokerConnection:
         self._transport_connected = False
         self._handshake_events = 0
         self._protocol: ClientProtocol | None = None
-        self._authenticator: Authenticator | None = None
-        self._api_versions_version = _FIRST_API_VERSIONS_VERSION
+        self._setup: ConnectionSetup | None = None
         self._broker_versions: dict[int, VersionRange] = {}
         self._versions: dict[int, int] = {}
 
@@ -352,56 +344,35 @@ class BrokerConnection:
         self._protocol = ClientProtocol(
             self._settings.client_id, max_frame_size=self._settings.max_response_frame_size
         )
-        self._send_api_versions(now, _FIRST_API_VERSIONS_VERSION)
-
-    def _send_api_versions(self, now: float, version: int) -> None:
-        self._api_versions_version = version
-        request = ApiVersionsRequest(
-            client_software_name=self._settings.client_software_name,
-            client_software_version=self._settings.client_software_version,
+        self._setup = ConnectionSetup(
+            self._settings, self.description, self._authenticator_factory, self.host, self.port
         )
-        self._send_setup_request(request, version, self._on_api_versions_response, now)
+        self._send_setup_step(self._setup.first_request(), now)
 
-    def _on_api_versions_response(self, response: Response, now: float) -> None:
-        if not isinstance(response, ApiVersionsResponse):
-            raise ProtocolError(f"expected an ApiVersionsResponse, got {type(response).__name__}")
-        sent_version = self._api_versions_version
-        fallback = api_versions_fallback(response, sent_version)
-        if fallback is not None:
-            _log.debug(
-                "%s does not support ApiVersions v%d; retrying with v%d",
-                self.description,
-                sent_version,
-                fallback,
-            )
-            self._send_api_versions(now, fallback)
-            return
-        self._broker_versions, versions = chosen_versions(
-            response, sent_version, self._settings.required_api_keys, self.description
-        )
-        self._versions = versions
-        if self._authenticator_factory is None:
-            self._become_ready(now)
-            return
-        self._state = ConnectionState.AUTHENTICATING
-        self._authenticator = self._authenticator_factory(self.host, self.port)
-        self._send_next_setup_request(self._authenticator.first_request(versions), now)
+    def _on_setup_response(self, response: Response, now: float) -> None:
+        setup = self._setup
+        if setup is None:
+            raise IllegalStateError(f"{self.description}: a setup response after the setup")
+        try:
+            step = setup.on_response(response)
+        finally:
+            # Also when it raised: a SASL failure closes from AUTHENTICATING (a refusal).
+            self._broker_versions = setup.broker_versions
+            self._versions = setup.versions
+            if setup.authenticating:
+                self._state = ConnectionState.AUTHENTICATING
+        self._send_setup_step(step, now)
 
-    def _on_authentication_response(self, response: Response, now: float) -> None:
-        if self._authenticator is None:
-            raise IllegalStateError(f"{self.description}: no authenticator for a SASL response")
-        self._send_next_setup_request(self._authenticator.on_response(response), now)
-
-    def _send_next_setup_request(self, step: SetupRequest | None, now: float) -> None:
+    def _send_setup_step(self, step: SetupRequest | None, now: float) -> None:
         if step is None:
             self._become_ready(now)
             return
         request, version = step
-        self._send_setup_request(request, version, self._on_authentication_response, now)
+        self._enqueue(request, version, now, None, self._on_setup_response)
 
     def _become_ready(self, now: float) -> None:
         self._state = ConnectionState.READY
-        self._authenticator = None
+        self._setup = None
         self._setup_deadline = math.inf
         self._failed_attempts = 0
         self._closes_while_authenticating = 0
@@ -455,15 +426,6 @@ class BrokerConnection:
             except KafkaConnectionError as error:
                 self._close(now, completed, error)
         return in_flight.correlation_id
-
-    def _send_setup_request(
-        self,
-        request: Request,
-        version: int,
-        handler: Callable[[Response, float], None],
-        now: float,
-    ) -> None:
-        self._enqueue(request, version, now, None, handler)
 
     def _enqueue(
         self,
@@ -694,7 +656,7 @@ class BrokerConnection:
         self._transport_connected = False
         self._handshake_events = 0
         self._protocol = None
-        self._authenticator = None
+        self._setup = None
         self._state = ConnectionState.DISCONNECTED
         self._setup_deadline = math.inf
         if previous_state is not _READY:

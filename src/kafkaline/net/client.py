@@ -52,6 +52,7 @@ from kafkaline.net.connection import (
     ConnectionState,
 )
 from kafkaline.net.metadata import Metadata
+from kafkaline.net.node_choice import least_loaded, should_rebootstrap
 from kafkaline.net.poller import Poller, new_poller
 from kafkaline.net.response import ClientResponse, OnComplete
 from kafkaline.net.security import (
@@ -84,6 +85,16 @@ class _InternalCallback:
 
     def __call__(self, response: ClientResponse) -> None:
         self._function(response)
+
+
+def _bootstrap_connection_to(
+    connections: list[BrokerConnection], host: str, port: int
+) -> BrokerConnection | None:
+    """The bootstrap connection (negative id) among ``connections`` to ``host:port``."""
+    for conn in connections:
+        if conn.node_id < 0 and (conn.host, conn.port) == (host, port):
+            return conn
+    return None
 
 
 def _shortest_deadline_span(settings: NetworkSettings) -> float:
@@ -292,23 +303,7 @@ class NetworkClient:
             return None
         offset = self._next_node_offset % len(nodes)
         self._next_node_offset += 1
-        best_ready: BrokerConnection | None = None
-        connecting: BrokerConnection | None = None
-        connectable: BrokerConnection | None = None
-        for index in range(len(nodes)):
-            conn = nodes[(offset + index) % len(nodes)]
-            if conn.is_ready:
-                if conn.in_flight_count == 0:
-                    return conn.node_id
-                if conn.can_send() and (
-                    best_ready is None or conn.in_flight_count < best_ready.in_flight_count
-                ):
-                    best_ready = conn
-            elif not conn.is_disconnected:
-                connecting = connecting or conn
-            elif conn.can_connect(now):
-                connectable = connectable or conn
-        chosen = best_ready or connecting or connectable
+        chosen = least_loaded(nodes, offset, now)
         return chosen.node_id if chosen is not None else None
 
     # ------------------------------------------------------------------ sending
@@ -601,17 +596,7 @@ class NetworkClient:
         is in reconnect backoff (``unreachable``), or refreshes have failed for
         ``metadata_recovery_rebootstrap_trigger_ms`` (KIP-1102). Never from the bootstrap
         view itself: its connections keep their backoff."""
-        settings = self._settings
-        if (
-            settings.metadata_recovery_strategy != "rebootstrap"
-            or self.metadata.cluster.is_bootstrap
-        ):
-            return False
-        return (
-            unreachable
-            or self.metadata.failing_for_ms(now)
-            >= settings.metadata_recovery_rebootstrap_trigger_ms
-        )
+        return should_rebootstrap(self._settings, self.metadata, now, unreachable=unreachable)
 
     def _rebootstrap(self, now: float, reason: str) -> None:
         known = ", ".join(
@@ -678,14 +663,7 @@ class NetworkClient:
             # The bootstrap connection usually reaches a broker at its advertised address:
             # keep it under the broker's id rather than connect again (saves a connect and
             # an ApiVersions round trip at start).
-            reusable = next(
-                (
-                    conn
-                    for conn in removed
-                    if conn.node_id < 0 and (conn.host, conn.port) == (broker.host, broker.port)
-                ),
-                None,
-            )
+            reusable = _bootstrap_connection_to(removed, broker.host, broker.port)
             if reusable is not None:
                 removed.remove(reusable)
                 reusable.adopt_node_id(node_id)

@@ -102,7 +102,7 @@ _AUTHENTICATION_CLOSES_BEFORE_REFUSAL = 3
 # The states as module globals, for the checks the I/O thread makes several times per pass
 # (next_deadline, interest, can_send, handle_events): on Python 3.11 reading a member from its enum
 # class goes through EnumType.__getattr__'s lookup hook, much slower than a global, and there are
-# ~20 such reads per record sent one at a time (see docs/performance.md, Notes moved from the code).
+# many such reads per record sent one at a time (docs/performance.md, Notes moved from the code).
 _DISCONNECTED = ConnectionState.DISCONNECTED
 _CONNECTING = ConnectionState.CONNECTING
 _AUTHENTICATING = ConnectionState.AUTHENTICATING

@@ -112,9 +112,9 @@ class OutgoingFrame:
     and the record batches it references); the first of them shrinks as the socket takes
     its bytes, and those written are released.
 
-    One object per request, not per buffer: a produce request of the bulk paths has ~13
-    buffers (6 batches by reference), and an object per buffer was ~27 Python calls per
-    request on the I/O thread, whose cost there is mostly Python calls (see the Sender)."""
+    One object per request, not per buffer: a produce request of the bulk paths has a
+    buffer per batch it references, and the I/O thread's cost there is mostly Python calls
+    per object (see the Sender)."""
 
     __slots__ = ("first", "in_flight", "views")
 

@@ -46,8 +46,8 @@ class SelectorPoller:
 
 class EpollPoller:
     """:class:`SelectorPoller` on epoll itself. selectors' EpollSelector keeps a key object
-    per registration and runs ~90 bytecodes of Python per select (its _key_from_fd
-    included); the I/O thread selects twice per record sent one at a time. Events are
+    per registration and runs more Python per select (its _key_from_fd included); the I/O
+    thread selects twice per record sent one at a time. Events are
     translated as EpollSelector translates them (an error or hang-up reports both
     directions, masked by those registered) and the timeout rounded up to a millisecond
     as it does (no wakeup just before a deadline).

@@ -414,11 +414,10 @@ class Sender:
 
     def _expired_queued(self, now: float) -> list[ProducerBatch]:
         # Scanning every queue takes every queue's lock, and an appending thread that meets
-        # one held (the GIL switched away inside it) waits for a GIL hand-over: py-spy put
-        # ~15% of the send() thread's samples on lock.acquire with a scan per pass, ~9%
-        # without (benchmarks/simple_loop.py workload). So scan only when a batch can have
-        # expired: the oldest queued batch's expiry, or a timeout after the last scan for
-        # batches created since (re-enqueued ones lower the bound, see _reenqueued).
+        # one held waits for a GIL hand-over (docs/performance.md, Notes moved from the
+        # code). So scan only when a batch can have expired: the oldest queued batch's
+        # expiry, or a timeout after the last scan for batches created since (re-enqueued
+        # ones lower the bound, see _reenqueued).
         if now < self._queued_expiry_ms:
             return []
         expired = self._accumulator.expired_batches(now)

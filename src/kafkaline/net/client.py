@@ -32,11 +32,9 @@ back to them when no known broker can be reached, or when refreshes have failed 
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import math
 import random
-import select
 import selectors
 import socket
 import threading
@@ -54,6 +52,8 @@ from kafkaline.net.connection import (
     ConnectionState,
 )
 from kafkaline.net.metadata import Metadata
+from kafkaline.net.node_choice import least_loaded, should_rebootstrap
+from kafkaline.net.poller import Poller, new_poller
 from kafkaline.net.response import ClientResponse, OnComplete
 from kafkaline.net.security import (
     authenticator_factory_from_config,
@@ -87,111 +87,23 @@ class _InternalCallback:
         self._function(response)
 
 
-class _SelectorPoller:
-    """The client's selector: file descriptors registered with a connection (None for the
-    wakeup socket) and events; ``select`` gives ``(connection, events)`` pairs. This one
-    wraps :mod:`selectors` (any platform); :class:`_EpollPoller` is used where epoll is."""
-
-    __slots__ = ("_selector",)
-
-    def __init__(self) -> None:
-        self._selector: selectors.BaseSelector = selectors.DefaultSelector()
-
-    def register(self, fd: int, events: int, conn: BrokerConnection | None) -> None:
-        self._selector.register(fd, events, conn)
-
-    def modify(self, fd: int, events: int, conn: BrokerConnection | None) -> None:
-        self._selector.modify(fd, events, conn)
-
-    def unregister(self, fd: int) -> None:
-        self._selector.unregister(fd)
-
-    def select(self, timeout_ms: float) -> list[tuple[BrokerConnection | None, int]]:
-        """Wait up to ``timeout_ms`` (infinity: no limit) for events."""
-        timeout = None if timeout_ms == math.inf else timeout_ms / 1000
-        return [(key.data, events) for key, events in self._selector.select(timeout)]
-
-    def close(self) -> None:
-        self._selector.close()
+def _bootstrap_connection_to(
+    connections: list[BrokerConnection], host: str, port: int
+) -> BrokerConnection | None:
+    """The bootstrap connection (negative id) among ``connections`` to ``host:port``."""
+    for conn in connections:
+        if conn.node_id < 0 and (conn.host, conn.port) == (host, port):
+            return conn
+    return None
 
 
-class _EpollPoller:
-    """:class:`_SelectorPoller` on epoll itself. selectors' EpollSelector keeps a key object
-    per registration and runs ~90 bytecodes of Python per select (its _key_from_fd
-    included); the I/O thread selects twice per record sent one at a time. Events are
-    translated as EpollSelector translates them (an error or hang-up reports both
-    directions, masked by those registered) and the timeout rounded up to a millisecond
-    as it does (no wakeup just before a deadline).
-
-    Kept for the fewer instructions per round trip on the I/O thread (see docs/performance.md, Notes
-    moved from the code)."""
-
-    __slots__ = ("_epoll", "_registered")
-
-    def __init__(self) -> None:
-        self._epoll = select.epoll()
-        self._registered: dict[int, tuple[BrokerConnection | None, int]] = {}
-
-    def register(self, fd: int, events: int, conn: BrokerConnection | None) -> None:
-        if fd in self._registered:
-            raise KeyError(f"file descriptor {fd} is already registered")
-        self._epoll.register(fd, _EPOLL_MASKS[events])
-        self._registered[fd] = (conn, events)
-
-    def modify(self, fd: int, events: int, conn: BrokerConnection | None) -> None:
-        self._epoll.modify(fd, _EPOLL_MASKS[events])
-        self._registered[fd] = (conn, events)
-
-    def unregister(self, fd: int) -> None:
-        del self._registered[fd]
-        with contextlib.suppress(OSError):  # closed already: epoll forgot it then
-            self._epoll.unregister(fd)
-
-    def select(self, timeout_ms: float) -> list[tuple[BrokerConnection | None, int]]:
-        """Wait up to ``timeout_ms`` (infinity: no limit) for events."""
-        if timeout_ms == math.inf:
-            timeout = -1.0
-        elif timeout_ms > 0:
-            timeout = math.ceil(timeout_ms) * 1e-3
-        else:
-            timeout = 0.0
-        registered = self._registered
-        try:
-            ready = self._epoll.poll(timeout, len(registered) or 1)
-        except InterruptedError:
-            return []
-        result: list[tuple[BrokerConnection | None, int]] = []
-        for fd, mask in ready:
-            entry = registered.get(fd)
-            if entry is not None:
-                events = _SELECTOR_EVENTS.get(mask)
-                if events is None:
-                    events = (selectors.EVENT_READ if mask & ~_EPOLLOUT else 0) | (
-                        selectors.EVENT_WRITE if mask & ~_EPOLLIN else 0
-                    )
-                result.append((entry[0], events & entry[1]))
-        return result
-
-    def close(self) -> None:
-        self._epoll.close()
-        self._registered.clear()
-
-
-_HAS_EPOLL = hasattr(select, "epoll")
-_EPOLLIN: Final = getattr(select, "EPOLLIN", 1)
-_EPOLLOUT: Final = getattr(select, "EPOLLOUT", 4)
-#: selectors events -> epoll mask.
-_EPOLL_MASKS: Final = {
-    selectors.EVENT_READ: _EPOLLIN,
-    selectors.EVENT_WRITE: _EPOLLOUT,
-    selectors.EVENT_READ | selectors.EVENT_WRITE: _EPOLLIN | _EPOLLOUT,
-}
-#: The usual epoll masks -> selectors events (others are worked out as EpollSelector does).
-_SELECTOR_EVENTS: Final = {
-    _EPOLLIN: selectors.EVENT_READ,
-    _EPOLLOUT: selectors.EVENT_WRITE,
-    _EPOLLIN | _EPOLLOUT: selectors.EVENT_READ | selectors.EVENT_WRITE,
-}
+def _shortest_deadline_span(settings: NetworkSettings) -> float:
+    """How far ahead of its making every connection deadline lies at least: the shortest of
+    the request, setup and idle timeouts."""
+    spans = [settings.request_timeout_ms, settings.connection_setup_timeout_ms]
+    if settings.connections_max_idle_ms >= 0:
+        spans.append(settings.connections_max_idle_ms)
+    return float(min(spans))
 
 
 class NetworkClient:
@@ -256,30 +168,13 @@ class NetworkClient:
         # No connection deadline (setup, request or idle timeout) comes before this time: see
         # _deadline_bound_at. Every deadline made at time t is at least t + _deadline_span.
         self._deadline_bound = -math.inf
-        spans = [settings.request_timeout_ms, settings.connection_setup_timeout_ms]
-        if settings.connections_max_idle_ms >= 0:
-            spans.append(settings.connections_max_idle_ms)
-        self._deadline_span = float(min(spans))
-
+        self._deadline_span = _shortest_deadline_span(settings)
         # The lock guards the wakeup flag and the wakeup sockets' lifetime: wakeup() runs in
         # other threads and must never write to a socket close() is closing.
         self._wakeup_lock = threading.Lock()
         self._wakeup_pending = False
-        self._poller: _EpollPoller | _SelectorPoller = (
-            _EpollPoller() if _HAS_EPOLL else _SelectorPoller()
-        )
-        try:
-            self._wakeup_receiver, self._wakeup_sender = socket.socketpair()
-        except BaseException:
-            self._poller.close()
-            raise
-        try:
-            self._wakeup_receiver.setblocking(False)
-            self._wakeup_sender.setblocking(False)
-            self._poller.register(self._wakeup_receiver.fileno(), selectors.EVENT_READ, None)
-        except BaseException:
-            self._release_os_resources()
-            raise
+        self._poller: Poller = new_poller()
+        self._wakeup_receiver, self._wakeup_sender = self._open_wakeup_sockets()
         self.metadata = Metadata(
             ClusterMetadata.bootstrap(settings.bootstrap_servers),
             max_age_ms=settings.metadata_max_age_ms,
@@ -291,6 +186,25 @@ class NetworkClient:
             wakeup=self.wakeup,
         )
         self._sync_nodes(self.metadata.cluster, clock())
+
+    def _open_wakeup_sockets(self) -> tuple[socket.socket, socket.socket]:
+        """The socket pair wakeup() writes a byte to, its reading end registered with the
+        poller; the poller is closed if this fails (nothing else is open yet)."""
+        try:
+            receiver, sender = socket.socketpair()
+        except BaseException:
+            self._poller.close()
+            raise
+        try:
+            receiver.setblocking(False)
+            sender.setblocking(False)
+            self._poller.register(receiver.fileno(), selectors.EVENT_READ, None)
+        except BaseException:
+            self._poller.close()
+            receiver.close()
+            sender.close()
+            raise
+        return receiver, sender
 
     @classmethod
     def from_config(
@@ -389,23 +303,7 @@ class NetworkClient:
             return None
         offset = self._next_node_offset % len(nodes)
         self._next_node_offset += 1
-        best_ready: BrokerConnection | None = None
-        connecting: BrokerConnection | None = None
-        connectable: BrokerConnection | None = None
-        for index in range(len(nodes)):
-            conn = nodes[(offset + index) % len(nodes)]
-            if conn.is_ready:
-                if conn.in_flight_count == 0:
-                    return conn.node_id
-                if conn.can_send() and (
-                    best_ready is None or conn.in_flight_count < best_ready.in_flight_count
-                ):
-                    best_ready = conn
-            elif not conn.is_disconnected:
-                connecting = connecting or conn
-            elif conn.can_connect(now):
-                connectable = connectable or conn
-        chosen = best_ready or connecting or connectable
+        chosen = least_loaded(nodes, offset, now)
         return chosen.node_id if chosen is not None else None
 
     # ------------------------------------------------------------------ sending
@@ -698,17 +596,7 @@ class NetworkClient:
         is in reconnect backoff (``unreachable``), or refreshes have failed for
         ``metadata_recovery_rebootstrap_trigger_ms`` (KIP-1102). Never from the bootstrap
         view itself: its connections keep their backoff."""
-        settings = self._settings
-        if (
-            settings.metadata_recovery_strategy != "rebootstrap"
-            or self.metadata.cluster.is_bootstrap
-        ):
-            return False
-        return (
-            unreachable
-            or self.metadata.failing_for_ms(now)
-            >= settings.metadata_recovery_rebootstrap_trigger_ms
-        )
+        return should_rebootstrap(self._settings, self.metadata, now, unreachable=unreachable)
 
     def _rebootstrap(self, now: float, reason: str) -> None:
         known = ", ".join(
@@ -775,14 +663,7 @@ class NetworkClient:
             # The bootstrap connection usually reaches a broker at its advertised address:
             # keep it under the broker's id rather than connect again (saves a connect and
             # an ApiVersions round trip at start).
-            reusable = next(
-                (
-                    conn
-                    for conn in removed
-                    if conn.node_id < 0 and (conn.host, conn.port) == (broker.host, broker.port)
-                ),
-                None,
-            )
+            reusable = _bootstrap_connection_to(removed, broker.host, broker.port)
             if reusable is not None:
                 removed.remove(reusable)
                 reusable.adopt_node_id(node_id)

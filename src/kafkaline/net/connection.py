@@ -31,12 +31,10 @@ until a timeout.
 
 from __future__ import annotations
 
-import enum
 import logging
 import math
 from collections import deque
 from collections.abc import Callable, Mapping
-from typing import Protocol
 
 from kafkaline.config import UniformRandom
 from kafkaline.errors import (
@@ -48,11 +46,18 @@ from kafkaline.errors import (
     KafkaError,
     KafkaTimeoutError,
     NoCompatibleVersionError,
-    ProtocolError,
     RequestTimeoutError,
     SaslAuthenticationError,
-    UnsupportedVersionError,
-    error_for_code,
+)
+from kafkaline.net.connection_setup import ConnectionSetup
+from kafkaline.net.connection_types import (
+    Authenticator,
+    AuthenticatorFactory,
+    Completion,
+    ConnectionState,
+    OutgoingFrame,
+    SentRequest,
+    SetupRequest,
 )
 from kafkaline.net.response import ClientResponse, OnComplete
 from kafkaline.net.settings import NetworkSettings
@@ -65,23 +70,25 @@ from kafkaline.net.transport import (
     resolve_broker_address,
 )
 from kafkaline.protocol import (
-    CLIENT_VERSIONS,
     ClientProtocol,
     Request,
     Response,
     VersionRange,
-    broker_version_ranges,
-    choose_versions,
 )
-from kafkaline.protocol.api import ApiVersionsRequest, ApiVersionsResponse
 from kafkaline.protocol.versions import api_name
+
+# The types moved to connection_types are still imported from here.
+__all__ = [
+    "Authenticator",
+    "AuthenticatorFactory",
+    "BrokerConnection",
+    "Completion",
+    "ConnectionState",
+    "SetupRequest",
+]
 
 _log = logging.getLogger(__name__)
 
-# ApiVersions v3 is the first that names the client (KIP-511) and is understood by every broker
-# since Kafka 2.4. v4 changes nothing a producer reads, and starting there would cost older
-# brokers an UNSUPPORTED_VERSION round trip on every connection.
-_FIRST_API_VERSIONS_VERSION = min(3, CLIENT_VERSIONS[ApiVersionsRequest.API_KEY].max)
 # One read is usually a whole response; a few more drain a burst without starving others.
 _RECEIVE_CHUNK_SIZE = 256 * 1024
 _MAX_READS_PER_EVENT = 8
@@ -92,120 +99,14 @@ _MAX_BUFFERS_PER_WRITE = 64
 _AUTHENTICATION_CLOSES_BEFORE_REFUSAL = 3
 
 
-class ConnectionState(enum.Enum):
-    """Where a :class:`BrokerConnection` is in its life."""
-
-    DISCONNECTED = "disconnected"
-    #: TCP connect (and, later, the TLS handshake) under way.
-    CONNECTING = "connecting"
-    #: Waiting for the ApiVersions response, to choose a version per API.
-    CHECKING_API_VERSIONS = "checking_api_versions"
-    #: Running the SASL exchange (only with an :class:`Authenticator`).
-    AUTHENTICATING = "authenticating"
-    #: Versions chosen (and authenticated): requests may be sent.
-    READY = "ready"
-
-
 # The states as module globals, for the checks the I/O thread makes several times per pass
 # (next_deadline, interest, can_send, handle_events): on Python 3.11 reading a member from its enum
 # class goes through EnumType.__getattr__'s lookup hook, much slower than a global, and there are
-# ~20 such reads per record sent one at a time (see docs/performance.md, Notes moved from the code).
+# many such reads per record sent one at a time (docs/performance.md, Notes moved from the code).
 _DISCONNECTED = ConnectionState.DISCONNECTED
 _CONNECTING = ConnectionState.CONNECTING
 _AUTHENTICATING = ConnectionState.AUTHENTICATING
 _READY = ConnectionState.READY
-
-#: The next request of a connection-setup exchange, and its version.
-SetupRequest = tuple[Request, int]
-
-
-class Authenticator(Protocol):
-    """A SASL exchange run on each new connection, after ApiVersions and before READY.
-
-    Implemented by the security issue (PLAIN, SCRAM, OAUTHBEARER); the connection only drives
-    it. Each method returns the next request to send (and its version) or None when the
-    exchange is complete; raising (e.g. ``SaslAuthenticationFailedError``) closes the
-    connection with that error.
-    """
-
-    def first_request(self, api_versions: Mapping[int, int]) -> SetupRequest | None:
-        """The first request, given the versions chosen for this broker."""
-        ...
-
-    def on_response(self, response: Response) -> SetupRequest | None:
-        """Handle the response to the previous request; the next request or None."""
-        ...
-
-
-#: Makes an :class:`Authenticator` for one connection attempt to ``(host, port)``.
-AuthenticatorFactory = Callable[[str, int], Authenticator]
-
-#: A finished request and the callback that wants it.
-Completion = tuple[ClientResponse, OnComplete | None]
-
-
-class _InFlight:
-    """A request written (or being written) whose outcome is not known yet."""
-
-    __slots__ = (
-        "correlation_id",
-        "deadline",
-        "expects_response",
-        "on_complete",
-        "request",
-        "sent_at",
-        "setup_handler",
-        "version",
-    )
-
-    def __init__(
-        self,
-        request: Request,
-        version: int,
-        correlation_id: int,
-        sent_at: float,
-        deadline: float,
-        on_complete: OnComplete | None,
-        setup_handler: Callable[[Response, float], None] | None,
-    ) -> None:
-        self.request = request
-        self.version = version
-        self.correlation_id = correlation_id
-        self.sent_at = sent_at
-        self.deadline = deadline
-        self.on_complete = on_complete
-        # Requests of the connection's own setup (ApiVersions, SASL) are handled here and
-        # never reach a caller.
-        self.setup_handler = setup_handler
-        self.expects_response = request.has_response()
-
-    def describe(self) -> str:
-        return (
-            f"{api_name(self.request.API_KEY)} v{self.version} "
-            f"(correlation id {self.correlation_id})"
-        )
-
-
-class _OutgoingFrame:
-    """The bytes of one request still to be written: ``views[first:]``, in order (the frame
-    and the record batches it references); the first of them shrinks as the socket takes
-    its bytes, and those written are released.
-
-    One object per request, not per buffer: a produce request of the bulk paths has ~13
-    buffers (6 batches by reference), and an object per buffer was ~27 Python calls per
-    request on the I/O thread, whose cost there is mostly Python calls (see the Sender)."""
-
-    __slots__ = ("first", "in_flight", "views")
-
-    def __init__(self, views: list[memoryview], in_flight: _InFlight) -> None:
-        self.views = views
-        self.first = 0
-        self.in_flight = in_flight
-
-    def unwritten(self) -> list[memoryview]:
-        """The views still to be written."""
-        first = self.first
-        return self.views[first:] if first else self.views
 
 
 class BrokerConnection:
@@ -251,14 +152,13 @@ class BrokerConnection:
         self._transport_connected = False
         self._handshake_events = 0
         self._protocol: ClientProtocol | None = None
-        self._authenticator: Authenticator | None = None
-        self._api_versions_version = _FIRST_API_VERSIONS_VERSION
+        self._setup: ConnectionSetup | None = None
         self._broker_versions: dict[int, VersionRange] = {}
         self._versions: dict[int, int] = {}
 
         # Requests that expect a response, oldest first (Kafka answers in order).
-        self._awaiting: deque[_InFlight] = deque()
-        self._outgoing: deque[_OutgoingFrame] = deque()
+        self._awaiting: deque[SentRequest] = deque()
+        self._outgoing: deque[OutgoingFrame] = deque()
         # Requests without response (acks=0) still being written: in flight until written.
         self._unwritten_without_response = 0
 
@@ -444,74 +344,35 @@ class BrokerConnection:
         self._protocol = ClientProtocol(
             self._settings.client_id, max_frame_size=self._settings.max_response_frame_size
         )
-        self._send_api_versions(now, _FIRST_API_VERSIONS_VERSION)
-
-    def _send_api_versions(self, now: float, version: int) -> None:
-        self._api_versions_version = version
-        request = ApiVersionsRequest(
-            client_software_name=self._settings.client_software_name,
-            client_software_version=self._settings.client_software_version,
+        self._setup = ConnectionSetup(
+            self._settings, self.description, self._authenticator_factory, self.host, self.port
         )
-        self._send_setup_request(request, version, self._on_api_versions_response, now)
+        self._send_setup_step(self._setup.first_request(), now)
 
-    def _on_api_versions_response(self, response: Response, now: float) -> None:
-        if not isinstance(response, ApiVersionsResponse):
-            raise ProtocolError(f"expected an ApiVersionsResponse, got {type(response).__name__}")
-        sent_version = self._api_versions_version
-        if response.error_code == UnsupportedVersionError.code and sent_version > 0:
-            # Since Kafka 2.4 (KIP-511) the broker lists its own ApiVersions range in this
-            # answer; older brokers list nothing, and v0 is the safe fallback (Java does this).
-            theirs = next(
-                (
-                    entry.max_version
-                    for entry in response.api_keys
-                    if entry.api_key == ApiVersionsRequest.API_KEY
-                ),
-                0,
-            )
-            fallback = max(0, min(theirs, sent_version - 1))  # strictly lower: no loop
-            _log.debug(
-                "%s does not support ApiVersions v%d; retrying with v%d",
-                self.description,
-                sent_version,
-                fallback,
-            )
-            self._send_api_versions(now, fallback)
-            return
-        if response.error_code:
-            raise error_for_code(response.error_code)(
-                f"ApiVersions v{sent_version} refused by {self.description}"
-            )
-        self._broker_versions = broker_version_ranges(response)
+    def _on_setup_response(self, response: Response, now: float) -> None:
+        setup = self._setup
+        if setup is None:
+            raise IllegalStateError(f"{self.description}: a setup response after the setup")
         try:
-            versions = choose_versions(
-                self._broker_versions, required=self._settings.required_api_keys
-            )
-        except NoCompatibleVersionError as error:
-            raise NoCompatibleVersionError(f"{self.description}: {error}") from None
-        self._versions = versions
-        if self._authenticator_factory is None:
-            self._become_ready(now)
-            return
-        self._state = ConnectionState.AUTHENTICATING
-        self._authenticator = self._authenticator_factory(self.host, self.port)
-        self._send_next_setup_request(self._authenticator.first_request(versions), now)
+            step = setup.on_response(response)
+        finally:
+            # Also when it raised: a SASL failure closes from AUTHENTICATING (a refusal).
+            self._broker_versions = setup.broker_versions
+            self._versions = setup.versions
+            if setup.authenticating:
+                self._state = ConnectionState.AUTHENTICATING
+        self._send_setup_step(step, now)
 
-    def _on_authentication_response(self, response: Response, now: float) -> None:
-        if self._authenticator is None:
-            raise IllegalStateError(f"{self.description}: no authenticator for a SASL response")
-        self._send_next_setup_request(self._authenticator.on_response(response), now)
-
-    def _send_next_setup_request(self, step: SetupRequest | None, now: float) -> None:
+    def _send_setup_step(self, step: SetupRequest | None, now: float) -> None:
         if step is None:
             self._become_ready(now)
             return
         request, version = step
-        self._send_setup_request(request, version, self._on_authentication_response, now)
+        self._enqueue(request, version, now, None, self._on_setup_response)
 
     def _become_ready(self, now: float) -> None:
         self._state = ConnectionState.READY
-        self._authenticator = None
+        self._setup = None
         self._setup_deadline = math.inf
         self._failed_attempts = 0
         self._closes_while_authenticating = 0
@@ -566,15 +427,6 @@ class BrokerConnection:
                 self._close(now, completed, error)
         return in_flight.correlation_id
 
-    def _send_setup_request(
-        self,
-        request: Request,
-        version: int,
-        handler: Callable[[Response, float], None],
-        now: float,
-    ) -> None:
-        self._enqueue(request, version, now, None, handler)
-
     def _enqueue(
         self,
         request: Request,
@@ -582,12 +434,12 @@ class BrokerConnection:
         now: float,
         on_complete: OnComplete | None,
         setup_handler: Callable[[Response, float], None] | None,
-    ) -> _InFlight:
+    ) -> SentRequest:
         protocol = self._protocol
         if protocol is None:
             protocol = self._require_protocol()  # raises
         buffers = protocol.send_buffers(request, version)
-        in_flight = _InFlight(
+        in_flight = SentRequest(
             request,
             version,
             protocol.last_correlation_id,
@@ -602,7 +454,7 @@ class BrokerConnection:
             self._unwritten_without_response += 1
         # Views: the frame's bytes (and the record batches it references) are never copied
         # again, only sliced as written.
-        self._outgoing.append(_OutgoingFrame(buffers, in_flight))
+        self._outgoing.append(OutgoingFrame(buffers, in_flight))
         self._last_activity = now
         return in_flight
 
@@ -619,8 +471,7 @@ class BrokerConnection:
         outgoing = self._outgoing
         if len(outgoing) == 1 and len(outgoing[0].views) == 1 and not outgoing[0].first:
             # One request of one buffer, none of it written (records sent one at a time):
-            # the loop below, written out for it (~115 -> ~50 bytecodes a request,
-            # sys.settrace opcode count).
+            # _write_frames() written out for it, the I/O thread's usual write.
             frame = outgoing[0]
             views = frame.views
             view = views[0]
@@ -638,6 +489,12 @@ class BrokerConnection:
                 self._unwritten_without_response -= 1
                 completed.append(self._completion(in_flight, None, None, now))
             return
+        self._write_frames(transport, now, completed)
+
+    def _write_frames(self, transport: Transport, now: float, completed: list[Completion]) -> None:
+        """Write queued requests, several buffers each (scattered batches) or several
+        requests, until the socket takes no more."""
+        outgoing = self._outgoing
         while outgoing:
             if len(outgoing) == 1:
                 buffers = outgoing[0].unwritten()
@@ -775,7 +632,7 @@ class BrokerConnection:
                 ),
             )
 
-    def _oldest_expired_request(self, now: float) -> _InFlight | None:
+    def _oldest_expired_request(self, now: float) -> SentRequest | None:
         candidates = []
         if self._awaiting:
             candidates.append(self._awaiting[0])
@@ -799,7 +656,7 @@ class BrokerConnection:
         self._transport_connected = False
         self._handshake_events = 0
         self._protocol = None
-        self._authenticator = None
+        self._setup = None
         self._state = ConnectionState.DISCONNECTED
         self._setup_deadline = math.inf
         if previous_state is not _READY:
@@ -860,7 +717,7 @@ class BrokerConnection:
         refusal.__cause__ = reason
         return refusal
 
-    def _request_error(self, request: _InFlight, reason: KafkaError | None) -> KafkaError:
+    def _request_error(self, request: SentRequest, reason: KafkaError | None) -> KafkaError:
         # One exception object per request: each may be raised in a different thread.
         what = f"{request.describe()} to {self.description}"
         if reason is None:
@@ -877,7 +734,7 @@ class BrokerConnection:
 
     def _completion(
         self,
-        in_flight: _InFlight,
+        in_flight: SentRequest,
         response: Response | None,
         error: KafkaError | None,
         now: float,

@@ -157,8 +157,7 @@ class Metadata:
         # depends on, by the I/O thread itself or, from other threads, only to ask for a
         # refresh (then the I/O thread is woken, or not woken at all by request_update()).
         # Reading it while such a request lands gives the answer of just before or just
-        # after it, as the locked read did. Worked out here from six fields, it was ~35
-        # bytecodes a call (sys.settrace opcode count).
+        # after it, as the locked read did; working it out here from six fields cost more.
         wait = self._due_at - now
         return wait if wait > 0.0 else 0.0
 

@@ -44,97 +44,32 @@ import functools
 import logging
 import math
 import threading
-from collections.abc import Callable, Iterable, Mapping
-from typing import Protocol
+from collections.abc import Callable, Mapping
 
 from kafkaline.errors import (
     AuthenticationError,
-    DeliveryTimeoutError,
-    DuplicateSequenceNumberError,
-    IllegalStateError,
-    KafkaConnectionError,
     KafkaError,
-    MessageTooLargeError,
     ProducerClosedError,
-    ProtocolError,
     SenderFailedError,
-    error_for_code,
 )
-from kafkaline.net.cluster import BrokerNode, ClusterMetadata, TopicPartition
-from kafkaline.net.response import ClientResponse, OnComplete
+from kafkaline.net.cluster import ClusterMetadata, TopicPartition
+from kafkaline.net.response import ClientResponse
 from kafkaline.producer.accumulator import RecordAccumulator
 from kafkaline.producer.batch import ProducerBatch
+from kafkaline.producer.batch_outcomes import BatchOutcomes
 from kafkaline.producer.futures import mark_io_thread
 from kafkaline.producer.metrics import SenderCounters
-from kafkaline.producer.transactions.coordinator_requests import TxnRequestHandler
-from kafkaline.producer.transactions.idempotence import IdempotenceManager, leaves_outcome_unknown
+from kafkaline.producer.sender_client import SenderClient, SenderMetadata
+from kafkaline.producer.sender_requests import TransactionRequests
+from kafkaline.producer.transactions.idempotence import IdempotenceManager
 from kafkaline.producer.transactions.manager import TransactionManager
-from kafkaline.protocol import Request
 from kafkaline.protocol.api import ProduceResponse
-from kafkaline.protocol.api.init_producer_id import InitProducerIdResponse
-from kafkaline.protocol.api.produce import PartitionProduceResponse, new_produce_request
+from kafkaline.protocol.api.produce import new_produce_request
 from kafkaline.protocol.schema import Records
-from kafkaline.record.batch_format import BATCH_HEADER_SIZE
 
 __all__ = ["Sender", "SenderClient", "SenderMetadata"]
 
 _log = logging.getLogger(__name__)
-
-#: How often to look for a node to send InitProducerId to while none is ready.
-_NODE_RECHECK_MS = 50.0
-
-
-class SenderMetadata(Protocol):
-    """What the Sender uses of the client's metadata (:class:`~kafkaline.net.Metadata`)."""
-
-    @property
-    def cluster(self) -> ClusterMetadata: ...
-
-    def add_topic(self, topic: str, now: float) -> None: ...
-
-    def request_update(self) -> int: ...
-
-    def update_leaders(
-        self,
-        leaders: Mapping[TopicPartition, tuple[int, int]],
-        endpoints: Iterable[BrokerNode] = (),
-    ) -> bool: ...
-
-
-class SenderClient(Protocol):
-    """What the Sender uses of the network client (:class:`~kafkaline.net.NetworkClient`);
-    unit tests pass a fake."""
-
-    @property
-    def metadata(self) -> SenderMetadata: ...
-
-    def now(self) -> float: ...
-
-    def ready(self, node_id: int, now: float) -> bool: ...
-
-    def connection_delay(self, node_id: int, now: float) -> float: ...
-
-    def send(
-        self,
-        node_id: int,
-        request: Request,
-        on_complete: OnComplete | None = None,
-        now: float | None = None,
-        *,
-        version: int | None = None,
-    ) -> int: ...
-
-    def api_versions(self, node_id: int) -> Mapping[int, int]: ...
-
-    def poll(self, timeout_ms: float, now: float | None = None) -> list[ClientResponse]: ...
-
-    def in_flight_request_count(self, node_id: int | None = None) -> int: ...
-
-    def least_loaded_node(self, now: float) -> int | None: ...
-
-    def wakeup(self) -> None: ...
-
-    def close(self) -> list[ClientResponse]: ...
 
 
 class Sender:
@@ -186,9 +121,19 @@ class Sender:
         # Produce requests sent and not answered: a new producer id/epoch is asked for only
         # when none is left, so every batch it renumbers has its final answer.
         self._produce_requests_in_flight = 0
-        # Batches sent and not answered: they expire at delivery_timeout_ms too (Java's
-        # inFlightBatches); checked no sooner than the earliest expiry among them.
-        self._in_flight: set[ProducerBatch] = set()
+        self._outcomes = BatchOutcomes(
+            accumulator,
+            self._metadata,
+            self._counters,
+            transactions=transaction_manager,
+            guarantee_order=guarantee_message_order,
+            retries=retries,
+            on_reenqueued=self._reenqueued,
+            on_fatal=self._abort_on_fatal,
+        )
+        # Batches sent and not answered (the outcomes' set, which the drain adds to): they
+        # expire at delivery_timeout_ms too, checked no sooner than the earliest expiry.
+        self._in_flight = self._outcomes.in_flight
         self._in_flight_expiry_ms = math.inf
         # When a queued batch may first expire (see _expired_queued).
         self._queued_expiry_ms = -math.inf
@@ -197,6 +142,9 @@ class Sender:
         self._forced = False
         self._failure: SenderFailedError | None = None
         self._thread: threading.Thread | None = None
+        self._txn_requests = TransactionRequests(
+            client, self._metadata, accumulator, self._outcomes.fail_batch
+        )
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -218,6 +166,7 @@ class Sender:
     def force_close(self) -> None:
         """Forced close: stop at once; incomplete batches fail with ProducerClosedError."""
         self._forced = True
+        self._outcomes.forced = True
         self.initiate_close()
 
     def join(self, timeout: float | None = None) -> bool:
@@ -336,7 +285,7 @@ class Sender:
             if transactions.fatal_error is not None:
                 self._abort_on_fatal(transactions.fatal_error)
             if isinstance(transactions, TransactionManager):
-                txn_timeout = self._send_transactional_request(transactions, now)
+                txn_timeout = self._txn_requests.send_transactional_request(transactions, now)
             if transactions.needs_producer_id():
                 # Nothing is drained without an id (Java's maybeSendAndPollTransactionalRequest).
                 return min(self._wait_for_producer_id(transactions, now), txn_timeout)
@@ -348,39 +297,10 @@ class Sender:
                 self._metadata.add_topic(topic, now)
             self._metadata.request_update()
         # Records sent one at a time: every other pass has nothing ready (the one after the
-        # answer, before the caller's next send()), so the work below is skipped unless a
-        # node has a sendable batch (with the empty ready() and the comparisons below, the
-        # I/O thread's bytecodes per round trip ~5,280 -> ~5,120, sys.settrace opcode count).
+        # answer, before the caller's next send()), so draining is skipped then.
         drained: dict[int, list[ProducerBatch]] | None = None
-        timeout = self._delivery_timeout_ms
         if ready_nodes:
-            client = self._client
-            track_latency = accumulator.tracks_node_latency
-            for node in list(ready_nodes):
-                if client.ready(node, now):
-                    if track_latency:
-                        accumulator.update_node_latency_stats(node, now, True)
-                else:
-                    if track_latency:
-                        accumulator.update_node_latency_stats(node, now, False)
-                    ready_nodes.discard(node)
-                    delay = client.connection_delay(node, now)
-                    if delay < poll_timeout:
-                        poll_timeout = delay
-            if ready_nodes:
-                drained = accumulator.drain(cluster, ready_nodes, self._max_request_size, now)
-                in_flight = self._in_flight
-                mute = accumulator.mute if self._guarantee_order else None
-                earliest = math.inf
-                for batches in drained.values():
-                    for batch in batches:
-                        if mute is not None:
-                            mute(batch.topic_partition)
-                        in_flight.add(batch)
-                        if batch.created_ms < earliest:
-                            earliest = batch.created_ms
-                if earliest + timeout < self._in_flight_expiry_ms:
-                    self._in_flight_expiry_ms = earliest + timeout
+            drained, poll_timeout = self._drain_ready_nodes(cluster, ready_nodes, poll_timeout, now)
         if (
             transactions is not None
             and isinstance(transactions, TransactionManager)
@@ -388,12 +308,11 @@ class Sender:
         ):
             # The drain held back batches of partitions not yet in the transaction: add them
             # now, or this pass's poll could sleep with nothing else to wake it.
-            txn_timeout = min(txn_timeout, self._send_transactional_request(transactions, now))
+            txn_timeout = min(
+                txn_timeout, self._txn_requests.send_transactional_request(transactions, now)
+            )
         if now >= self._queued_expiry_ms or now >= self._in_flight_expiry_ms:
-            expired = self._expired_queued(now)
-            expired.extend(self._expired_in_flight(now))
-            for batch in expired:
-                self._fail_batch(batch, batch.delivery_timeout_error(timeout, now))
+            self._fail_expired(now)
         sent = False
         if drained is not None:
             for node, batches in drained.items():
@@ -412,14 +331,58 @@ class Sender:
             poll_timeout = delay
         if sent and accumulator.has_undrained():
             # More may be ready than one drain took (one batch per partition): come back at
-            # once, as Java does, but only if a batch is still queued (an append after this
-            # check makes a new batch, which wakes the poll anyway). Nodes at their in-flight
-            # limit were dropped above. (When nothing was drained, nothing more can be:
-            # partitions held back for sequence order wait for an answer, which ends the
-            # poll.) With the skip in ready(), fewer I/O-thread calls per round trip
-            # (see docs/performance.md, Notes moved from the code).
+            # once, as Java does, if a batch is still queued (a later append wakes the poll).
             poll_timeout = 0.0
         return poll_timeout if poll_timeout > 0.0 else 0.0
+
+    def _drain_ready_nodes(
+        self, cluster: ClusterMetadata, ready_nodes: set[int], poll_timeout: float, now: float
+    ) -> tuple[dict[int, list[ProducerBatch]] | None, float]:
+        """Drain the batches of the nodes the client is ready for (starting connections to
+        the others) and track them as in flight; also return the poll timeout, lowered to
+        the nearest reconnect."""
+        accumulator = self._accumulator
+        client = self._client
+        track_latency = accumulator.tracks_node_latency
+        for node in list(ready_nodes):
+            if client.ready(node, now):
+                if track_latency:
+                    accumulator.update_node_latency_stats(node, now, True)
+            else:
+                if track_latency:
+                    accumulator.update_node_latency_stats(node, now, False)
+                ready_nodes.discard(node)
+                delay = client.connection_delay(node, now)
+                if delay < poll_timeout:
+                    poll_timeout = delay
+        if not ready_nodes:
+            return None, poll_timeout
+        drained = accumulator.drain(cluster, ready_nodes, self._max_request_size, now)
+        in_flight = self._in_flight
+        mute = accumulator.mute if self._guarantee_order else None
+        earliest = math.inf
+        for batches in drained.values():
+            for batch in batches:
+                if mute is not None:
+                    mute(batch.topic_partition)
+                in_flight.add(batch)
+                if batch.created_ms < earliest:
+                    earliest = batch.created_ms
+        expiry = earliest + self._delivery_timeout_ms
+        if expiry < self._in_flight_expiry_ms:
+            self._in_flight_expiry_ms = expiry
+        return drained, poll_timeout
+
+    def _reenqueued(self, batch: ProducerBatch) -> None:
+        # Back in the queue with its old creation time: it may expire before the next scan.
+        self._queued_expiry_ms = min(
+            self._queued_expiry_ms, batch.created_ms + self._delivery_timeout_ms
+        )
+
+    def _warn_unrequested(self, node_id: int, topic: str, partition: int) -> None:
+        _log.warning(
+            "node %d answered for %s-%d, which was not in the request", node_id, topic, partition
+        )
 
     # ------------------------------------------------------------------ idempotence
 
@@ -428,109 +391,13 @@ class Sender:
         timeout = (
             math.inf
             if self._produce_requests_in_flight
-            else self._send_init_producer_id(transactions, now)
+            else self._txn_requests.send_init_producer_id(transactions, now)
         )
-        for batch in self._expired_queued(now) + self._expired_in_flight(now):
-            self._fail_batch(batch, batch.delivery_timeout_error(self._delivery_timeout_ms, now))
+        self._fail_expired(now)
         return max(
             0.0,
             min(timeout, self._queued_expiry_ms - now, self._in_flight_expiry_ms - now),
         )
-
-    def _send_transactional_request(self, transactions: TransactionManager, now: float) -> float:
-        """Send the transaction's next request (one at a time, as Java does) to its
-        coordinator, or FindCoordinator to the least loaded node; return how long to poll."""
-        handler, wait = transactions.next_request(now)
-        if handler is None:
-            return wait
-        client = self._client
-        if handler.coordinator_type is None:
-            node = client.least_loaded_node(now)
-        else:
-            node = transactions.coordinator_for(handler)
-            if node is None:
-                return 0.0  # FindCoordinator was queued before it: send that now
-        try:
-            ready = node is not None and client.ready(node, now)
-        except IllegalStateError:
-            # The coordinator FindCoordinator named is not in our metadata yet.
-            self._metadata.request_update()
-            return _NODE_RECHECK_MS
-        if node is None or not ready:
-            delay = client.connection_delay(node, now) if node is not None else math.inf
-            return min(delay, _NODE_RECHECK_MS)
-        request = handler.build_request()
-        version = None
-        if handler.max_version is not None:
-            # AddPartitionsToTxn v4+ is the broker-to-broker form: cap what we would choose.
-            chosen = client.api_versions(node).get(request.API_KEY, handler.max_version)
-            version = min(chosen, handler.max_version)
-        transactions.request_sent(handler)
-        on_complete = functools.partial(self._handle_transactional_response, handler)
-        try:
-            client.send(node, request, on_complete, now, version=version)
-        except KafkaError as error:
-            transactions.request_completed(handler, None, error, -1, now)
-        return 0.0
-
-    def _handle_transactional_response(
-        self, handler: TxnRequestHandler, response: ClientResponse
-    ) -> None:
-        handler.manager.request_completed(
-            handler,
-            response.response,
-            response.error,
-            response.api_version,
-            response.completed_at_ms,
-        )
-
-    def _send_init_producer_id(self, transactions: IdempotenceManager, now: float) -> float:
-        """Send InitProducerId to the least loaded node when due; return how long to poll."""
-        due_in = transactions.init_producer_id_due_in(now)
-        if due_in is None:
-            return math.inf  # in flight (its answer ends the poll) or not needed
-        if due_in > 0:
-            return due_in
-        client = self._client
-        node = client.least_loaded_node(now)
-        if node is None or not client.ready(node, now):
-            # ready() starts connecting; look again when it may have connected (the poll
-            # is not woken by a connection that completes without a request on it).
-            delay = client.connection_delay(node, now) if node is not None else math.inf
-            return min(delay, _NODE_RECHECK_MS)
-        request = transactions.init_producer_id_request()
-        try:
-            client.send(node, request, self._handle_init_producer_id, now)
-        except KafkaError as error:
-            transactions.handle_init_producer_id(error, -1, -1, -1, now)
-            return 0.0
-        return math.inf
-
-    def _handle_init_producer_id(self, response: ClientResponse) -> None:
-        transactions = self._transactions
-        if transactions is None:  # pragma: no cover - only sent with idempotence
-            return
-        now = response.completed_at_ms
-        error = response.error
-        if error is not None or response.response is None:
-            transactions.handle_init_producer_id(
-                error or ProtocolError("InitProducerId got no answer"), -1, -1, -1, now
-            )
-            return
-        answer = response.response_as(InitProducerIdResponse)
-        broker_error = (
-            error_for_code(answer.error_code)(f"InitProducerId at node {response.node_id}")
-            if answer.error_code
-            else None
-        )
-        to_fail = transactions.handle_init_producer_id(
-            broker_error, answer.producer_id, answer.producer_epoch, response.api_version, now
-        )
-        for batch, outcome_unknown in to_fail:
-            # Queued for a retry it must not get: it fails before any batch under the new id
-            # is drained.
-            self._accumulator.remove_queued(batch)
-            self._fail_batch(batch, outcome_unknown)
 
     def _abort_on_fatal(self, error: KafkaError) -> None:
         if self._fatal_handled:
@@ -540,13 +407,17 @@ class Sender:
         self._accumulator.abort_incomplete_batches(error)
         self._in_flight.clear()
 
+    def _fail_expired(self, now: float) -> None:
+        timeout = self._delivery_timeout_ms
+        for batch in self._expired_queued(now) + self._expired_in_flight(now):
+            self._outcomes.fail_batch(batch, batch.delivery_timeout_error(timeout, now))
+
     def _expired_queued(self, now: float) -> list[ProducerBatch]:
         # Scanning every queue takes every queue's lock, and an appending thread that meets
-        # one held (the GIL switched away inside it) waits for a GIL hand-over: py-spy put
-        # ~15% of the send() thread's samples on lock.acquire with a scan per pass, ~9%
-        # without (benchmarks/simple_loop.py workload). So scan only when a batch can have
-        # expired: the oldest queued batch's expiry, or a timeout after the last scan for
-        # batches created since (re-enqueued ones lower the bound, see _reenqueued).
+        # one held waits for a GIL hand-over (docs/performance.md, Notes moved from the
+        # code). So scan only when a batch can have expired: the oldest queued batch's
+        # expiry, or a timeout after the last scan for batches created since (re-enqueued
+        # ones lower the bound, see _reenqueued).
         if now < self._queued_expiry_ms:
             return []
         expired = self._accumulator.expired_batches(now)
@@ -618,7 +489,7 @@ class Sender:
             # the version cannot encode): its batches fail or retry like an answered error.
             _log.warning("could not send a produce request to node %d: %s", node, error)
             for batch in by_partition.values():
-                self._complete_with_error(batch, error, now)
+                self._outcomes.complete_with_error(batch, error, now)
             return
         self._produce_requests_in_flight += 1
         counters = self._counters
@@ -646,28 +517,15 @@ class Sender:
             throttle_ms=float(produce.throttle_time_ms) if produce is not None else 0.0,
         )
         if error is not None:
-            _log.warning(
-                "produce request to node %d failed (%s) for %s",
-                response.node_id,
-                error,
-                ", ".join(f"{tp.topic}-{tp.partition}" for tp in batches),
-            )
-            transactions = self._transactions
-            for batch in batches.values():
-                if transactions is not None:
-                    # The request may have been written before the connection went.
-                    transactions.note_unknown_outcome(batch, error)
-                self._complete_with_error(batch, error, now)
+            self._outcomes.fail_request(batches, error, response)
             return
         if produce is None:  # acks=0: written to the socket, no answer will come
             for batch in batches.values():
-                self._complete(batch, -1, -1)
+                self._outcomes.complete(batch, -1, -1)
             return
-        # The bulk paths send hundreds of records per batch and several batches per request, and the
-        # I/O thread's cost there is mostly Python calls per batch and per request (see
-        # docs/performance.md, Notes moved from the code): this loop and _complete keep to few of
-        # them. A plain (topic, partition) tuple finds the TopicPartition key (a named tuple: same
-        # hash and equality) without building one per answer.
+        # The I/O thread's cost is mostly Python calls per batch (docs/performance.md): this
+        # loop keeps to few. A (topic, partition) tuple finds the TopicPartition key (a named
+        # tuple: same hash and equality) without building one per answer.
         pending: dict[tuple[str, int], ProducerBatch] = dict(batches.items())
         # Successes are completed here (Sender._complete written out) and their memory given
         # back in one go after the loop: a topic of thousands of partitions answers for a
@@ -683,12 +541,7 @@ class Sender:
                 for answer in topic_response.partition_responses:
                     found = pending.pop((name, answer.index), None)
                     if found is None:
-                        _log.warning(
-                            "node %d answered for %s-%d, which was not in the request",
-                            response.node_id,
-                            name,
-                            answer.index,
-                        )
+                        self._warn_unrequested(response.node_id, name, answer.index)
                         continue
                     if answer.error_code == 0:
                         in_flight.discard(found)
@@ -699,200 +552,9 @@ class Sender:
                         if unmute is not None:
                             unmute(found.topic_partition)
                         continue
-                    broker_error, record_errors = _partition_error(found.topic_partition, answer)
-                    if transactions is not None and leaves_outcome_unknown(broker_error):
-                        transactions.note_unknown_outcome(found, broker_error)
-                    moved = answer.current_leader.leader_id >= 0 and self._take_leader_hint(
-                        found.topic_partition, answer, produce
-                    )
-                    self._complete_with_error(found, broker_error, now, record_errors)
-                    if moved:
-                        # The retry goes to the new leader: no backoff (KIP-951).
-                        found.skip_retry_backoff()
+                    self._outcomes.handle_partition_error(found, answer, produce, now)
         finally:
             if succeeded:
                 accumulator.deallocate_batches(succeeded)
-        for batch in pending.values():
-            self._fail_batch(
-                batch,
-                ProtocolError(
-                    f"the produce response from node {response.node_id} did not answer for "
-                    f"{batch.topic}-{batch.partition}"
-                ),
-            )
-            self._unmute(batch)
-
-    def _take_leader_hint(
-        self, tp: TopicPartition, answer: PartitionProduceResponse, produce: ProduceResponse
-    ) -> bool:
-        """Install the new leader a NOT_LEADER_OR_FOLLOWER answer named (Produce v10+,
-        KIP-951), so the retry goes there without waiting for a metadata refresh. Returns
-        whether the leader changed."""
-        hint = answer.current_leader
-        endpoints = [
-            BrokerNode(node.node_id, node.host, node.port, node.rack)
-            for node in produce.node_endpoints
-        ]
-        moved = self._metadata.update_leaders({tp: (hint.leader_id, hint.leader_epoch)}, endpoints)
-        if moved:
-            _log.info(
-                "%s-%d: leader moved to node %d (epoch %d), from the broker's hint",
-                tp.topic,
-                tp.partition,
-                hint.leader_id,
-                hint.leader_epoch,
-            )
-        return moved
-
-    # ------------------------------------------------------------------ outcomes
-
-    def _complete(self, batch: ProducerBatch, base_offset: int, log_append_time: int) -> None:
-        self._in_flight.discard(batch)
-        if self._transactions is not None and batch.result.state is None:
-            self._transactions.handle_completed_batch(batch)
-        self._accumulator.complete_batch(batch, base_offset, log_append_time)
-        if self._guarantee_order:  # _unmute(), written out: once per batch
-            self._accumulator.unmute(batch.topic_partition)
-
-    def _complete_with_error(
-        self,
-        batch: ProducerBatch,
-        error: KafkaError,
-        now: float,
-        record_errors: dict[int, Exception] | None = None,
-    ) -> None:
-        self._in_flight.discard(batch)
-        tp = batch.topic_partition
-        transactions = self._transactions
-        if batch.final_state is not None:
-            pass  # expired or aborted while in flight: this late answer changes nothing
-        elif transactions is not None and isinstance(error, DuplicateSequenceNumberError):
-            # The broker has this batch already (an earlier try was written): a success
-            # whose offset it does not say, as in Java.
-            producer_id, epoch = batch.producer_id_and_epoch
-            _log.info(
-                "%s-%d: duplicate of a batch already written (producer id %d, epoch %d, "
-                "sequence %d, %d records)",
-                tp.topic,
-                tp.partition,
-                producer_id,
-                epoch,
-                batch.base_sequence,
-                batch.record_count,
-            )
-            self._complete(batch, -1, -1)
-            return
-        elif transactions is not None and transactions.error_is_fatal(error):
-            fatal = type(error)(
-                f"{error} (fatal: the broker fenced this idempotent producer's id/epoch; "
-                "every pending record fails and the producer cannot send any more: close it "
-                "and create a new one)"
-            )
-            fatal.__cause__ = error
-            # Fatal first, then the batch: a thread woken by this batch's future must find
-            # the producer fenced already, not in the abortable state failing it would set.
-            transactions.transition_to_fatal(fatal)
-            self._fail_batch(batch, fatal, record_errors)
-            self._abort_on_fatal(fatal)
-        elif isinstance(error, MessageTooLargeError) and batch.record_count > 1:
-            # Halves, not batch_size: a batch no larger than batch_size would come back
-            # whole and be refused again until it expired (Java's behaviour). Halving ends
-            # with one-record batches, which then fail with the broker's named error.
-            half = BATCH_HEADER_SIZE + (batch.estimated_size_in_bytes - BATCH_HEADER_SIZE) // 2
-            parts = self._accumulator.split_and_reenqueue(batch, half)
-            self._reenqueued(batch)
-            self._counters.batch_splits += 1
-            _log.info(
-                "split a batch of %d records for %s-%d into %d after MESSAGE_TOO_LARGE",
-                batch.record_count,
-                tp.topic,
-                tp.partition,
-                parts,
-            )
-        elif self._can_retry(batch, error, now):
-            _log.warning(
-                "retrying a batch of %d records for %s-%d (attempt %d) after: %s",
-                batch.record_count,
-                tp.topic,
-                tp.partition,
-                batch.attempts + 1,
-                error,
-            )
-            self._accumulator.reenqueue(batch, now)
-            self._reenqueued(batch)
-            self._counters.records_retried += batch.record_count
-        else:
-            final: Exception = error
-            if error.retriable and batch.has_reached_delivery_timeout(
-                self._delivery_timeout_ms, now
-            ):
-                final = batch.delivery_timeout_error(self._delivery_timeout_ms, now)
-                final.__cause__ = error
-            self._fail_batch(batch, final, record_errors)
-        if isinstance(error, KafkaConnectionError) or getattr(error, "invalid_metadata", False):
-            self._metadata.request_update()
-        self._unmute(batch)
-
-    def _reenqueued(self, batch: ProducerBatch) -> None:
-        # Back in the queue with its old creation time: it may expire before the next scan.
-        self._queued_expiry_ms = min(
-            self._queued_expiry_ms, batch.created_ms + self._delivery_timeout_ms
-        )
-
-    def _can_retry(self, batch: ProducerBatch, error: KafkaError, now: float) -> bool:
-        if self._transactions is not None and batch.has_sequence:
-            # Sequence errors: retried after an epoch bump, or not (see IdempotenceManager).
-            retriable = self._transactions.can_retry(batch, error)
-        else:
-            retriable = error.retriable
-        return (
-            retriable
-            and batch.attempts < self._retries
-            and not batch.has_reached_delivery_timeout(self._delivery_timeout_ms, now)
-            and not self._forced
-        )
-
-    def _fail_batch(
-        self,
-        batch: ProducerBatch,
-        error: Exception,
-        record_errors: dict[int, Exception] | None = None,
-    ) -> None:
-        self._in_flight.discard(batch)
-        if self._transactions is not None and batch.final_state is None:
-            self._transactions.handle_failed_batch(batch, error)
-        if self._accumulator.fail_batch(batch, error, record_errors):
-            self._counters.records_errored += batch.record_count
-            log = _log.debug if isinstance(error, DeliveryTimeoutError) else _log.warning
-            log(
-                "%d record(s) for %s-%d failed: %s",
-                batch.record_count,
-                batch.topic,
-                batch.partition,
-                error,
-            )
-
-    def _unmute(self, batch: ProducerBatch) -> None:
-        if self._guarantee_order:
-            self._accumulator.unmute(batch.topic_partition)
-
-
-def _partition_error(
-    tp: TopicPartition, answer: PartitionProduceResponse
-) -> tuple[KafkaError, dict[int, Exception] | None]:
-    """The broker's named error for a partition, its message naming the topic-partition, and
-    the per-record errors it listed (KIP-467)."""
-    detail = f"producing to {tp.topic}-{tp.partition}"
-    if answer.error_message:
-        detail += f": {answer.error_message}"
-    error_class = error_for_code(answer.error_code)
-    record_errors: dict[int, Exception] | None = None
-    if answer.record_errors:
-        record_errors = {
-            item.batch_index: error_class(
-                f"{detail} (record {item.batch_index}: "
-                f"{item.batch_index_error_message or 'invalid'})"
-            )
-            for item in answer.record_errors
-        }
-    return error_class(detail), record_errors
+        if pending:
+            self._outcomes.fail_unanswered(pending.values(), response.node_id)

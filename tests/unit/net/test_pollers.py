@@ -11,14 +11,14 @@ from typing import cast
 
 import pytest
 
-from kafkaline.net import client as client_module
+from kafkaline.net import poller as poller_module
 from kafkaline.net.connection import BrokerConnection
 
-_POLLERS: list[type[client_module._EpollPoller | client_module._SelectorPoller]] = [
-    client_module._SelectorPoller
+_POLLERS: list[type[poller_module.EpollPoller | poller_module.SelectorPoller]] = [
+    poller_module.SelectorPoller
 ]
-if client_module._HAS_EPOLL:
-    _POLLERS.append(client_module._EpollPoller)
+if poller_module.HAS_EPOLL:
+    _POLLERS.append(poller_module.EpollPoller)
 
 # Stand-ins for connections: the pollers only hand them back.
 A = cast(BrokerConnection, object())
@@ -28,7 +28,7 @@ B = cast(BrokerConnection, object())
 @pytest.fixture(params=_POLLERS, ids=lambda kind: kind.__name__)
 def poller(
     request: pytest.FixtureRequest,
-) -> Iterator[client_module._EpollPoller | client_module._SelectorPoller]:
+) -> Iterator[poller_module.EpollPoller | poller_module.SelectorPoller]:
     made = request.param()
     yield made
     made.close()
@@ -45,7 +45,7 @@ def pair() -> Iterator[tuple[socket.socket, socket.socket]]:
 
 
 def test_readable_and_writable_sockets_are_reported_with_their_connections(
-    poller: client_module._EpollPoller | client_module._SelectorPoller,
+    poller: poller_module.EpollPoller | poller_module.SelectorPoller,
     pair: tuple[socket.socket, socket.socket],
 ) -> None:
     left, right = pair
@@ -62,7 +62,7 @@ def test_readable_and_writable_sockets_are_reported_with_their_connections(
 
 
 def test_a_peer_that_hung_up_makes_the_socket_readable(
-    poller: client_module._EpollPoller | client_module._SelectorPoller,
+    poller: poller_module.EpollPoller | poller_module.SelectorPoller,
     pair: tuple[socket.socket, socket.socket],
 ) -> None:
     left, right = pair
@@ -72,7 +72,7 @@ def test_a_peer_that_hung_up_makes_the_socket_readable(
 
 
 def test_a_closed_socket_can_be_unregistered_and_its_number_reused(
-    poller: client_module._EpollPoller | client_module._SelectorPoller,
+    poller: poller_module.EpollPoller | poller_module.SelectorPoller,
 ) -> None:
     first, other = socket.socketpair()
     fd = first.fileno()
@@ -90,7 +90,7 @@ def test_a_closed_socket_can_be_unregistered_and_its_number_reused(
 
 
 def test_registering_a_descriptor_twice_is_refused(
-    poller: client_module._EpollPoller | client_module._SelectorPoller,
+    poller: poller_module.EpollPoller | poller_module.SelectorPoller,
     pair: tuple[socket.socket, socket.socket],
 ) -> None:
     left, _ = pair

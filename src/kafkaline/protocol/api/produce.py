@@ -169,51 +169,69 @@ def _read_count(view: bytes | memoryview, pos: int) -> tuple[int, int]:
     return -1, pos
 
 
+def _decode_usual_partitions(
+    view: bytes | memoryview, pos: int, partition_count: int
+) -> tuple[list[PartitionProduceResponse], int] | None:
+    """A topic's ``partition_count`` partition answers in their usual shape from ``pos``, and
+    the position after them; None for any other shape (IndexError/struct.error propagate
+    to the caller, which treats them alike)."""
+    unpack_partition = _PARTITION_FIXED.unpack_from
+    fixed_size = _PARTITION_FIXED.size
+    partitions: list[PartitionProduceResponse] = []
+    # One default current_leader per answer, shared by its partitions: equal to one
+    # each, and a topic of thousands of partitions makes thousands fewer objects.
+    leader = _new_object(LeaderIdAndEpoch)  # the tagged field's default
+    leader.leader_id = -1
+    leader.leader_epoch = -1
+    for _ in range(partition_count):
+        index, error_code, base_offset, log_append_time, log_start_offset = unpack_partition(
+            view, pos
+        )
+        pos += fixed_size
+        if view[pos : pos + 3] != _PARTITION_USUAL_TAIL:
+            return None
+        pos += 3
+        partition = _new_object(PartitionProduceResponse)
+        partition.index = index
+        partition.error_code = error_code
+        partition.base_offset = base_offset
+        partition.log_append_time_ms = log_append_time
+        partition.log_start_offset = log_start_offset
+        partition.record_errors = []
+        partition.error_message = None
+        partition.current_leader = leader
+        partitions.append(partition)
+    return partitions, pos
+
+
 def _decode_usual_flexible(data: Buffer) -> ProduceResponse | None:
     """A v9+ ProduceResponse in its usual shape (see ProduceResponse.decode), or None when
     the body has any other shape or is malformed (the generic decoder then decides)."""
     view = data if isinstance(data, bytes) else memoryview(data).cast("B")
-    unpack_partition = _PARTITION_FIXED.unpack_from
-    fixed_size = _PARTITION_FIXED.size
     try:
         end = len(view)
-        topic_count, pos = _read_count(view, 0)
+        # Counts and lengths under 127 are one byte: read here, not by _read_count (a call
+        # less each, three per response).
+        first = view[0]
+        topic_count, pos = (first - 1, 1) if first < 0x80 else _read_count(view, 0)
         if topic_count < 0:
             return None
         topics: list[TopicProduceResponse] = []
         for _ in range(topic_count):
-            name_size, pos = _read_count(view, pos)
+            first = view[pos]
+            name_size, pos = (first - 1, pos + 1) if first < 0x80 else _read_count(view, pos)
             if name_size < 0 or pos + name_size > end:
                 return None
             name = str(view[pos : pos + name_size], "utf-8")
             pos += name_size
-            partition_count, pos = _read_count(view, pos)
+            first = view[pos]
+            partition_count, pos = (first - 1, pos + 1) if first < 0x80 else _read_count(view, pos)
             if partition_count < 0:
                 return None
-            partitions: list[PartitionProduceResponse] = []
-            # One default current_leader per answer, shared by its partitions: equal to one
-            # each, and a topic of thousands of partitions makes thousands fewer objects.
-            leader = _new_object(LeaderIdAndEpoch)  # the tagged field's default
-            leader.leader_id = -1
-            leader.leader_epoch = -1
-            for _ in range(partition_count):
-                index, error_code, base_offset, log_append_time, log_start_offset = (
-                    unpack_partition(view, pos)
-                )
-                pos += fixed_size
-                if view[pos : pos + 3] != _PARTITION_USUAL_TAIL:
-                    return None
-                pos += 3
-                partition = _new_object(PartitionProduceResponse)
-                partition.index = index
-                partition.error_code = error_code
-                partition.base_offset = base_offset
-                partition.log_append_time_ms = log_append_time
-                partition.log_start_offset = log_start_offset
-                partition.record_errors = []
-                partition.error_message = None
-                partition.current_leader = leader
-                partitions.append(partition)
+            decoded = _decode_usual_partitions(view, pos, partition_count)
+            if decoded is None:
+                return None
+            partitions, pos = decoded
             if view[pos] != 0:  # the topic's tagged fields
                 return None
             pos += 1
@@ -326,8 +344,8 @@ class _UsualFlexibleRequestWriter:
     """Writes a v9+ ProduceRequest body without a transactional id (every request of a
     non-transactional producer), by hand; anything else, or a value it cannot
     write, goes to the generic encoder, which names the problem. Both write the same bytes
-    (a test checks). The generic walk is ~30 Python calls per request, once per round trip
-    for records sent one at a time (see docs/performance.md, Notes moved from the code)."""
+    (a test checks). The generic walk costs many Python calls per request, once per round
+    trip for records sent one at a time (see docs/performance.md)."""
 
     __slots__ = ("_generic", "_write_records")
 
@@ -340,10 +358,8 @@ class _UsualFlexibleRequestWriter:
         """Append the body of ``request`` to ``out``."""
         # Written straight into the frame in one pass; if the request turns out not to be of
         # the usual shape (or has a value only the generic encoder can name), what was
-        # written is taken back and the generic encoder writes it all. Records sent one at a
-        # time and each waited for (linger 0): an intermediate encoding and the generic
-        # records writer were ~370 of the I/O thread's ~5,370 bytecodes per round trip
-        # (sys.settrace opcode count), this is ~220.
+        # written is taken back and the generic encoder writes it all (no intermediate
+        # encoding, no generic records writer: see docs/performance.md).
         start = len(out)
         deferred = out.deferred if type(out) is ScatterFrame else None
         deferred_count = 0 if deferred is None else len(deferred)
@@ -352,6 +368,46 @@ class _UsualFlexibleRequestWriter:
             if deferred is not None:
                 del deferred[deferred_count:]
             self._generic.write(out, request)  # raises the EncodeError naming the field
+
+
+def _write_usual_partitions(
+    out: bytearray,
+    partitions: Sequence[PartitionProduceData],
+    deferred: list[tuple[int, Buffer]] | None,
+    write_records: WriteFn,
+) -> bool:
+    """A topic's partitions of a usual v9+ request body (see _write_usual); False if one
+    is not of the usual shape. Its callers catch what it raises for a bad value."""
+    for partition in partitions:
+        records = partition.records
+        if not isinstance(records, (bytes, bytearray)):
+            if not isinstance(records, memoryview):
+                return False  # null records (or not bytes): the generic way
+            out += _INT32.pack(partition.index)
+            # A view (its size in bytes may not be its len()): the generic
+            # encoder's own writer for the records field.
+            write_records(out, records)
+            out.append(0)  # the partition's tagged fields
+            continue
+        out += _INT32.pack(partition.index)
+        size = len(records)
+        # A batch the frame references rather than copies (see ScatterFrame): its
+        # compact length, then its place.
+        if size < 0x7F:
+            out.append(size + 1)
+        elif size < 0x3FFF:  # two varint bytes (batches up to 16 KiB)
+            out.append(((size + 1) & 0x7F) | 0x80)
+            out.append((size + 1) >> 7)
+        else:
+            if size >= _MAX_COMPACT_RECORDS:
+                return False
+            write_unsigned_varint(out, size + 1)
+        if deferred is not None and size >= SCATTER_MIN_BYTES:
+            deferred.append((len(out), records))
+        else:
+            out += records
+        out.append(0)  # the partition's tagged fields
+    return True
 
 
 def _write_usual(
@@ -368,44 +424,30 @@ def _write_usual(
             return False
         # transactional_id null (0), acks, timeout_ms, the topic count + 1.
         out += _HEAD.pack(0, request.acks, request.timeout_ms)
-        write_unsigned_varint(out, len(topics) + 1)
+        count = len(topics) + 1
+        # One-byte counts appended here, the rest by write_unsigned_varint (a call less).
+        if count < 0x80:
+            out.append(count)
+        else:
+            write_unsigned_varint(out, count)
         for topic in topics:
             name = topic.name.encode("utf-8")
             partitions = topic.partition_data
             if not isinstance(partitions, (list, tuple)):
                 return False
-            write_unsigned_varint(out, len(name) + 1)
+            count = len(name) + 1
+            if count < 0x80:
+                out.append(count)
+            else:
+                write_unsigned_varint(out, count)
             out += name
-            write_unsigned_varint(out, len(partitions) + 1)
-            for partition in partitions:
-                records = partition.records
-                if not isinstance(records, (bytes, bytearray)):
-                    if not isinstance(records, memoryview):
-                        return False  # null records (or not bytes): the generic way
-                    out += _INT32.pack(partition.index)
-                    # A view (its size in bytes may not be its len()): the generic
-                    # encoder's own writer for the records field.
-                    write_records(out, records)
-                    out.append(0)  # the partition's tagged fields
-                    continue
-                out += _INT32.pack(partition.index)
-                size = len(records)
-                # A batch the frame references rather than copies (see ScatterFrame): its
-                # compact length, then its place.
-                if size < 0x7F:
-                    out.append(size + 1)
-                elif size < 0x3FFF:  # two varint bytes (batches up to 16 KiB)
-                    out.append(((size + 1) & 0x7F) | 0x80)
-                    out.append((size + 1) >> 7)
-                else:
-                    if size >= _MAX_COMPACT_RECORDS:
-                        return False
-                    write_unsigned_varint(out, size + 1)
-                if deferred is not None and size >= SCATTER_MIN_BYTES:
-                    deferred.append((len(out), records))
-                else:
-                    out += records
-                out.append(0)  # the partition's tagged fields
+            count = len(partitions) + 1
+            if count < 0x80:
+                out.append(count)
+            else:
+                write_unsigned_varint(out, count)
+            if not _write_usual_partitions(out, partitions, deferred, write_records):
+                return False
             out.append(0)  # the topic's tagged fields
         out.append(0)  # the request's tagged fields
     except (AttributeError, TypeError, struct.error, UnicodeError, EncodeError):

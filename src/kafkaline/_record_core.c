@@ -1326,6 +1326,178 @@ static PyTypeObject BuilderType = {
     .tp_as_sequence = &Builder_as_sequence,
 };
 
+/* ------------------------------------------------------------------------------ QueueLock */
+
+/* A partition queue's lock: threading.Lock's interface (acquire, release, locked, `with`), so
+ * the accumulator's Python takes it as any lock, and OpenBatchSender takes it with
+ * PyThread_acquire_lock instead of calling its methods. Like threading.Lock it is not owned
+ * by a thread, and a copy in a child made by os.fork() keeps the state it had at the fork. */
+typedef struct {
+    PyObject_HEAD
+    PyThread_type_lock lock;
+    char locked;
+} QueueLock;
+
+static PyObject *
+QueueLock_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    if (PyTuple_GET_SIZE(args) || (kwds != NULL && PyDict_GET_SIZE(kwds))) {
+        PyErr_SetString(PyExc_TypeError, "QueueLock() takes no arguments");
+        return NULL;
+    }
+    QueueLock *self = (QueueLock *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->lock = PyThread_allocate_lock();
+    if (self->lock == NULL) {
+        Py_DECREF(self);
+        PyErr_SetString(PyExc_MemoryError, "cannot allocate a lock");
+        return NULL;
+    }
+    return (PyObject *)self;
+}
+
+static void
+QueueLock_dealloc(QueueLock *self)
+{
+    if (self->lock != NULL) {
+        if (self->locked)
+            PyThread_release_lock(self->lock);
+        PyThread_free_lock(self->lock);
+    }
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static inline double
+monotonic_seconds(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+}
+
+/* Takes the lock, waiting up to timeout seconds (< 0: forever) with the GIL released and
+ * running signal handlers when a signal interrupts the wait, as threading.Lock does:
+ * 1 taken, 0 timed out, -1 with an exception set (a signal handler raised). */
+static int
+queue_lock_take(QueueLock *self, double timeout)
+{
+    if (PyThread_acquire_lock_timed(self->lock, 0, 0) == PY_LOCK_ACQUIRED) {
+        self->locked = 1;
+        return 1;
+    }
+    if (timeout == 0)
+        return 0;
+    double deadline = timeout > 0 ? monotonic_seconds() + timeout : 0;
+    for (;;) {
+        PY_TIMEOUT_T wait = -1;
+        if (timeout > 0) {
+            double left = deadline - monotonic_seconds();
+            if (left <= 0)
+                return 0;
+            wait = (PY_TIMEOUT_T)(left * 1e6);
+        }
+        PyLockStatus r;
+        Py_BEGIN_ALLOW_THREADS
+        r = PyThread_acquire_lock_timed(self->lock, wait, 1);
+        Py_END_ALLOW_THREADS
+        if (r == PY_LOCK_ACQUIRED) {
+            self->locked = 1;
+            return 1;
+        }
+        if (r == PY_LOCK_FAILURE)
+            return 0;
+        if (Py_MakePendingCalls() < 0)
+            return -1;
+    }
+}
+
+static PyObject *
+QueueLock_acquire(QueueLock *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"blocking", "timeout", NULL};
+    int blocking = 1;
+    double timeout = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|pd:acquire", kwlist, &blocking, &timeout))
+        return NULL;
+    if (!blocking && timeout != -1) {
+        PyErr_SetString(PyExc_ValueError, "can't specify a timeout for a non-blocking call");
+        return NULL;
+    }
+    if (timeout < 0 && timeout != -1) {
+        PyErr_SetString(PyExc_ValueError, "timeout value must be a non-negative number");
+        return NULL;
+    }
+    int rc = queue_lock_take(self, blocking ? timeout : 0);
+    if (rc < 0)
+        return NULL;
+    return PyBool_FromLong(rc);
+}
+
+static PyObject *
+QueueLock_enter(QueueLock *self, PyObject *Py_UNUSED(ignored))
+{
+    int rc = queue_lock_take(self, -1);
+    if (rc < 0)
+        return NULL;
+    return PyBool_FromLong(rc);
+}
+
+static PyObject *
+QueueLock_release(QueueLock *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!self->locked) {
+        PyErr_SetString(PyExc_RuntimeError, "release unlocked lock");
+        return NULL;
+    }
+    self->locked = 0;
+    PyThread_release_lock(self->lock);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+QueueLock_exit(QueueLock *self, PyObject *const *Py_UNUSED(args), Py_ssize_t Py_UNUSED(nargs))
+{
+    return QueueLock_release(self, NULL);
+}
+
+static PyObject *
+QueueLock_locked(QueueLock *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyBool_FromLong(self->locked);
+}
+
+static PyObject *
+QueueLock_repr(QueueLock *self)
+{
+    return PyUnicode_FromFormat("<%s QueueLock object at %p>",
+                                self->locked ? "locked" : "unlocked", self);
+}
+
+static PyMethodDef QueueLock_methods[] = {
+    {"acquire", (PyCFunction)(void (*)(void))QueueLock_acquire, METH_VARARGS | METH_KEYWORDS,
+     "acquire(blocking=True, timeout=-1): take the lock, as threading.Lock.acquire()."},
+    {"release", (PyCFunction)QueueLock_release, METH_NOARGS, "Release the lock."},
+    {"locked", (PyCFunction)QueueLock_locked, METH_NOARGS, "Whether the lock is held."},
+    {"__enter__", (PyCFunction)QueueLock_enter, METH_NOARGS, "Take the lock."},
+    {"__exit__", (PyCFunction)(void (*)(void))QueueLock_exit, METH_FASTCALL,
+     "Release the lock."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject QueueLockType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kafkaline._record_core.QueueLock",
+    .tp_doc = "A partition queue's lock, threading.Lock's interface; the compiled send() takes "
+              "it without calling Python.",
+    .tp_basicsize = sizeof(QueueLock),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = QueueLock_new,
+    .tp_dealloc = (destructor)QueueLock_dealloc,
+    .tp_repr = (reprfunc)QueueLock_repr,
+    .tp_methods = QueueLock_methods,
+};
+
 /* ---------------------------------------------------------------- OpenBatchSender */
 
 /* Producer.send()'s common case in one call: sender(topic, value, key, headers, partition,
@@ -1495,6 +1667,14 @@ Sender_set_counts(Sender *self, PyObject *value, void *Py_UNUSED(c))
 static int
 call_lock(Sender *self, PyObject *lock, int acquire)
 {
+    if (Py_IS_TYPE(lock, &QueueLockType)) {
+        QueueLock *q = (QueueLock *)lock;
+        if (acquire)
+            return queue_lock_take(q, -1) < 0 ? -1 : 0;
+        q->locked = 0; /* taken above by this call, so held */
+        PyThread_release_lock(q->lock);
+        return 0;
+    }
     if (Py_TYPE(lock) != self->lock_type) {
         PyObject *type = (PyObject *)Py_TYPE(lock);
         PyObject *a = PyObject_GetAttrString(type, "acquire");
@@ -1985,7 +2165,8 @@ PyMODINIT_FUNC
 PyInit__record_core(void)
 {
     crc_init();
-    if (PyType_Ready(&BuilderType) < 0 || PyType_Ready(&SenderType) < 0)
+    if (PyType_Ready(&BuilderType) < 0 || PyType_Ready(&SenderType) < 0 ||
+        PyType_Ready(&QueueLockType) < 0)
         return NULL;
     if ((str_queues = PyUnicode_InternFromString("_queues")) == NULL ||
         (str_lock = PyUnicode_InternFromString("lock")) == NULL ||
@@ -2003,6 +2184,7 @@ PyInit__record_core(void)
         return NULL;
     if (PyModule_AddObjectRef(module, "RecordBatchBuilder", (PyObject *)&BuilderType) < 0 ||
         PyModule_AddObjectRef(module, "OpenBatchSender", (PyObject *)&SenderType) < 0 ||
+        PyModule_AddObjectRef(module, "QueueLock", (PyObject *)&QueueLockType) < 0 ||
         PyModule_AddStringConstant(module, "BUILD", "compiled") < 0) {
         Py_DECREF(module);
         return NULL;

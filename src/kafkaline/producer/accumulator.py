@@ -231,6 +231,18 @@ class BatchStats:
         return self.bytes / self.uncompressed_bytes if self.uncompressed_bytes else 1.0
 
 
+def _queue_lock_factory() -> Callable[[], threading.Lock]:
+    # The compiled core's lock is a threading.Lock its send() takes without calling Python.
+    core = compiled_core()
+    if core is None:
+        return threading.Lock
+    factory: Callable[[], threading.Lock] = core.QueueLock
+    return factory
+
+
+_new_queue_lock = _queue_lock_factory()
+
+
 class _PartitionQueue:
     """One partition's batches, oldest first, and the lock that guards them."""
 
@@ -239,7 +251,7 @@ class _PartitionQueue:
     def __init__(self, tp: TopicPartition) -> None:
         self.tp = tp
         self.batches: deque[ProducerBatch] = deque()
-        self.lock = threading.Lock()
+        self.lock = _new_queue_lock()
 
 
 class _EncodedPlan:

@@ -474,3 +474,54 @@ def test_threads_sending_through_the_core_keep_each_partitions_order() -> None:
         assert all(sorted(numbers) == list(range(per_thread)) for numbers in seen.values())
     finally:
         producer.close(0)
+
+
+@needs_core
+def test_queue_lock_behaves_as_threading_lock() -> None:
+    lock = _record_core.QueueLock()
+    assert lock.acquire() and lock.locked()
+    assert not lock.acquire(blocking=False)
+    started = time.monotonic()
+    assert not lock.acquire(timeout=0.05)
+    assert time.monotonic() - started >= 0.04
+    with pytest.raises(ValueError, match="non-blocking"):
+        lock.acquire(False, 1)
+    taken = threading.Event()
+
+    def take() -> None:
+        with lock:
+            taken.set()
+
+    waiter = threading.Thread(target=take)
+    waiter.start()
+    assert not taken.wait(0.05)
+    lock.release()
+    waiter.join(5)
+    assert taken.is_set() and not lock.locked()
+    with pytest.raises(RuntimeError, match="release unlocked lock"):
+        lock.release()
+    with pytest.raises(TypeError):
+        _record_core.QueueLock(1)  # type: ignore[call-arg]
+
+
+@pytest.mark.skipif(core_build() != "compiled", reason="the C record core is not in use")
+def test_core_send_waits_for_the_partition_lock_held_by_python() -> None:
+    """The partition queues' locks are the core's, and its send() waits (GIL released) while
+    another thread holds one through Python's `with`, then appends after it."""
+    producer = _offline_producer(1, 1)
+    try:
+        producer.send("t", b"first", key=b"k")
+        queue = producer._accumulator._queues["t"][0]
+        assert isinstance(queue.lock, _record_core.QueueLock)
+        done = threading.Event()
+        sender = threading.Thread(
+            target=lambda: (producer.send("t", b"second", key=b"k"), done.set())
+        )
+        with queue.lock:
+            sender.start()
+            assert not done.wait(0.1)
+            assert len(queue.batches[-1].builder) == 1
+        sender.join(5)
+        assert done.is_set() and len(queue.batches[-1].builder) == 2
+    finally:
+        producer.close(0)

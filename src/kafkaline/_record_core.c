@@ -1541,10 +1541,12 @@ typedef struct {
     PyObject *lock_release;
     SlotCache queue_lock, queue_batches, batch_builder, batch_result;
     SlotCache sticky_current, sticky_size, sticky_partition, sticky_produced;
+    PyObject *fallback; /* the general send(), or NULL */
 } Sender;
 
 static PyObject *Sender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
                                    PyObject *kwnames);
+static int Sender_set_fallback(Sender *self, PyObject *value, void *Py_UNUSED(c));
 
 static PyObject *str_queues, *str_lock, *str_batches, *str_builder, *str_result, *str_sticky;
 static PyObject *str_current, *str_partition, *str_produced_bytes, *str_sticky_batch_size;
@@ -1553,12 +1555,14 @@ static int
 Sender_init(Sender *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"accumulator", "future_type", "payload_limit", "record_overhead",
-                             NULL};
-    PyObject *accumulator, *future_type;
+                             "fallback", NULL};
+    PyObject *accumulator, *future_type, *fallback = Py_None;
     Py_ssize_t payload_limit, record_overhead;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!nn:OpenBatchSender", kwlist, &accumulator,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!nn|O:OpenBatchSender", kwlist, &accumulator,
                                      &PyType_Type, &future_type, &payload_limit,
-                                     &record_overhead))
+                                     &record_overhead, &fallback))
+        return -1;
+    if (Sender_set_fallback(self, fallback, NULL) < 0)
         return -1;
     if (!PyType_IsSubtype((PyTypeObject *)future_type, &PyTuple_Type)) {
         PyErr_SetString(PyExc_TypeError, "future_type must be a tuple subclass");
@@ -1586,6 +1590,7 @@ Sender_traverse(Sender *self, visitproc visit, void *arg)
     Py_VISIT(self->lock_type);
     Py_VISIT(self->lock_acquire);
     Py_VISIT(self->lock_release);
+    Py_VISIT(self->fallback);
     Py_VISIT(self->queue_lock.type);
     Py_VISIT(self->queue_batches.type);
     Py_VISIT(self->batch_builder.type);
@@ -1614,6 +1619,7 @@ Sender_clear(Sender *self)
     Py_CLEAR(self->lock_type);
     Py_CLEAR(self->lock_acquire);
     Py_CLEAR(self->lock_release);
+    Py_CLEAR(self->fallback);
     return 0;
 }
 
@@ -1768,17 +1774,10 @@ plain_int(PyObject *obj, long long hi, long long *out)
     return 0;
 }
 
-/* sender(topic, value, key, headers, partition, timestamp_ms) -> future or None */
+/* The record into its partition's open batch: its future, or None with nothing done. */
 static PyObject *
-Sender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+sender_try(Sender *self, PyObject *const *args)
 {
-    Sender *self = (Sender *)callable;
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (nargs != 6 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames))) {
-        PyErr_SetString(PyExc_TypeError, "OpenBatchSender takes topic, value, key, headers, "
-                                         "partition, timestamp_ms (positional)");
-        return NULL;
-    }
     PyObject *topic = args[0], *value = args[1], *key = args[2];
     if (!self->open || args[3] != Py_None || !PyUnicode_CheckExact(topic) ||
         !(value == Py_None || PyBytes_CheckExact(value)) ||
@@ -1980,7 +1979,95 @@ done:
     return result;
 }
 
+static PyObject *str_send_args[6];
+
+/* sender(topic, value=None, key=None, headers=None, partition=None, timestamp_ms=None):
+ * send()'s signature. What sender_try() declines, and any call it cannot read (a missing
+ * topic, an unknown keyword), goes to the fallback with the arguments as given: the general
+ * path, which raises the TypeError Python would. Without a fallback, None. */
+static PyObject *
+Sender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Sender *self = (Sender *)callable;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    PyObject *a[6] = {NULL, Py_None, Py_None, Py_None, Py_None, Py_None};
+    if (nargs > 6)
+        goto general;
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        a[i] = args[i];
+    if (kwnames != NULL) {
+        Py_ssize_t given = PyTuple_GET_SIZE(kwnames);
+        unsigned seen = 0;
+        for (Py_ssize_t k = 0; k < given; k++) {
+            PyObject *name = PyTuple_GET_ITEM(kwnames, k);
+            int j = 0;
+            while (j < 6 && name != str_send_args[j])
+                j++;
+            for (int m = 0; j == 6 && m < 6; m++)
+                if (PyUnicode_Compare(name, str_send_args[m]) == 0)
+                    j = m;
+            if (PyErr_Occurred())
+                return NULL;
+            if (j == 6 || j < nargs || (seen & (1u << j)))
+                goto general;
+            seen |= 1u << j;
+            a[j] = args[nargs + k];
+        }
+    }
+    if (a[0] == NULL)
+        goto general;
+    PyObject *future = sender_try(self, a);
+    if (future != Py_None)
+        return future; /* or NULL */
+    Py_DECREF(future);
+general:
+    if (self->fallback == NULL) {
+        if (a[0] == NULL || nargs > 6) {
+            PyErr_SetString(PyExc_TypeError, "OpenBatchSender takes topic, value, key, "
+                                             "headers, partition, timestamp_ms");
+            return NULL;
+        }
+        Py_RETURN_NONE;
+    }
+    return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+}
+
+/* Attributes of the fallback (the general send()), so that help(), inspect.signature() and
+ * __doc__ describe the producer's send(). */
+static PyObject *
+Sender_fallback_attr(Sender *self, void *name)
+{
+    if (self->fallback == NULL) {
+        PyErr_SetString(PyExc_AttributeError, (const char *)name);
+        return NULL;
+    }
+    return PyObject_GetAttrString(self->fallback, (const char *)name);
+}
+
+static PyObject *
+Sender_get_fallback(Sender *self, void *Py_UNUSED(c))
+{
+    return Py_NewRef(self->fallback == NULL ? Py_None : self->fallback);
+}
+
+static int
+Sender_set_fallback(Sender *self, PyObject *value, void *Py_UNUSED(c))
+{
+    if (value != NULL && value != Py_None && !PyCallable_Check(value)) {
+        PyErr_SetString(PyExc_TypeError, "fallback must be callable or None");
+        return -1;
+    }
+    Py_XSETREF(self->fallback, value == Py_None ? NULL : Py_XNewRef(value));
+    return 0;
+}
+
 static PyGetSetDef Sender_getset[] = {
+    {"fallback", (getter)Sender_get_fallback, (setter)Sender_set_fallback,
+     "What a call the core declines goes to (send()'s general path), or None.", NULL},
+    {"__wrapped__", (getter)Sender_get_fallback, NULL, "The fallback.", NULL},
+    {"__doc__", (getter)Sender_fallback_attr, NULL, NULL, "__doc__"},
+    {"__name__", (getter)Sender_fallback_attr, NULL, NULL, "__name__"},
+    {"__qualname__", (getter)Sender_fallback_attr, NULL, NULL, "__qualname__"},
     {"open", (getter)Sender_get_open, (setter)Sender_set_open,
      "Whether send() may go straight on (the producer's gate is open).", NULL},
     {"partition_counts", (getter)Sender_get_counts, (setter)Sender_set_counts,
@@ -2179,6 +2266,11 @@ PyInit__record_core(void)
         (str_produced_bytes = PyUnicode_InternFromString("produced_bytes")) == NULL ||
         (str_sticky_batch_size = PyUnicode_InternFromString("sticky_batch_size")) == NULL)
         return NULL;
+    static const char *const send_arg_names[6] = {"topic",     "value",        "key",
+                                                  "headers",   "partition",    "timestamp_ms"};
+    for (int i = 0; i < 6; i++)
+        if ((str_send_args[i] = PyUnicode_InternFromString(send_arg_names[i])) == NULL)
+            return NULL;
     PyObject *module = PyModule_Create(&core_module);
     if (module == NULL)
         return NULL;

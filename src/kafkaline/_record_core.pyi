@@ -1,6 +1,8 @@
 # The compiled record core (_record_core.c); kafkaline.record.core chooses it or the
 # pure-Python reference, kafkaline.record.builder.RecordBatchBuilder, whose interface it has.
 
+from collections.abc import Callable
+
 from kafkaline.record.builder import RecordBatchBuilder as RecordBatchBuilder
 
 BUILD: str
@@ -8,22 +10,23 @@ BUILD: str
 class OpenBatchSender:
     open: bool
     partition_counts: dict[str, int]
+    fallback: Callable[..., object] | None
     def __init__(
         self,
         accumulator: object,
         future_type: type[tuple[object, ...]],
         payload_limit: int,
         record_overhead: int,
+        fallback: Callable[..., object] | None = None,
     ) -> None: ...
     def __call__(
         self,
         topic: str,
-        value: object,
-        key: object,
-        headers: object,
-        partition: object,
-        timestamp_ms: object,
-        /,
+        value: object = None,
+        key: object = None,
+        headers: object = None,
+        partition: object = None,
+        timestamp_ms: object = None,
     ) -> object: ...
 
 def murmur2(data: bytes | bytearray | memoryview, /) -> int: ...

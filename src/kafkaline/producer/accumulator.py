@@ -144,16 +144,17 @@ class OpenBatchSender(Protocol):
     open: bool
     #: The producer's topic -> partition count map.
     partition_counts: dict[str, int]
+    #: What gets the calls the core declines (send()'s general path), or None.
+    fallback: Callable[..., FutureRecordMetadata] | None
 
     def __call__(
         self,
         topic: str,
-        value: object,
-        key: object,
-        headers: Headers | None,
-        partition: int | None,
-        timestamp_ms: int | None,
-        /,
+        value: object = None,
+        key: object = None,
+        headers: Headers | None = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
     ) -> FutureRecordMetadata | None: ...
 
 
@@ -460,12 +461,14 @@ class RecordAccumulator:
     def open_batch_sender(self, payload_limit: int) -> OpenBatchSender | None:
         """Producer.send()'s common case in one compiled call, when the compiled record core
         is in use (else ``None``): ``sender(topic, value, key, headers, partition,
-        timestamp_ms)`` appends a record of bytes (or None) without headers, whose key and
-        value take at most ``payload_limit`` bytes, to the open batch of the partition
-        :meth:`append` would choose (the given one, murmur2 of the key, or the topic's sticky
-        partition while no switch is due), and returns its future; or returns ``None`` with
-        nothing done, and the caller takes :meth:`append`. The record core owns the open
-        batch's buffer, so it takes the queue's lock and encodes into it itself.
+        timestamp_ms)`` (send()'s signature) appends a record of bytes (or None) without
+        headers, whose key and value take at most ``payload_limit`` bytes, to the open batch
+        of the partition :meth:`append` would choose (the given one, murmur2 of the key, or
+        the topic's sticky partition while no switch is due), and returns its future. Else,
+        with nothing done, it returns what ``sender.fallback`` (send()'s general path, which
+        takes :meth:`append`) returns for the same arguments, or ``None`` without fallback.
+        The record core owns the open batch's buffer, so it takes the queue's lock and
+        encodes into it itself.
 
         The caller sets ``sender.open`` while sends may go straight on and
         ``sender.partition_counts`` to its topic -> partition count map (a topic not in it

@@ -3,7 +3,10 @@ batches, byte for byte (a differential Hypothesis test), and its own checks and 
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
+import pydoc
 import random
 import subprocess
 import sys
@@ -278,6 +281,7 @@ def _offline_producer(partitions: int, seed: int, **settings: object) -> Produce
 
 def _general_path_only(producer: Producer) -> Producer:
     producer._core_send = None
+    producer.__dict__.pop("send", None)  # the compiled call bound as producer.send
     return producer
 
 
@@ -422,14 +426,17 @@ def test_core_send_checks_its_arguments_itself() -> None:
     try:
         core_send = producer._core_send
         assert core_send is not None
-        with pytest.raises(TypeError, match="positional"):
-            core_send("t", b"v", None, None, None)  # type: ignore[call-arg]
         with pytest.raises(TypeError, match="dict"):
             core_send.partition_counts = [("t", 2)]  # type: ignore[assignment]
         assert core_send.open
-        # A count that is no int, a bool partition or timestamp, a str subclass topic:
-        # nothing done.
+        with pytest.raises(TypeError, match="callable"):
+            core_send.fallback = 1  # type: ignore[assignment]
         producer.send("t", b"v", key=b"k")
+        # Without fallback: a count that is no int, a bool partition or timestamp, a str
+        # subclass topic: nothing done; a call it cannot read is a TypeError.
+        core_send.fallback = None
+        with pytest.raises(TypeError, match="takes topic"):
+            core_send(value=b"v")  # type: ignore[call-arg]
         assert core_send("t", b"v", b"k", None, True, None) is None
         assert core_send("t", b"v", b"k", None, None, True) is None
         assert core_send(type("Topic", (str,), {})("t"), b"v", b"k", None, None, None) is None
@@ -523,5 +530,75 @@ def test_core_send_waits_for_the_partition_lock_held_by_python() -> None:
             assert len(queue.batches[-1].builder) == 1
         sender.join(5)
         assert done.is_set() and len(queue.batches[-1].builder) == 2
+    finally:
+        producer.close(0)
+
+
+@pytest.mark.skipif(core_build() != "compiled", reason="the C record core is not in use")
+def test_producer_send_is_the_compiled_call_with_the_general_path_behind() -> None:
+    """producer.send is the core's callable itself (no Python frame first) with send()'s
+    signature: positional and keyword arguments both take the core; what it declines, and
+    calls it cannot read, get the general path's result or its error."""
+    producer = _offline_producer(2, 1)
+    try:
+        assert producer.__dict__["send"] is producer._core_send
+        producer.send("t", b"first", key=b"k")  # makes the batch
+        calls = 0
+        append = producer._accumulator.append
+
+        def counted(*args: Any) -> Any:
+            nonlocal calls
+            calls += 1
+            return append(*args)
+
+        producer._accumulator.append = counted  # type: ignore[method-assign, assignment]
+        futures = [
+            producer.send("t", b"v", b"k", None, None, BASE_TS),
+            producer.send("t", key=b"k", value=b"v", timestamp_ms=BASE_TS),
+            producer.send(topic="t", value=b"v", key=b"k"),
+            producer.send("t", b"v", partition=1),
+        ]
+        assert calls == 1  # a new batch for partition 1, made by the general path
+        assert [f.offset_delta for f in futures] == [1, 2, 3, 0]
+        assert futures[1].serialized_key_size == 1 and futures[1].timestamp == BASE_TS
+        # Declined by the core: headers, a bad key type; the general path's result or error.
+        assert producer.send("t", b"v", key=b"k", headers=[("h", b"1")]).offset_delta == 4
+        assert calls == 2
+        with pytest.raises(TypeError, match="key"):
+            producer.send("t", b"v", key="text")
+        with pytest.raises(TypeError, match="unexpected keyword argument 'nope'"):
+            producer.send("t", b"v", nope=1)  # type: ignore[call-arg]
+        with pytest.raises(TypeError, match="multiple values for argument 'value'"):
+            producer.send("t", b"v", value=b"w")  # type: ignore[misc]
+        with pytest.raises(TypeError, match="missing 1 required positional argument"):
+            producer.send()  # type: ignore[call-arg]
+        with pytest.raises(TypeError, match="positional arguments"):
+            producer.send("t", b"v", b"k", None, None, None, None)  # type: ignore[call-arg]
+        # It reads as send() for help(), inspect and __doc__.
+        assert producer.send.__doc__ == Producer.send.__doc__
+        assert producer.send.__name__ == "send"
+        assert str(inspect.signature(producer.send)) == str(
+            inspect.signature(functools.partial(Producer.send, producer))
+        )
+        assert "Queue a record for ``topic``" in pydoc.render_doc(producer.send)
+    finally:
+        producer.close(0)
+
+
+def test_a_subclass_send_is_kept() -> None:
+    class Counting(Producer):
+        sent = 0
+
+        def send(self, *args: Any, **kwargs: Any) -> Any:
+            Counting.sent += 1
+            return super().send(*args, **kwargs)
+
+    producer = Counting(bootstrap_servers="127.0.0.1:1")
+    try:
+        producer._partition_counts["t"] = 1
+        producer._set_gate(None)
+        with pytest.raises(TypeError, match="key"):
+            producer.send("t", b"v", key="text")
+        assert Counting.sent == 1
     finally:
         producer.close(0)

@@ -1329,13 +1329,22 @@ static PyTypeObject BuilderType = {
 /* ------------------------------------------------------------------------------ QueueLock */
 
 /* A partition queue's lock: threading.Lock's interface (acquire, release, locked, `with`), so
- * the accumulator's Python takes it as any lock, and OpenBatchSender takes it with
- * PyThread_acquire_lock instead of calling its methods. Like threading.Lock it is not owned
- * by a thread, and a copy in a child made by os.fork() keeps the state it had at the fork. */
+ * the accumulator's Python takes it as any lock, and OpenBatchSender takes it in C without
+ * calling Python. Every use holds the GIL, so the lock's state is a flag the GIL guards: taking
+ * a free lock and releasing one without waiters costs a few instructions. A thread that finds
+ * it held waits with the GIL released on `wake`, a PyThread lock used as a semaphore of at
+ * most one (posted: released once for the waiters and not yet taken by one), and checks the
+ * flag again when woken. Like threading.Lock it is not owned by a thread, and a copy in a
+ * child made by os.fork() keeps the state it had at the fork. */
+#ifdef Py_GIL_DISABLED
+#error "QueueLock relies on the GIL"
+#endif
 typedef struct {
     PyObject_HEAD
-    PyThread_type_lock lock;
+    PyThread_type_lock wake; /* held unless posted */
+    Py_ssize_t waiters;
     char locked;
+    char posted;
 } QueueLock;
 
 static PyObject *
@@ -1348,22 +1357,23 @@ QueueLock_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     QueueLock *self = (QueueLock *)type->tp_alloc(type, 0);
     if (self == NULL)
         return NULL;
-    self->lock = PyThread_allocate_lock();
-    if (self->lock == NULL) {
+    self->wake = PyThread_allocate_lock();
+    if (self->wake == NULL) {
         Py_DECREF(self);
         PyErr_SetString(PyExc_MemoryError, "cannot allocate a lock");
         return NULL;
     }
+    PyThread_acquire_lock(self->wake, NOWAIT_LOCK);
     return (PyObject *)self;
 }
 
 static void
 QueueLock_dealloc(QueueLock *self)
 {
-    if (self->lock != NULL) {
-        if (self->locked)
-            PyThread_release_lock(self->lock);
-        PyThread_free_lock(self->lock);
+    if (self->wake != NULL) {
+        if (!self->posted)
+            PyThread_release_lock(self->wake);
+        PyThread_free_lock(self->wake);
     }
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
@@ -1380,35 +1390,62 @@ monotonic_seconds(void)
  * running signal handlers when a signal interrupts the wait, as threading.Lock does:
  * 1 taken, 0 timed out, -1 with an exception set (a signal handler raised). */
 static int
-queue_lock_take(QueueLock *self, double timeout)
+queue_lock_wait(QueueLock *self, double timeout)
 {
-    if (PyThread_acquire_lock_timed(self->lock, 0, 0) == PY_LOCK_ACQUIRED) {
-        self->locked = 1;
-        return 1;
-    }
     if (timeout == 0)
         return 0;
     double deadline = timeout > 0 ? monotonic_seconds() + timeout : 0;
+    int rc = 0;
+    self->waiters++;
     for (;;) {
         PY_TIMEOUT_T wait = -1;
         if (timeout > 0) {
             double left = deadline - monotonic_seconds();
             if (left <= 0)
-                return 0;
+                break;
             wait = (PY_TIMEOUT_T)(left * 1e6);
         }
         PyLockStatus r;
         Py_BEGIN_ALLOW_THREADS
-        r = PyThread_acquire_lock_timed(self->lock, wait, 1);
+        r = PyThread_acquire_lock_timed(self->wake, wait, 1);
         Py_END_ALLOW_THREADS
         if (r == PY_LOCK_ACQUIRED) {
-            self->locked = 1;
-            return 1;
+            self->posted = 0;
+            if (!self->locked) {
+                self->locked = 1;
+                rc = 1;
+                break;
+            }
         }
-        if (r == PY_LOCK_FAILURE)
-            return 0;
-        if (Py_MakePendingCalls() < 0)
-            return -1;
+        else if (r == PY_LOCK_FAILURE)
+            break;
+        else if (Py_MakePendingCalls() < 0) {
+            rc = -1;
+            break;
+        }
+    }
+    self->waiters--;
+    return rc;
+}
+
+static inline int
+queue_lock_take(QueueLock *self, double timeout)
+{
+    if (!self->locked) {
+        self->locked = 1;
+        return 1;
+    }
+    return queue_lock_wait(self, timeout);
+}
+
+/* Releases a held lock, waking a waiter if any. */
+static inline void
+queue_lock_give(QueueLock *self)
+{
+    self->locked = 0;
+    if (self->waiters > 0 && !self->posted) {
+        self->posted = 1;
+        PyThread_release_lock(self->wake);
     }
 }
 
@@ -1450,8 +1487,7 @@ QueueLock_release(QueueLock *self, PyObject *Py_UNUSED(ignored))
         PyErr_SetString(PyExc_RuntimeError, "release unlocked lock");
         return NULL;
     }
-    self->locked = 0;
-    PyThread_release_lock(self->lock);
+    queue_lock_give(self);
     Py_RETURN_NONE;
 }
 
@@ -1542,11 +1578,19 @@ typedef struct {
     SlotCache queue_lock, queue_batches, batch_builder, batch_result;
     SlotCache sticky_current, sticky_size, sticky_partition, sticky_produced;
     PyObject *fallback; /* the general send(), or NULL */
+    PyObject *accumulator_dict; /* its instance dict, once read */
+    /* The queues of cache_topic by partition, found in the map cache_queues, see
+     * cached_queue(). */
+    PyObject *cache_queues, *cache_topic, **cache_queue;
+    Py_ssize_t cache_size;
+    PyObject *last_timestamp_int; /* see timestamp_int() */
+    long long last_timestamp;
 } Sender;
 
 static PyObject *Sender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
                                    PyObject *kwnames);
 static int Sender_set_fallback(Sender *self, PyObject *value, void *Py_UNUSED(c));
+static void queue_cache_clear(Sender *self);
 
 static PyObject *str_queues, *str_lock, *str_batches, *str_builder, *str_result, *str_sticky;
 static PyObject *str_current, *str_partition, *str_produced_bytes, *str_sticky_batch_size;
@@ -1591,6 +1635,11 @@ Sender_traverse(Sender *self, visitproc visit, void *arg)
     Py_VISIT(self->lock_acquire);
     Py_VISIT(self->lock_release);
     Py_VISIT(self->fallback);
+    Py_VISIT(self->accumulator_dict);
+    Py_VISIT(self->cache_queues);
+    Py_VISIT(self->cache_topic);
+    for (Py_ssize_t i = 0; i < self->cache_size; i++)
+        Py_VISIT(self->cache_queue[i]);
     Py_VISIT(self->queue_lock.type);
     Py_VISIT(self->queue_batches.type);
     Py_VISIT(self->batch_builder.type);
@@ -1620,6 +1669,9 @@ Sender_clear(Sender *self)
     Py_CLEAR(self->lock_acquire);
     Py_CLEAR(self->lock_release);
     Py_CLEAR(self->fallback);
+    Py_CLEAR(self->accumulator_dict);
+    Py_CLEAR(self->last_timestamp_int);
+    queue_cache_clear(self);
     return 0;
 }
 
@@ -1677,8 +1729,7 @@ call_lock(Sender *self, PyObject *lock, int acquire)
         QueueLock *q = (QueueLock *)lock;
         if (acquire)
             return queue_lock_take(q, -1) < 0 ? -1 : 0;
-        q->locked = 0; /* taken above by this call, so held */
-        PyThread_release_lock(q->lock);
+        queue_lock_give(q); /* taken above by this call, so held */
         return 0;
     }
     if (Py_TYPE(lock) != self->lock_type) {
@@ -1756,6 +1807,91 @@ attr_ssize(PyObject *obj, PyObject *name, SlotCache *cache, Py_ssize_t *out)
     return rc;
 }
 
+/* accumulator.name (a new reference, or NULL with an exception set), read from its instance
+ * dict: its own attributes are plain ones, and one dict lookup is cheaper than getattr. */
+static PyObject *
+accumulator_attr(Sender *self, PyObject *name)
+{
+    if (self->accumulator_dict == NULL) {
+        PyObject *d = PyObject_GenericGetDict(self->accumulator, NULL);
+        if (d == NULL || !PyDict_CheckExact(d)) {
+            Py_XDECREF(d);
+            PyErr_Clear();
+            return PyObject_GetAttr(self->accumulator, name);
+        }
+        self->accumulator_dict = d;
+    }
+    PyObject *value = PyDict_GetItemWithError(self->accumulator_dict, name);
+    if (value != NULL)
+        return Py_NewRef(value);
+    if (PyErr_Occurred())
+        return NULL;
+    return PyObject_GetAttr(self->accumulator, name);
+}
+
+static void
+queue_cache_clear(Sender *self)
+{
+    for (Py_ssize_t i = 0; i < self->cache_size; i++)
+        Py_CLEAR(self->cache_queue[i]);
+    PyMem_Free(self->cache_queue);
+    self->cache_queue = NULL;
+    self->cache_size = 0;
+    Py_CLEAR(self->cache_queues);
+    Py_CLEAR(self->cache_topic);
+}
+
+/* queues[topic][partition] (a new reference; NULL, maybe with an exception set, when there
+ * is none). The accumulator replaces its map of queues (copy-on-write) whenever a queue is
+ * added, never changes one, so the queues found stay valid for the same map, remembered per
+ * partition for the last topic. */
+static PyObject *
+cached_queue(Sender *self, PyObject *queues, PyObject *topic, long long partition,
+             long long count)
+{
+    if (queues != self->cache_queues || topic != self->cache_topic ||
+        partition >= self->cache_size) {
+        queue_cache_clear(self);
+        Py_ssize_t size = count > 64 ? (Py_ssize_t)count : 64;
+        if (partition < size && (self->cache_queue = PyMem_Calloc((size_t)size,
+                                                                  sizeof(PyObject *))) != NULL) {
+            self->cache_size = size;
+            self->cache_queues = Py_NewRef(queues);
+            self->cache_topic = Py_NewRef(topic);
+        }
+    }
+    if (partition < self->cache_size && self->cache_queue[partition] != NULL)
+        return Py_NewRef(self->cache_queue[partition]);
+    PyObject *by_partition = PyDict_Check(queues) ? PyDict_GetItemWithError(queues, topic) : NULL;
+    if (by_partition == NULL || !PyDict_Check(by_partition))
+        return NULL;
+    PyObject *number = PyLong_FromLongLong(partition);
+    if (number == NULL)
+        return NULL;
+    PyObject *queue = PyDict_GetItemWithError(by_partition, number);
+    Py_DECREF(number);
+    if (queue == NULL)
+        return NULL;
+    if (partition < self->cache_size)
+        self->cache_queue[partition] = Py_NewRef(queue);
+    return Py_NewRef(queue);
+}
+
+/* timestamp as an int (a new reference): the last one made again while it is the same, as
+ * it is for the records sent within the same millisecond. */
+static PyObject *
+timestamp_int(Sender *self, long long timestamp)
+{
+    if (self->last_timestamp_int == NULL || self->last_timestamp != timestamp) {
+        PyObject *made = PyLong_FromLongLong(timestamp);
+        if (made == NULL)
+            return NULL;
+        Py_XSETREF(self->last_timestamp_int, made);
+        self->last_timestamp = timestamp;
+    }
+    return Py_NewRef(self->last_timestamp_int);
+}
+
 /* A non-negative int up to hi, exactly int (not bool, not a subclass): 0 and *out, else 1. */
 static int
 plain_int(PyObject *obj, long long hi, long long *out)
@@ -1828,7 +1964,7 @@ sender_try(Sender *self, PyObject *const *args)
     PyObject *lock = NULL, *batches = NULL, *batch_result = NULL, *offset = NULL;
     Py_ssize_t sticky_limit = 0, record_size = 0;
     if (partition < 0) {
-        PyObject *by_topic = PyObject_GetAttr(self->accumulator, str_sticky);
+        PyObject *by_topic = accumulator_attr(self, str_sticky);
         if (by_topic == NULL)
             return NULL;
         partitioner = PyDict_Check(by_topic) ? PyDict_GetItemWithError(by_topic, topic) : NULL;
@@ -1856,25 +1992,11 @@ sender_try(Sender *self, PyObject *const *args)
         record_size = self->record_overhead + (value_size < 0 ? 0 : value_size);
     }
 
-    PyObject *queues = PyObject_GetAttr(self->accumulator, str_queues);
+    PyObject *queues = accumulator_attr(self, str_queues);
     if (queues == NULL)
         goto done;
-    PyObject *by_partition = PyDict_Check(queues) ? PyDict_GetItemWithError(queues, topic) : NULL;
-    Py_XINCREF(by_partition);
+    queue = cached_queue(self, queues, topic, partition, count);
     Py_DECREF(queues);
-    if (by_partition == NULL || !PyDict_Check(by_partition)) {
-        Py_XDECREF(by_partition);
-        goto none_or_error;
-    }
-    PyObject *number = PyLong_FromLongLong(partition);
-    if (number == NULL) {
-        Py_DECREF(by_partition);
-        goto done;
-    }
-    queue = PyDict_GetItemWithError(by_partition, number);
-    Py_DECREF(number);
-    Py_XINCREF(queue);
-    Py_DECREF(by_partition);
     if (queue == NULL)
         goto none_or_error;
     if ((lock = read_slot(queue, str_lock, &self->queue_lock)) == NULL)
@@ -1948,7 +2070,7 @@ sender_try(Sender *self, PyObject *const *args)
     if (result == NULL)
         goto done;
     PyObject *fields[3] = {PyLong_FromSsize_t(key_size), PyLong_FromSsize_t(value_size),
-                           PyLong_FromLongLong(timestamp)};
+                           timestamp_int(self, timestamp)};
     if (fields[0] == NULL || fields[1] == NULL || fields[2] == NULL) {
         Py_XDECREF(fields[0]);
         Py_XDECREF(fields[1]);

@@ -511,6 +511,43 @@ def test_queue_lock_behaves_as_threading_lock() -> None:
         _record_core.QueueLock(1)  # type: ignore[call-arg]
 
 
+@needs_core
+def test_queue_lock_excludes_threads_that_wait_for_it() -> None:
+    """Threads giving up the GIL inside the lock (so that others find it held and wait):
+    never two inside, no update lost, every waiter woken, timeouts included."""
+    lock = _record_core.QueueLock()
+    inside = 0
+    total = 0
+    overlaps = 0
+
+    def work() -> None:
+        nonlocal inside, total, overlaps
+        for i in range(300):
+            if i % 7 == 0:
+                if not lock.acquire(timeout=0.001):
+                    continue
+            else:
+                lock.acquire()
+            try:
+                inside += 1
+                overlaps += inside > 1
+                before = total
+                time.sleep(0)
+                total = before + 1
+                inside -= 1
+            finally:
+                lock.release()
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert not any(thread.is_alive() for thread in threads)
+    assert overlaps == 0 and not lock.locked()
+    assert 6 * 300 * 6 // 7 <= total <= 6 * 300
+
+
 @pytest.mark.skipif(core_build() != "compiled", reason="the C record core is not in use")
 def test_core_send_waits_for_the_partition_lock_held_by_python() -> None:
     """The partition queues' locks are the core's, and its send() waits (GIL released) while

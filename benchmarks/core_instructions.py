@@ -3,7 +3,8 @@
 The small workload (issue 17): 100-byte values, keys drawn in turn from 10,000 distinct keys,
 acks=1, batch size 64 KiB, on a fresh topic of ``--partitions`` partitions on one LocalBroker.
 Each measured run is one process under ``valgrind --tool=callgrind --separate-threads=yes``;
-the caller is the main thread, the I/O side every other thread. Two run lengths are measured
+the caller is the main thread, the I/O side every other thread. Mode ``send_keyless`` sends
+the same values without keys (the sticky partitioner). Two run lengths are measured
 and differenced, so that start-up (imports, metadata, the first batches) cancels:
 instructions per record = (I(long) - I(short)) / (long - short). Linger is 5 s by default, so
 batches fill under valgrind's slowness as they do at full speed with 5 ms.
@@ -50,6 +51,10 @@ if mode == "send":
     send = producer.send
     for i in range(records):
         send(topic, value, keys[i % 10_000])
+elif mode == "send_keyless":
+    send = producer.send
+    for i in range(records):
+        send(topic, value)
 else:
     values = [value] * 10_000
     done = 0

@@ -1326,6 +1326,214 @@ static PyTypeObject BuilderType = {
     .tp_as_sequence = &Builder_as_sequence,
 };
 
+/* ------------------------------------------------------------------------------ QueueLock */
+
+/* A partition queue's lock: threading.Lock's interface (acquire, release, locked, `with`), so
+ * the accumulator's Python takes it as any lock, and OpenBatchSender takes it in C without
+ * calling Python. Every use holds the GIL, so the lock's state is a flag the GIL guards: taking
+ * a free lock and releasing one without waiters costs a few instructions. A thread that finds
+ * it held waits with the GIL released on `wake`, a PyThread lock used as a semaphore of at
+ * most one (posted: released once for the waiters and not yet taken by one), and checks the
+ * flag again when woken. Like threading.Lock it is not owned by a thread, and a copy in a
+ * child made by os.fork() keeps the state it had at the fork. */
+#ifdef Py_GIL_DISABLED
+#error "QueueLock relies on the GIL"
+#endif
+typedef struct {
+    PyObject_HEAD
+    PyThread_type_lock wake; /* held unless posted */
+    Py_ssize_t waiters;
+    char locked;
+    char posted;
+} QueueLock;
+
+static PyObject *
+QueueLock_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    if (PyTuple_GET_SIZE(args) || (kwds != NULL && PyDict_GET_SIZE(kwds))) {
+        PyErr_SetString(PyExc_TypeError, "QueueLock() takes no arguments");
+        return NULL;
+    }
+    QueueLock *self = (QueueLock *)type->tp_alloc(type, 0);
+    if (self == NULL)
+        return NULL;
+    self->wake = PyThread_allocate_lock();
+    if (self->wake == NULL) {
+        Py_DECREF(self);
+        PyErr_SetString(PyExc_MemoryError, "cannot allocate a lock");
+        return NULL;
+    }
+    PyThread_acquire_lock(self->wake, NOWAIT_LOCK);
+    return (PyObject *)self;
+}
+
+static void
+QueueLock_dealloc(QueueLock *self)
+{
+    if (self->wake != NULL) {
+        if (!self->posted)
+            PyThread_release_lock(self->wake);
+        PyThread_free_lock(self->wake);
+    }
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static inline double
+monotonic_seconds(void)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)now.tv_sec + (double)now.tv_nsec * 1e-9;
+}
+
+/* Takes the lock, waiting up to timeout seconds (< 0: forever) with the GIL released and
+ * running signal handlers when a signal interrupts the wait, as threading.Lock does:
+ * 1 taken, 0 timed out, -1 with an exception set (a signal handler raised). */
+static int
+queue_lock_wait(QueueLock *self, double timeout)
+{
+    if (timeout == 0)
+        return 0;
+    double deadline = timeout > 0 ? monotonic_seconds() + timeout : 0;
+    int rc = 0;
+    self->waiters++;
+    for (;;) {
+        PY_TIMEOUT_T wait = -1;
+        if (timeout > 0) {
+            double left = deadline - monotonic_seconds();
+            if (left <= 0)
+                break;
+            wait = (PY_TIMEOUT_T)(left * 1e6);
+        }
+        PyLockStatus r;
+        Py_BEGIN_ALLOW_THREADS
+        r = PyThread_acquire_lock_timed(self->wake, wait, 1);
+        Py_END_ALLOW_THREADS
+        if (r == PY_LOCK_ACQUIRED) {
+            self->posted = 0;
+            if (!self->locked) {
+                self->locked = 1;
+                rc = 1;
+                break;
+            }
+        }
+        else if (r == PY_LOCK_FAILURE)
+            break;
+        else if (Py_MakePendingCalls() < 0) {
+            rc = -1;
+            break;
+        }
+    }
+    self->waiters--;
+    return rc;
+}
+
+static inline int
+queue_lock_take(QueueLock *self, double timeout)
+{
+    if (!self->locked) {
+        self->locked = 1;
+        return 1;
+    }
+    return queue_lock_wait(self, timeout);
+}
+
+/* Releases a held lock, waking a waiter if any. */
+static inline void
+queue_lock_give(QueueLock *self)
+{
+    self->locked = 0;
+    if (self->waiters > 0 && !self->posted) {
+        self->posted = 1;
+        PyThread_release_lock(self->wake);
+    }
+}
+
+static PyObject *
+QueueLock_acquire(QueueLock *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"blocking", "timeout", NULL};
+    int blocking = 1;
+    double timeout = -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|pd:acquire", kwlist, &blocking, &timeout))
+        return NULL;
+    if (!blocking && timeout != -1) {
+        PyErr_SetString(PyExc_ValueError, "can't specify a timeout for a non-blocking call");
+        return NULL;
+    }
+    if (timeout < 0 && timeout != -1) {
+        PyErr_SetString(PyExc_ValueError, "timeout value must be a non-negative number");
+        return NULL;
+    }
+    int rc = queue_lock_take(self, blocking ? timeout : 0);
+    if (rc < 0)
+        return NULL;
+    return PyBool_FromLong(rc);
+}
+
+static PyObject *
+QueueLock_enter(QueueLock *self, PyObject *Py_UNUSED(ignored))
+{
+    int rc = queue_lock_take(self, -1);
+    if (rc < 0)
+        return NULL;
+    return PyBool_FromLong(rc);
+}
+
+static PyObject *
+QueueLock_release(QueueLock *self, PyObject *Py_UNUSED(ignored))
+{
+    if (!self->locked) {
+        PyErr_SetString(PyExc_RuntimeError, "release unlocked lock");
+        return NULL;
+    }
+    queue_lock_give(self);
+    Py_RETURN_NONE;
+}
+
+static PyObject *
+QueueLock_exit(QueueLock *self, PyObject *const *Py_UNUSED(args), Py_ssize_t Py_UNUSED(nargs))
+{
+    return QueueLock_release(self, NULL);
+}
+
+static PyObject *
+QueueLock_locked(QueueLock *self, PyObject *Py_UNUSED(ignored))
+{
+    return PyBool_FromLong(self->locked);
+}
+
+static PyObject *
+QueueLock_repr(QueueLock *self)
+{
+    return PyUnicode_FromFormat("<%s QueueLock object at %p>",
+                                self->locked ? "locked" : "unlocked", self);
+}
+
+static PyMethodDef QueueLock_methods[] = {
+    {"acquire", (PyCFunction)(void (*)(void))QueueLock_acquire, METH_VARARGS | METH_KEYWORDS,
+     "acquire(blocking=True, timeout=-1): take the lock, as threading.Lock.acquire()."},
+    {"release", (PyCFunction)QueueLock_release, METH_NOARGS, "Release the lock."},
+    {"locked", (PyCFunction)QueueLock_locked, METH_NOARGS, "Whether the lock is held."},
+    {"__enter__", (PyCFunction)QueueLock_enter, METH_NOARGS, "Take the lock."},
+    {"__exit__", (PyCFunction)(void (*)(void))QueueLock_exit, METH_FASTCALL,
+     "Release the lock."},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyTypeObject QueueLockType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kafkaline._record_core.QueueLock",
+    .tp_doc = "A partition queue's lock, threading.Lock's interface; the compiled send() takes "
+              "it without calling Python.",
+    .tp_basicsize = sizeof(QueueLock),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_new = QueueLock_new,
+    .tp_dealloc = (destructor)QueueLock_dealloc,
+    .tp_repr = (reprfunc)QueueLock_repr,
+    .tp_methods = QueueLock_methods,
+};
+
 /* ---------------------------------------------------------------- OpenBatchSender */
 
 /* Producer.send()'s common case in one call: sender(topic, value, key, headers, partition,
@@ -1369,10 +1577,20 @@ typedef struct {
     PyObject *lock_release;
     SlotCache queue_lock, queue_batches, batch_builder, batch_result;
     SlotCache sticky_current, sticky_size, sticky_partition, sticky_produced;
+    PyObject *fallback; /* the general send(), or NULL */
+    PyObject *accumulator_dict; /* its instance dict, once read */
+    /* The queues of cache_topic by partition, found in the map cache_queues, see
+     * cached_queue(). */
+    PyObject *cache_queues, *cache_topic, **cache_queue;
+    Py_ssize_t cache_size;
+    PyObject *last_timestamp_int; /* see timestamp_int() */
+    long long last_timestamp;
 } Sender;
 
 static PyObject *Sender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
                                    PyObject *kwnames);
+static int Sender_set_fallback(Sender *self, PyObject *value, void *Py_UNUSED(c));
+static void queue_cache_clear(Sender *self);
 
 static PyObject *str_queues, *str_lock, *str_batches, *str_builder, *str_result, *str_sticky;
 static PyObject *str_current, *str_partition, *str_produced_bytes, *str_sticky_batch_size;
@@ -1381,12 +1599,14 @@ static int
 Sender_init(Sender *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"accumulator", "future_type", "payload_limit", "record_overhead",
-                             NULL};
-    PyObject *accumulator, *future_type;
+                             "fallback", NULL};
+    PyObject *accumulator, *future_type, *fallback = Py_None;
     Py_ssize_t payload_limit, record_overhead;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!nn:OpenBatchSender", kwlist, &accumulator,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO!nn|O:OpenBatchSender", kwlist, &accumulator,
                                      &PyType_Type, &future_type, &payload_limit,
-                                     &record_overhead))
+                                     &record_overhead, &fallback))
+        return -1;
+    if (Sender_set_fallback(self, fallback, NULL) < 0)
         return -1;
     if (!PyType_IsSubtype((PyTypeObject *)future_type, &PyTuple_Type)) {
         PyErr_SetString(PyExc_TypeError, "future_type must be a tuple subclass");
@@ -1414,6 +1634,12 @@ Sender_traverse(Sender *self, visitproc visit, void *arg)
     Py_VISIT(self->lock_type);
     Py_VISIT(self->lock_acquire);
     Py_VISIT(self->lock_release);
+    Py_VISIT(self->fallback);
+    Py_VISIT(self->accumulator_dict);
+    Py_VISIT(self->cache_queues);
+    Py_VISIT(self->cache_topic);
+    for (Py_ssize_t i = 0; i < self->cache_size; i++)
+        Py_VISIT(self->cache_queue[i]);
     Py_VISIT(self->queue_lock.type);
     Py_VISIT(self->queue_batches.type);
     Py_VISIT(self->batch_builder.type);
@@ -1442,6 +1668,10 @@ Sender_clear(Sender *self)
     Py_CLEAR(self->lock_type);
     Py_CLEAR(self->lock_acquire);
     Py_CLEAR(self->lock_release);
+    Py_CLEAR(self->fallback);
+    Py_CLEAR(self->accumulator_dict);
+    Py_CLEAR(self->last_timestamp_int);
+    queue_cache_clear(self);
     return 0;
 }
 
@@ -1495,6 +1725,13 @@ Sender_set_counts(Sender *self, PyObject *value, void *Py_UNUSED(c))
 static int
 call_lock(Sender *self, PyObject *lock, int acquire)
 {
+    if (Py_IS_TYPE(lock, &QueueLockType)) {
+        QueueLock *q = (QueueLock *)lock;
+        if (acquire)
+            return queue_lock_take(q, -1) < 0 ? -1 : 0;
+        queue_lock_give(q); /* taken above by this call, so held */
+        return 0;
+    }
     if (Py_TYPE(lock) != self->lock_type) {
         PyObject *type = (PyObject *)Py_TYPE(lock);
         PyObject *a = PyObject_GetAttrString(type, "acquire");
@@ -1570,6 +1807,91 @@ attr_ssize(PyObject *obj, PyObject *name, SlotCache *cache, Py_ssize_t *out)
     return rc;
 }
 
+/* accumulator.name (a new reference, or NULL with an exception set), read from its instance
+ * dict: its own attributes are plain ones, and one dict lookup is cheaper than getattr. */
+static PyObject *
+accumulator_attr(Sender *self, PyObject *name)
+{
+    if (self->accumulator_dict == NULL) {
+        PyObject *d = PyObject_GenericGetDict(self->accumulator, NULL);
+        if (d == NULL || !PyDict_CheckExact(d)) {
+            Py_XDECREF(d);
+            PyErr_Clear();
+            return PyObject_GetAttr(self->accumulator, name);
+        }
+        self->accumulator_dict = d;
+    }
+    PyObject *value = PyDict_GetItemWithError(self->accumulator_dict, name);
+    if (value != NULL)
+        return Py_NewRef(value);
+    if (PyErr_Occurred())
+        return NULL;
+    return PyObject_GetAttr(self->accumulator, name);
+}
+
+static void
+queue_cache_clear(Sender *self)
+{
+    for (Py_ssize_t i = 0; i < self->cache_size; i++)
+        Py_CLEAR(self->cache_queue[i]);
+    PyMem_Free(self->cache_queue);
+    self->cache_queue = NULL;
+    self->cache_size = 0;
+    Py_CLEAR(self->cache_queues);
+    Py_CLEAR(self->cache_topic);
+}
+
+/* queues[topic][partition] (a new reference; NULL, maybe with an exception set, when there
+ * is none). The accumulator replaces its map of queues (copy-on-write) whenever a queue is
+ * added, never changes one, so the queues found stay valid for the same map, remembered per
+ * partition for the last topic. */
+static PyObject *
+cached_queue(Sender *self, PyObject *queues, PyObject *topic, long long partition,
+             long long count)
+{
+    if (queues != self->cache_queues || topic != self->cache_topic ||
+        partition >= self->cache_size) {
+        queue_cache_clear(self);
+        Py_ssize_t size = count > 64 ? (Py_ssize_t)count : 64;
+        if (partition < size && (self->cache_queue = PyMem_Calloc((size_t)size,
+                                                                  sizeof(PyObject *))) != NULL) {
+            self->cache_size = size;
+            self->cache_queues = Py_NewRef(queues);
+            self->cache_topic = Py_NewRef(topic);
+        }
+    }
+    if (partition < self->cache_size && self->cache_queue[partition] != NULL)
+        return Py_NewRef(self->cache_queue[partition]);
+    PyObject *by_partition = PyDict_Check(queues) ? PyDict_GetItemWithError(queues, topic) : NULL;
+    if (by_partition == NULL || !PyDict_Check(by_partition))
+        return NULL;
+    PyObject *number = PyLong_FromLongLong(partition);
+    if (number == NULL)
+        return NULL;
+    PyObject *queue = PyDict_GetItemWithError(by_partition, number);
+    Py_DECREF(number);
+    if (queue == NULL)
+        return NULL;
+    if (partition < self->cache_size)
+        self->cache_queue[partition] = Py_NewRef(queue);
+    return Py_NewRef(queue);
+}
+
+/* timestamp as an int (a new reference): the last one made again while it is the same, as
+ * it is for the records sent within the same millisecond. */
+static PyObject *
+timestamp_int(Sender *self, long long timestamp)
+{
+    if (self->last_timestamp_int == NULL || self->last_timestamp != timestamp) {
+        PyObject *made = PyLong_FromLongLong(timestamp);
+        if (made == NULL)
+            return NULL;
+        Py_XSETREF(self->last_timestamp_int, made);
+        self->last_timestamp = timestamp;
+    }
+    return Py_NewRef(self->last_timestamp_int);
+}
+
 /* A non-negative int up to hi, exactly int (not bool, not a subclass): 0 and *out, else 1. */
 static int
 plain_int(PyObject *obj, long long hi, long long *out)
@@ -1588,17 +1910,10 @@ plain_int(PyObject *obj, long long hi, long long *out)
     return 0;
 }
 
-/* sender(topic, value, key, headers, partition, timestamp_ms) -> future or None */
+/* The record into its partition's open batch: its future, or None with nothing done. */
 static PyObject *
-Sender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+sender_try(Sender *self, PyObject *const *args)
 {
-    Sender *self = (Sender *)callable;
-    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
-    if (nargs != 6 || (kwnames != NULL && PyTuple_GET_SIZE(kwnames))) {
-        PyErr_SetString(PyExc_TypeError, "OpenBatchSender takes topic, value, key, headers, "
-                                         "partition, timestamp_ms (positional)");
-        return NULL;
-    }
     PyObject *topic = args[0], *value = args[1], *key = args[2];
     if (!self->open || args[3] != Py_None || !PyUnicode_CheckExact(topic) ||
         !(value == Py_None || PyBytes_CheckExact(value)) ||
@@ -1649,7 +1964,7 @@ Sender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyOb
     PyObject *lock = NULL, *batches = NULL, *batch_result = NULL, *offset = NULL;
     Py_ssize_t sticky_limit = 0, record_size = 0;
     if (partition < 0) {
-        PyObject *by_topic = PyObject_GetAttr(self->accumulator, str_sticky);
+        PyObject *by_topic = accumulator_attr(self, str_sticky);
         if (by_topic == NULL)
             return NULL;
         partitioner = PyDict_Check(by_topic) ? PyDict_GetItemWithError(by_topic, topic) : NULL;
@@ -1677,25 +1992,11 @@ Sender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyOb
         record_size = self->record_overhead + (value_size < 0 ? 0 : value_size);
     }
 
-    PyObject *queues = PyObject_GetAttr(self->accumulator, str_queues);
+    PyObject *queues = accumulator_attr(self, str_queues);
     if (queues == NULL)
         goto done;
-    PyObject *by_partition = PyDict_Check(queues) ? PyDict_GetItemWithError(queues, topic) : NULL;
-    Py_XINCREF(by_partition);
+    queue = cached_queue(self, queues, topic, partition, count);
     Py_DECREF(queues);
-    if (by_partition == NULL || !PyDict_Check(by_partition)) {
-        Py_XDECREF(by_partition);
-        goto none_or_error;
-    }
-    PyObject *number = PyLong_FromLongLong(partition);
-    if (number == NULL) {
-        Py_DECREF(by_partition);
-        goto done;
-    }
-    queue = PyDict_GetItemWithError(by_partition, number);
-    Py_DECREF(number);
-    Py_XINCREF(queue);
-    Py_DECREF(by_partition);
     if (queue == NULL)
         goto none_or_error;
     if ((lock = read_slot(queue, str_lock, &self->queue_lock)) == NULL)
@@ -1769,7 +2070,7 @@ Sender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyOb
     if (result == NULL)
         goto done;
     PyObject *fields[3] = {PyLong_FromSsize_t(key_size), PyLong_FromSsize_t(value_size),
-                           PyLong_FromLongLong(timestamp)};
+                           timestamp_int(self, timestamp)};
     if (fields[0] == NULL || fields[1] == NULL || fields[2] == NULL) {
         Py_XDECREF(fields[0]);
         Py_XDECREF(fields[1]);
@@ -1800,7 +2101,95 @@ done:
     return result;
 }
 
+static PyObject *str_send_args[6];
+
+/* sender(topic, value=None, key=None, headers=None, partition=None, timestamp_ms=None):
+ * send()'s signature. What sender_try() declines, and any call it cannot read (a missing
+ * topic, an unknown keyword), goes to the fallback with the arguments as given: the general
+ * path, which raises the TypeError Python would. Without a fallback, None. */
+static PyObject *
+Sender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+{
+    Sender *self = (Sender *)callable;
+    Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
+    PyObject *a[6] = {NULL, Py_None, Py_None, Py_None, Py_None, Py_None};
+    if (nargs > 6)
+        goto general;
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        a[i] = args[i];
+    if (kwnames != NULL) {
+        Py_ssize_t given = PyTuple_GET_SIZE(kwnames);
+        unsigned seen = 0;
+        for (Py_ssize_t k = 0; k < given; k++) {
+            PyObject *name = PyTuple_GET_ITEM(kwnames, k);
+            int j = 0;
+            while (j < 6 && name != str_send_args[j])
+                j++;
+            for (int m = 0; j == 6 && m < 6; m++)
+                if (PyUnicode_Compare(name, str_send_args[m]) == 0)
+                    j = m;
+            if (PyErr_Occurred())
+                return NULL;
+            if (j == 6 || j < nargs || (seen & (1u << j)))
+                goto general;
+            seen |= 1u << j;
+            a[j] = args[nargs + k];
+        }
+    }
+    if (a[0] == NULL)
+        goto general;
+    PyObject *future = sender_try(self, a);
+    if (future != Py_None)
+        return future; /* or NULL */
+    Py_DECREF(future);
+general:
+    if (self->fallback == NULL) {
+        if (a[0] == NULL || nargs > 6) {
+            PyErr_SetString(PyExc_TypeError, "OpenBatchSender takes topic, value, key, "
+                                             "headers, partition, timestamp_ms");
+            return NULL;
+        }
+        Py_RETURN_NONE;
+    }
+    return PyObject_Vectorcall(self->fallback, args, nargsf, kwnames);
+}
+
+/* Attributes of the fallback (the general send()), so that help(), inspect.signature() and
+ * __doc__ describe the producer's send(). */
+static PyObject *
+Sender_fallback_attr(Sender *self, void *name)
+{
+    if (self->fallback == NULL) {
+        PyErr_SetString(PyExc_AttributeError, (const char *)name);
+        return NULL;
+    }
+    return PyObject_GetAttrString(self->fallback, (const char *)name);
+}
+
+static PyObject *
+Sender_get_fallback(Sender *self, void *Py_UNUSED(c))
+{
+    return Py_NewRef(self->fallback == NULL ? Py_None : self->fallback);
+}
+
+static int
+Sender_set_fallback(Sender *self, PyObject *value, void *Py_UNUSED(c))
+{
+    if (value != NULL && value != Py_None && !PyCallable_Check(value)) {
+        PyErr_SetString(PyExc_TypeError, "fallback must be callable or None");
+        return -1;
+    }
+    Py_XSETREF(self->fallback, value == Py_None ? NULL : Py_XNewRef(value));
+    return 0;
+}
+
 static PyGetSetDef Sender_getset[] = {
+    {"fallback", (getter)Sender_get_fallback, (setter)Sender_set_fallback,
+     "What a call the core declines goes to (send()'s general path), or None.", NULL},
+    {"__wrapped__", (getter)Sender_get_fallback, NULL, "The fallback.", NULL},
+    {"__doc__", (getter)Sender_fallback_attr, NULL, NULL, "__doc__"},
+    {"__name__", (getter)Sender_fallback_attr, NULL, NULL, "__name__"},
+    {"__qualname__", (getter)Sender_fallback_attr, NULL, NULL, "__qualname__"},
     {"open", (getter)Sender_get_open, (setter)Sender_set_open,
      "Whether send() may go straight on (the producer's gate is open).", NULL},
     {"partition_counts", (getter)Sender_get_counts, (setter)Sender_set_counts,
@@ -1985,7 +2374,8 @@ PyMODINIT_FUNC
 PyInit__record_core(void)
 {
     crc_init();
-    if (PyType_Ready(&BuilderType) < 0 || PyType_Ready(&SenderType) < 0)
+    if (PyType_Ready(&BuilderType) < 0 || PyType_Ready(&SenderType) < 0 ||
+        PyType_Ready(&QueueLockType) < 0)
         return NULL;
     if ((str_queues = PyUnicode_InternFromString("_queues")) == NULL ||
         (str_lock = PyUnicode_InternFromString("lock")) == NULL ||
@@ -1998,11 +2388,17 @@ PyInit__record_core(void)
         (str_produced_bytes = PyUnicode_InternFromString("produced_bytes")) == NULL ||
         (str_sticky_batch_size = PyUnicode_InternFromString("sticky_batch_size")) == NULL)
         return NULL;
+    static const char *const send_arg_names[6] = {"topic",     "value",        "key",
+                                                  "headers",   "partition",    "timestamp_ms"};
+    for (int i = 0; i < 6; i++)
+        if ((str_send_args[i] = PyUnicode_InternFromString(send_arg_names[i])) == NULL)
+            return NULL;
     PyObject *module = PyModule_Create(&core_module);
     if (module == NULL)
         return NULL;
     if (PyModule_AddObjectRef(module, "RecordBatchBuilder", (PyObject *)&BuilderType) < 0 ||
         PyModule_AddObjectRef(module, "OpenBatchSender", (PyObject *)&SenderType) < 0 ||
+        PyModule_AddObjectRef(module, "QueueLock", (PyObject *)&QueueLockType) < 0 ||
         PyModule_AddStringConstant(module, "BUILD", "compiled") < 0) {
         Py_DECREF(module);
         return NULL;

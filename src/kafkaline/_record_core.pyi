@@ -1,6 +1,8 @@
 # The compiled record core (_record_core.c); kafkaline.record.core chooses it or the
 # pure-Python reference, kafkaline.record.builder.RecordBatchBuilder, whose interface it has.
 
+from collections.abc import Callable
+
 from kafkaline.record.builder import RecordBatchBuilder as RecordBatchBuilder
 
 BUILD: str
@@ -8,22 +10,23 @@ BUILD: str
 class OpenBatchSender:
     open: bool
     partition_counts: dict[str, int]
+    fallback: Callable[..., object] | None
     def __init__(
         self,
         accumulator: object,
         future_type: type[tuple[object, ...]],
         payload_limit: int,
         record_overhead: int,
+        fallback: Callable[..., object] | None = None,
     ) -> None: ...
     def __call__(
         self,
         topic: str,
-        value: object,
-        key: object,
-        headers: object,
-        partition: object,
-        timestamp_ms: object,
-        /,
+        value: object = None,
+        key: object = None,
+        headers: object = None,
+        partition: object = None,
+        timestamp_ms: object = None,
     ) -> object: ...
 
 def murmur2(data: bytes | bytearray | memoryview, /) -> int: ...
@@ -32,3 +35,10 @@ def group_by_key_partition(
     keys: list[bytes | None], partition_count: int, /
 ) -> list[tuple[int | None, list[int]]]: ...
 def crc32c(data: bytes | bytearray | memoryview, crc: int = 0, /) -> int: ...
+
+class QueueLock:
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool: ...
+    def release(self) -> None: ...
+    def locked(self) -> bool: ...
+    def __enter__(self) -> bool: ...
+    def __exit__(self, *args: object) -> None: ...

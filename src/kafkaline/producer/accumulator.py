@@ -144,16 +144,17 @@ class OpenBatchSender(Protocol):
     open: bool
     #: The producer's topic -> partition count map.
     partition_counts: dict[str, int]
+    #: What gets the calls the core declines (send()'s general path), or None.
+    fallback: Callable[..., FutureRecordMetadata] | None
 
     def __call__(
         self,
         topic: str,
-        value: object,
-        key: object,
-        headers: Headers | None,
-        partition: int | None,
-        timestamp_ms: int | None,
-        /,
+        value: object = None,
+        key: object = None,
+        headers: Headers | None = None,
+        partition: int | None = None,
+        timestamp_ms: int | None = None,
     ) -> FutureRecordMetadata | None: ...
 
 
@@ -231,6 +232,18 @@ class BatchStats:
         return self.bytes / self.uncompressed_bytes if self.uncompressed_bytes else 1.0
 
 
+def _queue_lock_factory() -> Callable[[], threading.Lock]:
+    # The compiled core's lock is a threading.Lock its send() takes without calling Python.
+    core = compiled_core()
+    if core is None:
+        return threading.Lock
+    factory: Callable[[], threading.Lock] = core.QueueLock
+    return factory
+
+
+_new_queue_lock = _queue_lock_factory()
+
+
 class _PartitionQueue:
     """One partition's batches, oldest first, and the lock that guards them."""
 
@@ -239,7 +252,7 @@ class _PartitionQueue:
     def __init__(self, tp: TopicPartition) -> None:
         self.tp = tp
         self.batches: deque[ProducerBatch] = deque()
-        self.lock = threading.Lock()
+        self.lock = _new_queue_lock()
 
 
 class _EncodedPlan:
@@ -448,12 +461,14 @@ class RecordAccumulator:
     def open_batch_sender(self, payload_limit: int) -> OpenBatchSender | None:
         """Producer.send()'s common case in one compiled call, when the compiled record core
         is in use (else ``None``): ``sender(topic, value, key, headers, partition,
-        timestamp_ms)`` appends a record of bytes (or None) without headers, whose key and
-        value take at most ``payload_limit`` bytes, to the open batch of the partition
-        :meth:`append` would choose (the given one, murmur2 of the key, or the topic's sticky
-        partition while no switch is due), and returns its future; or returns ``None`` with
-        nothing done, and the caller takes :meth:`append`. The record core owns the open
-        batch's buffer, so it takes the queue's lock and encodes into it itself.
+        timestamp_ms)`` (send()'s signature) appends a record of bytes (or None) without
+        headers, whose key and value take at most ``payload_limit`` bytes, to the open batch
+        of the partition :meth:`append` would choose (the given one, murmur2 of the key, or
+        the topic's sticky partition while no switch is due), and returns its future. Else,
+        with nothing done, it returns what ``sender.fallback`` (send()'s general path, which
+        takes :meth:`append`) returns for the same arguments, or ``None`` without fallback.
+        The record core owns the open batch's buffer, so it takes the queue's lock and
+        encodes into it itself.
 
         The caller sets ``sender.open`` while sends may go straight on and
         ``sender.partition_counts`` to its topic -> partition count map (a topic not in it

@@ -215,6 +215,11 @@ class Producer:
         self._partition_counts: dict[str, int] = {}
         if self._core_send is not None:
             self._core_send.partition_counts = self._partition_counts
+            if type(self).send is Producer.send:  # (a subclass's own send() stays)
+                # producer.send is then the compiled call itself, no Python frame first; what
+                # it declines goes to the class's send(), the general path.
+                self._core_send.fallback = self.send
+                self.__dict__["send"] = self._core_send
         self._cluster: ClusterMetadata | None = None
         self._owner_pid = 0
 
@@ -446,13 +451,8 @@ class Producer:
         >>> future.get(timeout=10).offset                       # doctest: +SKIP
         42
         """
-        core_send = self._core_send
-        if core_send is not None:
-            # The common case in one compiled call (see RecordAccumulator.open_batch_sender);
-            # None when anything about the record or the producer needs the general path.
-            future = core_send(topic, value, key, headers, partition, timestamp_ms)
-            if future is not None:
-                return future
+        # (With the compiled core, producer.send is its one-call common case, see
+        # RecordAccumulator.open_batch_sender, and this is the general path behind it.)
         if self._gate is not None:
             self._pass_gate()
         if self._transactional is not None:

@@ -3,7 +3,10 @@ batches, byte for byte (a differential Hypothesis test), and its own checks and 
 
 from __future__ import annotations
 
+import functools
+import inspect
 import os
+import pydoc
 import random
 import subprocess
 import sys
@@ -278,6 +281,7 @@ def _offline_producer(partitions: int, seed: int, **settings: object) -> Produce
 
 def _general_path_only(producer: Producer) -> Producer:
     producer._core_send = None
+    producer.__dict__.pop("send", None)  # the compiled call bound as producer.send
     return producer
 
 
@@ -422,14 +426,17 @@ def test_core_send_checks_its_arguments_itself() -> None:
     try:
         core_send = producer._core_send
         assert core_send is not None
-        with pytest.raises(TypeError, match="positional"):
-            core_send("t", b"v", None, None, None)  # type: ignore[call-arg]
         with pytest.raises(TypeError, match="dict"):
             core_send.partition_counts = [("t", 2)]  # type: ignore[assignment]
         assert core_send.open
-        # A count that is no int, a bool partition or timestamp, a str subclass topic:
-        # nothing done.
+        with pytest.raises(TypeError, match="callable"):
+            core_send.fallback = 1  # type: ignore[assignment]
         producer.send("t", b"v", key=b"k")
+        # Without fallback: a count that is no int, a bool partition or timestamp, a str
+        # subclass topic: nothing done; a call it cannot read is a TypeError.
+        core_send.fallback = None
+        with pytest.raises(TypeError, match="takes topic"):
+            core_send(value=b"v")  # type: ignore[call-arg]
         assert core_send("t", b"v", b"k", None, True, None) is None
         assert core_send("t", b"v", b"k", None, None, True) is None
         assert core_send(type("Topic", (str,), {})("t"), b"v", b"k", None, None, None) is None
@@ -472,5 +479,163 @@ def test_threads_sending_through_the_core_keep_each_partitions_order() -> None:
                         total += 1
         assert total == 4 * per_thread
         assert all(sorted(numbers) == list(range(per_thread)) for numbers in seen.values())
+    finally:
+        producer.close(0)
+
+
+@needs_core
+def test_queue_lock_behaves_as_threading_lock() -> None:
+    lock = _record_core.QueueLock()
+    assert lock.acquire() and lock.locked()
+    assert not lock.acquire(blocking=False)
+    started = time.monotonic()
+    assert not lock.acquire(timeout=0.05)
+    assert time.monotonic() - started >= 0.04
+    with pytest.raises(ValueError, match="non-blocking"):
+        lock.acquire(False, 1)
+    taken = threading.Event()
+
+    def take() -> None:
+        with lock:
+            taken.set()
+
+    waiter = threading.Thread(target=take)
+    waiter.start()
+    assert not taken.wait(0.05)
+    lock.release()
+    waiter.join(5)
+    assert taken.is_set() and not lock.locked()
+    with pytest.raises(RuntimeError, match="release unlocked lock"):
+        lock.release()
+    with pytest.raises(TypeError):
+        _record_core.QueueLock(1)  # type: ignore[call-arg]
+
+
+@needs_core
+def test_queue_lock_excludes_threads_that_wait_for_it() -> None:
+    """Threads giving up the GIL inside the lock (so that others find it held and wait):
+    never two inside, no update lost, every waiter woken, timeouts included."""
+    lock = _record_core.QueueLock()
+    inside = 0
+    total = 0
+    overlaps = 0
+
+    def work() -> None:
+        nonlocal inside, total, overlaps
+        for i in range(300):
+            if i % 7 == 0:
+                if not lock.acquire(timeout=0.001):
+                    continue
+            else:
+                lock.acquire()
+            try:
+                inside += 1
+                overlaps += inside > 1
+                before = total
+                time.sleep(0)
+                total = before + 1
+                inside -= 1
+            finally:
+                lock.release()
+
+    threads = [threading.Thread(target=work) for _ in range(6)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert not any(thread.is_alive() for thread in threads)
+    assert overlaps == 0 and not lock.locked()
+    assert 6 * 300 * 6 // 7 <= total <= 6 * 300
+
+
+@pytest.mark.skipif(core_build() != "compiled", reason="the C record core is not in use")
+def test_core_send_waits_for_the_partition_lock_held_by_python() -> None:
+    """The partition queues' locks are the core's, and its send() waits (GIL released) while
+    another thread holds one through Python's `with`, then appends after it."""
+    producer = _offline_producer(1, 1)
+    try:
+        producer.send("t", b"first", key=b"k")
+        queue = producer._accumulator._queues["t"][0]
+        assert isinstance(queue.lock, _record_core.QueueLock)
+        done = threading.Event()
+        sender = threading.Thread(
+            target=lambda: (producer.send("t", b"second", key=b"k"), done.set())
+        )
+        with queue.lock:
+            sender.start()
+            assert not done.wait(0.1)
+            assert len(queue.batches[-1].builder) == 1
+        sender.join(5)
+        assert done.is_set() and len(queue.batches[-1].builder) == 2
+    finally:
+        producer.close(0)
+
+
+@pytest.mark.skipif(core_build() != "compiled", reason="the C record core is not in use")
+def test_producer_send_is_the_compiled_call_with_the_general_path_behind() -> None:
+    """producer.send is the core's callable itself (no Python frame first) with send()'s
+    signature: positional and keyword arguments both take the core; what it declines, and
+    calls it cannot read, get the general path's result or its error."""
+    producer = _offline_producer(2, 1)
+    try:
+        assert producer.__dict__["send"] is producer._core_send
+        producer.send("t", b"first", key=b"k")  # makes the batch
+        calls = 0
+        append = producer._accumulator.append
+
+        def counted(*args: Any) -> Any:
+            nonlocal calls
+            calls += 1
+            return append(*args)
+
+        producer._accumulator.append = counted  # type: ignore[method-assign, assignment]
+        futures = [
+            producer.send("t", b"v", b"k", None, None, BASE_TS),
+            producer.send("t", key=b"k", value=b"v", timestamp_ms=BASE_TS),
+            producer.send(topic="t", value=b"v", key=b"k"),
+            producer.send("t", b"v", partition=1),
+        ]
+        assert calls == 1  # a new batch for partition 1, made by the general path
+        assert [f.offset_delta for f in futures] == [1, 2, 3, 0]
+        assert futures[1].serialized_key_size == 1 and futures[1].timestamp == BASE_TS
+        # Declined by the core: headers, a bad key type; the general path's result or error.
+        assert producer.send("t", b"v", key=b"k", headers=[("h", b"1")]).offset_delta == 4
+        assert calls == 2
+        with pytest.raises(TypeError, match="key"):
+            producer.send("t", b"v", key="text")
+        with pytest.raises(TypeError, match="unexpected keyword argument 'nope'"):
+            producer.send("t", b"v", nope=1)  # type: ignore[call-arg]
+        with pytest.raises(TypeError, match="multiple values for argument 'value'"):
+            producer.send("t", b"v", value=b"w")  # type: ignore[misc]
+        with pytest.raises(TypeError, match="missing 1 required positional argument"):
+            producer.send()  # type: ignore[call-arg]
+        with pytest.raises(TypeError, match="positional arguments"):
+            producer.send("t", b"v", b"k", None, None, None, None)  # type: ignore[call-arg]
+        # It reads as send() for help(), inspect and __doc__.
+        assert producer.send.__doc__ == Producer.send.__doc__
+        assert producer.send.__name__ == "send"
+        assert str(inspect.signature(producer.send)) == str(
+            inspect.signature(functools.partial(Producer.send, producer))
+        )
+        assert "Queue a record for ``topic``" in pydoc.render_doc(producer.send)
+    finally:
+        producer.close(0)
+
+
+def test_a_subclass_send_is_kept() -> None:
+    class Counting(Producer):
+        sent = 0
+
+        def send(self, *args: Any, **kwargs: Any) -> Any:
+            Counting.sent += 1
+            return super().send(*args, **kwargs)
+
+    producer = Counting(bootstrap_servers="127.0.0.1:1")
+    try:
+        producer._partition_counts["t"] = 1
+        producer._set_gate(None)
+        with pytest.raises(TypeError, match="key"):
+            producer.send("t", b"v", key="text")
+        assert Counting.sent == 1
     finally:
         producer.close(0)

@@ -119,16 +119,7 @@ class Producer:
     """
 
     def __init__(self, config: ProducerConfig | None = None, /, **settings: Any) -> None:
-        if config is None:
-            config = ProducerConfig.from_kwargs(**settings)
-        elif not isinstance(config, ProducerConfig):
-            raise TypeError(
-                f"Producer() takes a ProducerConfig or keyword settings, not "
-                f"{type(config).__name__}; for Java-style properties use Producer.from_properties"
-            )
-        elif settings:
-            config = config.with_changes(**settings)
-        self._config = config
+        self._config = config = _config_of(config, settings)
         self._interceptors: InterceptorChain | None = (
             InterceptorChain(config.interceptors) if config.interceptors else None
         )
@@ -789,3 +780,15 @@ def _key_partitioner() -> Callable[[bytes, int], int]:
 
 def _serializer_or_none(spec: SerializerLike | None) -> Serializer[Any] | None:
     return None if spec is None else as_serializer(spec)
+
+
+def _config_of(config: ProducerConfig | None, settings: dict[str, Any]) -> ProducerConfig:
+    """What ``Producer(config, **settings)`` is configured with."""
+    if config is None:
+        return ProducerConfig.from_kwargs(**settings)
+    if not isinstance(config, ProducerConfig):
+        raise TypeError(
+            f"Producer() takes a ProducerConfig or keyword settings, not "
+            f"{type(config).__name__}; for Java-style properties use Producer.from_properties"
+        )
+    return config.with_changes(**settings) if settings else config

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterable
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from kafkaline.producer.record import ProducerRecord
 from kafkaline.producer.record_metadata import (
@@ -21,7 +21,10 @@ from kafkaline.producer.record_metadata import (
     RecordMetadata,
 )
 
-__all__ = ["InterceptorChain", "ProducerInterceptor"]
+if TYPE_CHECKING:
+    from kafkaline.producer.futures import FutureRecordMetadata
+
+__all__ = ["InterceptorChain", "ProducerInterceptor", "acknowledge_to"]
 
 _log = logging.getLogger(__name__)
 
@@ -135,3 +138,15 @@ class InterceptorChain:
                 _log.error(
                     "interceptor %r raised in close(); skipped it", interceptor, exc_info=True
                 )
+
+
+def acknowledge_to(interceptors: InterceptorChain, future: FutureRecordMetadata) -> None:
+    """Tell the interceptors how the record's send ends (on the I/O thread)."""
+
+    def on_error(error: Exception) -> None:
+        metadata = RecordMetadata(
+            future.topic, future.partition, UNKNOWN_OFFSET, NO_TIMESTAMP, -1, -1
+        )
+        interceptors.on_acknowledgement(metadata, error)
+
+    future.add_both(lambda metadata: interceptors.on_acknowledgement(metadata, None), on_error)

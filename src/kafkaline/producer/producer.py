@@ -14,46 +14,24 @@ open batch with room) is one C call at the top of ``send()``
 and every record of the pure-Python build, takes the general path described above, which
 is the reference for what that call does.
 
-Lifecycle decisions:
-
-* ``close()`` sends what is buffered and waits; ``close(timeout)`` waits up to ``timeout``
-  seconds, then aborts what is left; ``close(0)`` aborts at once: unsent records fail with
-  :class:`~kafkaline.errors.ProducerClosedError`. ``close()`` is idempotent; ``send()``
-  afterwards raises ProducerClosedError; ``flush()`` afterwards returns at once.
-* If the Sender's thread dies, every pending record fails with
-  :class:`~kafkaline.errors.SenderFailedError` (its ``__cause__`` is the error), and so do
-  later ``send()`` and ``flush()`` calls.
-* After ``os.fork()``, a producer that was started in the parent raises
-  :class:`~kafkaline.errors.ProducerForkedError` from ``send()``, ``flush()`` and
-  ``partitions_for()`` in the child: its thread and connections stay in the parent. (A
-  producer that was never started may be used in the child.) ``close()`` in the child only
-  marks the child's copy closed. Detected with ``os.register_at_fork``, so the hot path pays
-  nothing; each started producer leaves one small weak callback registered.
+Life cycle decisions (close, a failed I/O thread, fork): see :mod:`kafkaline.producer.lifecycle`.
 """
 
 from __future__ import annotations
 
-import enum
-import functools
-import logging
 import os
 import threading
 import time
-import weakref
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
 from typing import Any
 
 from kafkaline.config import ProducerConfig
 from kafkaline.errors import (
-    AuthenticationError,
     IllegalStateError,
     InvalidPartitionError,
     InvalidTopicNameError,
     KafkaError,
-    KafkaTimeoutError,
-    ProducerClosedError,
-    ProducerForkedError,
     SenderFailedError,
     TransactionAbortedError,
     TransactionStateError,
@@ -66,20 +44,32 @@ from kafkaline.producer.accumulator import (
 )
 from kafkaline.producer.bulk.result import BatchSendResult
 from kafkaline.producer.bulk.sender import BulkSender
-from kafkaline.producer.futures import FutureRecordMetadata, on_io_thread
+from kafkaline.producer.futures import FutureRecordMetadata
 from kafkaline.producer.interceptors import InterceptorChain
+from kafkaline.producer.interceptors import acknowledge_to as _acknowledge_to
+from kafkaline.producer.lifecycle import Gate as _State
+from kafkaline.producer.lifecycle import (
+    close_user_objects,
+    gate_error,
+    nothing,
+    register_fork_handler,
+    start_sender,
+    stop_sender,
+    transactions_for,
+)
+from kafkaline.producer.metadata_wait import wait_on_metadata
 from kafkaline.producer.metrics import ProducerMetrics, SenderCounters
 from kafkaline.producer.partitioner import KeyPartitionCache, Partitioner, validate_partition
 from kafkaline.producer.record import ProducerRecord
-from kafkaline.producer.record_metadata import (
-    NO_TIMESTAMP,
-    UNKNOWN_OFFSET,
-    RecordMetadata,
-)
 from kafkaline.producer.sender import Sender
-from kafkaline.producer.serializers import Serializer, as_serializer, bytes_or_none
+from kafkaline.producer.serializers import (
+    Serializer,
+    SerializerLike,
+    as_serializer,
+    bytes_or_none,
+)
+from kafkaline.producer.serializers import serialized_bytes as _serialized
 from kafkaline.producer.transaction_completion import complete_transaction
-from kafkaline.producer.transactions.idempotence import IdempotenceManager
 from kafkaline.producer.transactions.manager import (
     TransactionManager,
     group_id_of,
@@ -102,22 +92,10 @@ __all__ = ["Producer"]
 #: The compiled record core when it is in use: send_batch() over lists then appends through
 #: its builder's C loop, and keys are hashed by it (see kafkaline.record.core).
 _CORE = compiled_core()
-_log = logging.getLogger(__name__)
 _time_ns = time.time_ns
 _monotonic = time.monotonic
 #: Keys whose murmur2 hash the producer remembers (keys up to 128 bytes: at most ~8 MiB).
 _KEY_MEMO_ENTRIES = 1 << 15
-
-
-class _State(enum.Enum):
-    """Why send() cannot go straight on (the producer's ``_gate``; None when it can)."""
-
-    NOT_STARTED = "not started"
-    CLOSED = "closed"
-    FAILED = "failed"
-    FORKED = "forked"
-    #: The idempotent producer was fenced, or could not get a producer id.
-    FATAL = "fatal"
 
 
 class Producer:
@@ -141,38 +119,16 @@ class Producer:
     """
 
     def __init__(self, config: ProducerConfig | None = None, /, **settings: Any) -> None:
-        if config is None:
-            config = ProducerConfig.from_kwargs(**settings)
-        elif not isinstance(config, ProducerConfig):
-            raise TypeError(
-                f"Producer() takes a ProducerConfig or keyword settings, not "
-                f"{type(config).__name__}; for Java-style properties use Producer.from_properties"
-            )
-        elif settings:
-            config = config.with_changes(**settings)
-        self._config = config
+        self._config = config = _config_of(config, settings)
         self._interceptors: InterceptorChain | None = (
             InterceptorChain(config.interceptors) if config.interceptors else None
         )
-        self._key_serializer: Serializer[Any] | None = (
-            None if config.key_serializer is None else as_serializer(config.key_serializer)
-        )
-        self._value_serializer: Serializer[Any] | None = (
-            None if config.value_serializer is None else as_serializer(config.value_serializer)
-        )
+        self._key_serializer = _serializer_or_none(config.key_serializer)
+        self._value_serializer = _serializer_or_none(config.value_serializer)
         self._partitioner: Partitioner | None = config.partitioner
         # Keyed records hash with murmur2 unless a custom partitioner or ignore_keys says no.
         keyed = config.partitioner is None and not config.partitioner_ignore_keys
-        self._key_partition: Callable[[bytes, int], int] | None = None
-        if keyed and _CORE is not None:
-            # The compiled core hashes any key in C: no memo to keep.
-            self._key_partition = _CORE.partition_for_key
-        elif keyed:
-            # The memo holds 32768 keys: with the default 8192, a producer cycling over 10,000
-            # keys cleared it before any key came back and hashed every record
-            # (see docs/performance.md, Notes moved from the code).
-            key_cache = KeyPartitionCache(max_entries=_KEY_MEMO_ENTRIES)
-            self._key_partition = key_cache.partition_for_key
+        self._key_partition = _key_partitioner() if keyed else None
         self._max_block_ms = float(config.max_block_ms)
         # Key + value bytes above which send() checks the record's full size bound.
         self._payload_limit = min(config.max_request_size, config.buffer_memory) - (
@@ -181,7 +137,7 @@ class Producer:
         self._counters = SenderCounters()
         # Idempotence and transactions: one object (None when idempotence is off), a
         # TransactionManager with a transactional_id, shared with the accumulator and Sender.
-        self._transactions = _transactions_for(config, self._on_fatal_error)
+        self._transactions = transactions_for(config, self._on_fatal_error)
         self._accumulator = RecordAccumulator.from_config(
             config, transaction_manager=self._transactions
         )
@@ -209,7 +165,7 @@ class Producer:
         self._closed = False
         self._client: NetworkClient | None = None
         self._sender: Sender | None = None
-        self._wakeup: Callable[[], None] = _nothing
+        self._wakeup: Callable[[], None] = nothing
         # Partition counts of the topics sent to, for the current metadata: the hot path's
         # only metadata lookup. Replaced (not changed) by the Sender on a metadata update.
         self._partition_counts: dict[str, int] = {}
@@ -261,21 +217,15 @@ class Producer:
         config = self._config
         client = NetworkClient.from_config(config)
         try:
-            sender = Sender(
+            sender = start_sender(
                 client,
                 self._accumulator,
-                acks=config.acks,
-                request_timeout_ms=config.request_timeout_ms,
-                max_request_size=config.max_request_size,
-                retries=config.retries,
-                guarantee_message_order=config.max_in_flight_requests_per_connection == 1,
-                counters=self._counters,
-                name=_thread_name(config.client_id),
+                config,
+                self._counters,
                 on_metadata_update=self._on_metadata_update,
                 on_failure=self._on_sender_failure,
-                transaction_manager=self._transactions,
+                transactions=self._transactions,
             )
-            sender.start()
         except BaseException:
             client.close()  # never polled: safe from this thread
             raise
@@ -286,10 +236,7 @@ class Producer:
         if self._transactional is not None:
             self._transactional.set_wakeup(sender.wakeup)
         self._owner_pid = os.getpid()
-        if hasattr(os, "register_at_fork"):
-            os.register_at_fork(
-                after_in_child=functools.partial(_call_if_alive, weakref.WeakMethod(self._forked))
-            )
+        register_fork_handler(self._forked)
         # The Sender may already have failed (it starts above and can die within
         # milliseconds, e.g. on an authentication refusal): never overwrite that with "open".
         if self._gate is _State.NOT_STARTED:
@@ -303,37 +250,9 @@ class Producer:
             self._core_send.open = gate is None
 
     def _gate_error(self, gate: _State) -> Exception:
-        if gate is _State.CLOSED:
-            return ProducerClosedError("the producer is closed: create a new one to send")
-        if gate is _State.FORKED:
-            return ProducerForkedError(
-                f"this producer was started in process {self._owner_pid} and is used in process "
-                f"{os.getpid()}, a child made by os.fork(): its I/O thread and connections "
-                "exist only in the parent, so records sent here would never leave. Create the "
-                "producer in the child process (records buffered in the parent are not sent "
-                "by the child)"
-            )
-        if gate is _State.FAILED:
-            failure = self._sender.failure if self._sender is not None else None
-            cause = failure.__cause__ if failure is not None else None
-            if isinstance(cause, AuthenticationError):
-                # A refused TLS handshake or SASL exchange: say that, not "the thread failed".
-                refusal = type(cause)(str(cause))
-                refusal.__cause__ = cause
-                return refusal
-            error = SenderFailedError(
-                f"the producer's I/O thread failed earlier ({cause!r}); pending records failed "
-                "with it. Close this producer and create a new one"
-            )
-            error.__cause__ = cause
-            return error
-        if gate is _State.FATAL:
-            fatal = self._transactions.fatal_error if self._transactions is not None else None
-            if fatal is not None:
-                again = type(fatal)(str(fatal))
-                again.__cause__ = fatal
-                return again
-        return IllegalStateError(f"the producer is {gate.value}")  # pragma: no cover
+        return gate_error(
+            gate, owner_pid=self._owner_pid, sender=self._sender, transactions=self._transactions
+        )
 
     def _forked(self) -> None:
         # In the child, right after fork(): only a flag, no lock (a parent's thread may have
@@ -386,25 +305,19 @@ class Producer:
                 self._set_gate(_State.CLOSED)
             sender = self._sender
         if sender is not None:
-            _stop_sender(sender, timeout)
+            stop_sender(sender, timeout)
         if first:
             self._close_user_objects()
 
     def _close_user_objects(self) -> None:
-        if self._interceptors is not None:
-            self._interceptors.close()
-        for name, obj in (
-            ("key_serializer", self._key_serializer),
-            ("value_serializer", self._value_serializer),
-            ("partitioner", self._partitioner),
-        ):
-            close = getattr(obj, "close", None)
-            if close is None:
-                continue
-            try:
-                close()
-            except Exception:
-                _log.exception("the %s's close() raised; the producer closed anyway", name)
+        close_user_objects(
+            self._interceptors,
+            (
+                ("key_serializer", self._key_serializer),
+                ("value_serializer", self._value_serializer),
+                ("partitioner", self._partitioner),
+            ),
+        )
 
     def __enter__(self) -> Producer:
         return self
@@ -650,35 +563,13 @@ class Producer:
     def _wait_on_metadata(self, topic: str) -> tuple[int, float]:
         """The topic's partition count, waiting for its metadata if needed (the first send
         to a topic); also the time left of ``max_block_ms``."""
-        check_topic_name(topic)
         client = self._client
         if client is None:  # pragma: no cover - the gate started it
+            check_topic_name(topic)
             raise IllegalStateError("the producer is not started")
-        metadata = client.metadata
-        metadata.add_topic(topic, client.now())
-        cluster = metadata.cluster
-        remaining = self._max_block_ms
-        if not cluster.has_topic(topic):
-            if on_io_thread():
-                raise IllegalStateError(
-                    f"the partitions of topic {topic!r} are not known yet (they are being "
-                    "fetched now), and were needed in a callback on the producer's I/O thread, "
-                    "which is the thread that fetches them: it cannot wait for them there "
-                    "(every delivery would stall for max_block_ms). Send to a new topic, or "
-                    "ask partitions_for() it, from another thread first"
-                )
-            started = _monotonic()
-            try:
-                cluster = metadata.wait_for_topic(topic, remaining)
-            except KafkaTimeoutError as error:
-                # No broker answered: say why (README's error table promises it).
-                last = _last_connection_error(client) if error.__cause__ is None else None
-                if last is None:
-                    raise
-                raise KafkaTimeoutError(f"{error}; last connection error: {last}") from last
-            remaining = max(0.0, remaining - (_monotonic() - started) * 1000.0)
+        cluster, remaining = wait_on_metadata(client, topic, self._max_block_ms)
         count = cluster.partition_count(topic)
-        self._cluster = metadata.cluster
+        self._cluster = client.metadata.cluster
         self._partition_counts[topic] = count
         return count, remaining
 
@@ -876,95 +767,28 @@ class Producer:
         return f"<Producer {','.join(self._config.bootstrap_servers)} {state}>"
 
 
-def _transactions_for(
-    config: ProducerConfig, on_fatal_error: Callable[[KafkaError], None]
-) -> IdempotenceManager | None:
-    """The producer's idempotence state: a TransactionManager with a transactional_id, an
-    IdempotenceManager with idempotence alone, None without."""
-    if config.transactional_id is not None:
-        return TransactionManager(
-            config.transactional_id,
-            config.transaction_timeout_ms,
-            retry_backoff=config.retry_backoff,
-            on_fatal_error=on_fatal_error,
+def _key_partitioner() -> Callable[[bytes, int], int]:
+    """murmur2 of a key modulo the partition count, as Java's default partitioner."""
+    if _CORE is not None:
+        # The compiled core hashes any key in C: no memo to keep.
+        return _CORE.partition_for_key  # type: ignore[no-any-return]
+    # The memo holds 32768 keys: with the default 8192, a producer cycling over 10,000
+    # keys cleared it before any key came back and hashed every record
+    # (see docs/performance.md, Notes moved from the code).
+    return KeyPartitionCache(max_entries=_KEY_MEMO_ENTRIES).partition_for_key
+
+
+def _serializer_or_none(spec: SerializerLike | None) -> Serializer[Any] | None:
+    return None if spec is None else as_serializer(spec)
+
+
+def _config_of(config: ProducerConfig | None, settings: dict[str, Any]) -> ProducerConfig:
+    """What ``Producer(config, **settings)`` is configured with."""
+    if config is None:
+        return ProducerConfig.from_kwargs(**settings)
+    if not isinstance(config, ProducerConfig):
+        raise TypeError(
+            f"Producer() takes a ProducerConfig or keyword settings, not "
+            f"{type(config).__name__}; for Java-style properties use Producer.from_properties"
         )
-    if config.idempotent:
-        return IdempotenceManager(retry_backoff=config.retry_backoff, on_fatal_error=on_fatal_error)
-    return None
-
-
-def _last_connection_error(client: NetworkClient) -> KafkaError | None:
-    """Why the last failed connection of ``client`` failed, if one did."""
-    try:
-        failures = [client.connection_error(node) for node in client.node_ids]
-    except (KeyError, RuntimeError):  # the I/O thread changed the connections meanwhile
-        return None
-    return next((failure for failure in reversed(failures) if failure is not None), None)
-
-
-def _stop_sender(sender: Sender, timeout: float | None) -> None:
-    if sender.is_sender_thread():
-        _log.warning(
-            "close() was called on the producer's own I/O thread (from a callback): closing "
-            "forcefully, without waiting for buffered records"
-        )
-        sender.force_close()
-        return
-    if timeout is not None and timeout <= 0:
-        sender.force_close()
-    else:
-        sender.initiate_close()
-    if not sender.join(timeout):
-        _log.warning(
-            "the producer did not finish sending within the %s s close timeout; aborting the "
-            "records left",
-            timeout,
-        )
-        sender.force_close()
-        # Bounded: a callback that blocks (on the I/O thread) must not hold close() for ever.
-        if not sender.join(_CLOSE_GRACE_S):
-            _log.warning(
-                "the producer's I/O thread is still busy %s s after the close timeout (a "
-                "callback that does not return?); close() returns without it",
-                _CLOSE_GRACE_S,
-            )
-
-
-#: How long close(timeout) waits for the I/O thread after aborting, past its timeout.
-_CLOSE_GRACE_S = 0.5
-
-
-def _acknowledge_to(interceptors: InterceptorChain, future: FutureRecordMetadata) -> None:
-    """Tell the interceptors how the record's send ends (on the I/O thread)."""
-
-    def on_error(error: Exception) -> None:
-        metadata = RecordMetadata(
-            future.topic, future.partition, UNKNOWN_OFFSET, NO_TIMESTAMP, -1, -1
-        )
-        interceptors.on_acknowledgement(metadata, error)
-
-    future.add_both(lambda metadata: interceptors.on_acknowledgement(metadata, None), on_error)
-
-
-def _serialized(data: object, role: str, serializer: object) -> bytes:
-    """A serializer's output as bytes: bytearray and memoryview copied, others refused."""
-    if isinstance(data, (bytearray, memoryview)):
-        return bytes(data)
-    raise TypeError(
-        f"{role}_serializer {serializer!r} returned {type(data).__name__}; it must return bytes "
-        "or None"
-    )
-
-
-def _thread_name(client_id: str) -> str:
-    return f"kafkaline-producer-network-thread | {client_id or 'producer'}"
-
-
-def _nothing() -> None:
-    """The wakeup before the Sender exists."""
-
-
-def _call_if_alive(method: weakref.WeakMethod[Callable[[], None]]) -> None:
-    function = method()
-    if function is not None:
-        function()
+    return config.with_changes(**settings) if settings else config

@@ -36,6 +36,7 @@ __all__ = [
     "UUIDSerializer",
     "as_serializer",
     "bytes_or_none",
+    "serialized_bytes",
     "serializer_for_name",
 ]
 
@@ -69,6 +70,16 @@ def bytes_or_none(data: object, role: Literal["key", "value"]) -> bytes | None:
     raise TypeError(
         f"{role} of type {type(data).__name__} cannot be sent without a {role}_serializer; "
         f"pass bytes or set {role}_serializer"
+    )
+
+
+def serialized_bytes(data: object, role: str, serializer: object) -> bytes:
+    """A serializer's output as bytes: bytearray and memoryview copied, others refused."""
+    if isinstance(data, (bytearray, memoryview)):
+        return bytes(data)
+    raise TypeError(
+        f"{role}_serializer {serializer!r} returned {type(data).__name__}; it must return bytes "
+        "or None"
     )
 
 

@@ -26,13 +26,11 @@ from __future__ import annotations
 
 import struct
 import sys
-import uuid
 from collections.abc import Callable
 from typing import (
     TYPE_CHECKING,
     Any,
     ClassVar,
-    Generic,
     NamedTuple,
     Protocol,
     TypeAlias,
@@ -42,6 +40,38 @@ from typing import (
 
 from kafkaline.errors import DecodeError, EncodeError
 from kafkaline.protocol import primitives as p
+from kafkaline.protocol.fields import (
+    MISSING,
+    DeclaredField,
+    FieldDeclaration,
+    FieldSpec,
+    declared_fields,
+    kafka_field,
+)
+from kafkaline.protocol.kinds import (
+    BOOL,
+    BYTES,
+    FLOAT64,
+    INT8,
+    INT16,
+    INT32,
+    INT64,
+    NO_VERSIONS,
+    RECORDS,
+    STRING,
+    UINT16,
+    UINT32,
+    UUID,
+    ArrayKind,
+    Codec,
+    Kind,
+    LengthPrefixedKind,
+    ReadFn,
+    Records,
+    ScalarKind,
+    Versions,
+    WriteFn,
+)
 from kafkaline.protocol.primitives import Buffer, Reader
 
 if TYPE_CHECKING:
@@ -54,16 +84,54 @@ else:  # Python 3.10: only type checkers read it
         return lambda decorated: decorated
 
 
+# The field kinds and versions are declared in kafkaline.protocol.kinds; the API modules
+# import them from here, with the structs.
+__all__ = [
+    "BOOL",
+    "BYTES",
+    "FLOAT64",
+    "INT8",
+    "INT16",
+    "INT32",
+    "INT64",
+    "NO_VERSIONS",
+    "RECORDS",
+    "STRING",
+    "UINT16",
+    "UINT32",
+    "UUID",
+    "ArrayKind",
+    "BodyWriter",
+    "Codec",
+    "CompiledStruct",
+    "DeclaredField",
+    "FieldDeclaration",
+    "FieldSpec",
+    "Kind",
+    "LengthPrefixedKind",
+    "Message",
+    "ReadFn",
+    "Records",
+    "Request",
+    "Response",
+    "ScalarKind",
+    "Struct",
+    "StructKind",
+    "StructType",
+    "Versions",
+    "WriteFn",
+    "array_of",
+    "compile_struct",
+    "declared_fields",
+    "decode_message",
+    "kafka_field",
+    "read_message",
+    "struct_of",
+]
+
 T = TypeVar("T")
 S = TypeVar("S", bound="Struct")
 R = TypeVar("R", bound="Message")
-
-#: The type of ``records`` fields: a record batch (or several) as raw bytes. The record batch
-#: format itself lives in :mod:`kafkaline.record`.
-Records: TypeAlias = bytes | bytearray | memoryview
-
-ReadFn: TypeAlias = Callable[[Reader], Any]
-WriteFn: TypeAlias = Callable[[bytearray, Any], None]
 
 
 class BodyWriter(Protocol):
@@ -73,211 +141,6 @@ class BodyWriter(Protocol):
     def write(self, out: bytearray, obj: Any, /) -> None:
         """Append ``obj``'s encoding to ``out``."""
         ...
-
-
-# --------------------------------------------------------------------------- versions
-
-
-class Versions(NamedTuple):
-    """An inclusive version range as Kafka's schemas spell it: ``"3+"``, ``"0-2"``, ``"0"``,
-    ``"none"``. ``high`` is None for an open range; an empty range has ``high < low``."""
-
-    low: int
-    high: int | None
-
-    @classmethod
-    def parse(cls, text: str) -> Versions:
-        """Parse ``"3+"``, ``"0-2"``, ``"5"`` or ``"none"``."""
-        text = text.strip()
-        if text == "none":
-            return cls(0, -1)
-        if text.endswith("+"):
-            return cls(int(text[:-1]), None)
-        low, sep, high = text.partition("-")
-        return cls(int(low), int(high) if sep else int(low))
-
-    def __contains__(self, version: object) -> bool:
-        if not isinstance(version, int):
-            return False
-        return self.low <= version and (self.high is None or version <= self.high)
-
-    def is_empty(self) -> bool:
-        """True for ``"none"``."""
-        return self.high is not None and self.high < self.low
-
-    def __str__(self) -> str:
-        if self.is_empty():
-            return "none"
-        if self.high is None:
-            return f"{self.low}+"
-        if self.high == self.low:
-            return str(self.low)
-        return f"{self.low}-{self.high}"
-
-
-NO_VERSIONS = Versions(0, -1)
-
-
-# --------------------------------------------------------------------------- field kinds
-
-
-class Codec(NamedTuple):
-    """How one field is read and written at one (version, flexible, nullable) combination."""
-
-    read: ReadFn
-    write: WriteFn
-    #: The ``struct`` module format of a fixed-width field; runs of such fields are read and
-    #: written with one pack/unpack call.
-    struct_format: str | None = None
-
-
-class Kind(Generic[T]):
-    """The wire type of a field. ``kafka_type`` is the type as Kafka's JSON schemas spell it
-    (``"int32"``, ``"string"``, ``"[]int32"``, ``"[]TopicProduceData"``, ``"records"``)."""
-
-    __slots__ = ()
-
-    @property
-    def kafka_type(self) -> str:
-        raise NotImplementedError
-
-    def new_default(self) -> T:
-        """A fresh default value (0, "", empty list, a default struct, ...)."""
-        raise NotImplementedError
-
-    def codec(self, version: int, flexible: bool, nullable: bool) -> Codec:
-        """The reader/writer for this kind at a version."""
-        raise NotImplementedError
-
-    def __repr__(self) -> str:
-        return f"Kind({self.kafka_type})"
-
-
-class ScalarKind(Kind[T]):
-    """A type whose encoding never depends on the version: ints, bool, float64, uuid."""
-
-    __slots__ = ("_default", "_name", "_read", "_struct_format", "_write")
-
-    def __init__(
-        self, name: str, read: ReadFn, write: WriteFn, default: T, struct_format: str | None
-    ) -> None:
-        self._name = name
-        self._read = read
-        self._write = write
-        self._default = default
-        self._struct_format = struct_format
-
-    @property
-    def kafka_type(self) -> str:
-        return self._name
-
-    def new_default(self) -> T:
-        return self._default
-
-    def codec(self, version: int, flexible: bool, nullable: bool) -> Codec:
-        if nullable:
-            raise TypeError(f"{self._name} cannot be nullable")
-        return Codec(self._read, self._write, self._struct_format)
-
-
-class LengthPrefixedKind(Kind[T]):
-    """string, bytes and records: length-prefixed, compact (uvarint) in flexible versions."""
-
-    __slots__ = ("_codecs", "_default", "_name")
-
-    def __init__(self, name: str, default: T, codecs: dict[tuple[bool, bool], Codec]) -> None:
-        self._name = name
-        self._default = default
-        self._codecs = codecs
-
-    @property
-    def kafka_type(self) -> str:
-        return self._name
-
-    def new_default(self) -> T:
-        return self._default
-
-    def codec(self, version: int, flexible: bool, nullable: bool) -> Codec:
-        return self._codecs[(flexible, nullable)]
-
-
-def _bytes_codecs() -> dict[tuple[bool, bool], Codec]:
-    return {
-        (False, False): Codec(Reader.bytes_, p.write_bytes),
-        (False, True): Codec(Reader.nullable_bytes, p.write_nullable_bytes),
-        (True, False): Codec(Reader.compact_bytes, p.write_compact_bytes),
-        (True, True): Codec(Reader.compact_nullable_bytes, p.write_compact_nullable_bytes),
-    }
-
-
-INT8: Kind[int] = ScalarKind("int8", Reader.int8, p.write_int8, 0, "b")
-INT16: Kind[int] = ScalarKind("int16", Reader.int16, p.write_int16, 0, "h")
-INT32: Kind[int] = ScalarKind("int32", Reader.int32, p.write_int32, 0, "i")
-INT64: Kind[int] = ScalarKind("int64", Reader.int64, p.write_int64, 0, "q")
-UINT16: Kind[int] = ScalarKind("uint16", Reader.uint16, p.write_uint16, 0, "H")
-UINT32: Kind[int] = ScalarKind("uint32", Reader.uint32, p.write_uint32, 0, "I")
-FLOAT64: Kind[float] = ScalarKind("float64", Reader.float64, p.write_float64, 0.0, "d")
-# "?" unpacks any non-zero byte as True, as Kafka reads bools.
-BOOL: Kind[bool] = ScalarKind("bool", Reader.boolean, p.write_bool, False, "?")
-UUID: Kind[uuid.UUID] = ScalarKind("uuid", Reader.uuid, p.write_uuid, uuid.UUID(int=0), None)
-STRING: Kind[str] = LengthPrefixedKind(
-    "string",
-    "",
-    {
-        (False, False): Codec(Reader.string, p.write_string),
-        (False, True): Codec(Reader.nullable_string, p.write_nullable_string),
-        (True, False): Codec(Reader.compact_string, p.write_compact_string),
-        (True, True): Codec(Reader.compact_nullable_string, p.write_compact_nullable_string),
-    },
-)
-BYTES: Kind[Buffer] = LengthPrefixedKind("bytes", b"", _bytes_codecs())
-RECORDS: Kind[Records] = LengthPrefixedKind(
-    "records",
-    b"",
-    {
-        (False, False): Codec(Reader.bytes_, p.write_records),
-        (False, True): Codec(Reader.nullable_bytes, p.write_nullable_records),
-        (True, False): Codec(Reader.compact_bytes, p.write_compact_records),
-        (True, True): Codec(Reader.compact_nullable_bytes, p.write_compact_nullable_records),
-    },
-)
-
-
-class ArrayKind(Kind[list[T]]):
-    """An array of ``item``: int32 count, or compact (uvarint count + 1) in flexible versions."""
-
-    __slots__ = ("item",)
-
-    def __init__(self, item: Kind[T]) -> None:
-        self.item = item
-
-    @property
-    def kafka_type(self) -> str:
-        return "[]" + self.item.kafka_type
-
-    def new_default(self) -> list[T]:
-        return []
-
-    def codec(self, version: int, flexible: bool, nullable: bool) -> Codec:
-        item = self.item.codec(version, flexible, nullable=False)
-        read_item = item.read
-        write_item = item.write
-        read_array: Callable[[Reader, ReadFn], Any]
-        write_array: Callable[[bytearray, Any, WriteFn], None]
-        if flexible:
-            read_array = Reader.compact_nullable_array if nullable else Reader.compact_array
-            write_array = p.write_compact_nullable_array if nullable else p.write_compact_array
-        else:
-            read_array = Reader.nullable_array if nullable else Reader.array
-            write_array = p.write_nullable_array if nullable else p.write_array
-
-        def read(reader: Reader) -> list[Any] | None:
-            return read_array(reader, read_item)
-
-        def write(out: bytearray, items: Any) -> None:
-            write_array(out, items, write_item)
-
-        return Codec(read, write)
 
 
 class StructKind(Kind[S]):
@@ -316,127 +179,6 @@ def array_of(item: type[Struct] | Kind[Any]) -> Kind[list[Any]]:
 def struct_of(struct_type: type[S]) -> Kind[S]:
     """A single nested struct field (Kafka's non-array struct types, e.g. ``CurrentLeader``)."""
     return StructKind(struct_type)
-
-
-# --------------------------------------------------------------------------- field declaration
-
-
-class FieldSpec(NamedTuple):
-    """Everything the wire needs to know about one field, as in Kafka's JSON schema."""
-
-    kind: Kind[Any]
-    versions: Versions
-    nullable_versions: Versions
-    tagged_versions: Versions
-    tag: int | None
-    #: Overrides the message's flexible versions for this field (RequestHeader.ClientId).
-    flexible_versions: Versions | None
-
-
-class _Missing:
-    pass
-
-
-_MISSING: Any = _Missing()
-
-
-class FieldDeclaration:
-    """What :func:`kafka_field` puts in a struct's class body: the field's wire spec and its
-    default (a value, or a factory making a fresh one). :class:`StructType` collects them."""
-
-    __slots__ = ("default", "default_factory", "spec")
-
-    def __init__(
-        self, spec: FieldSpec, default: Any, default_factory: Callable[[], Any] | None
-    ) -> None:
-        self.spec = spec
-        self.default = default
-        self.default_factory = default_factory
-
-    def new_default(self) -> Any:
-        """The field's default (a fresh one for mutable kinds)."""
-        return self.default if self.default_factory is None else self.default_factory()
-
-
-@overload
-def kafka_field(
-    kind: Kind[T],
-    versions: str,
-    *,
-    nullable: None = None,
-    tagged: str | None = None,
-    tag: int | None = None,
-    default: T = _MISSING,
-    flexible: str | None = None,
-) -> T: ...
-@overload
-def kafka_field(
-    kind: Kind[T],
-    versions: str,
-    *,
-    nullable: str,
-    tagged: str | None = None,
-    tag: int | None = None,
-    default: T | None = _MISSING,
-    flexible: str | None = None,
-) -> T | None: ...
-def kafka_field(
-    kind: Kind[Any],
-    versions: str,
-    *,
-    nullable: str | None = None,
-    tagged: str | None = None,
-    tag: int | None = None,
-    default: Any = _MISSING,
-    flexible: str | None = None,
-) -> Any:
-    """Declare a struct field's wire format.
-
-    ``versions``, ``nullable`` (nullableVersions), ``tagged`` (taggedVersions) and ``flexible``
-    (a field-level flexibleVersions override) use Kafka's range syntax. ``default`` is the
-    schema's default; without one the kind's default applies (0, "", [], a default struct).
-    """
-    if (tagged is None) != (tag is None):
-        raise TypeError("a tagged field needs both tagged= and tag=")
-    spec = FieldSpec(
-        kind=kind,
-        versions=_parse_versions(versions),
-        nullable_versions=_parse_versions(nullable) if nullable else NO_VERSIONS,
-        tagged_versions=_parse_versions(tagged) if tagged else NO_VERSIONS,
-        tag=tag,
-        flexible_versions=_parse_versions(flexible) if flexible else None,
-    )
-    if default is not _MISSING:
-        return FieldDeclaration(spec, default, None)
-    return FieldDeclaration(spec, None, kind.new_default)
-
-
-# The few range texts ("0+", "3-8", ...) recur across hundreds of fields: parse each once.
-_PARSED_VERSIONS: dict[str, Versions] = {}
-
-
-def _parse_versions(text: str) -> Versions:
-    versions = _PARSED_VERSIONS.get(text)
-    if versions is None:
-        versions = _PARSED_VERSIONS[text] = Versions.parse(text)
-    return versions
-
-
-class DeclaredField(NamedTuple):
-    """A struct field as declared: its Python name and its wire spec."""
-
-    name: str
-    spec: FieldSpec
-    #: The default value (a fresh one for mutable kinds).
-    default: Any
-
-
-def declared_fields(struct_type: type[Struct]) -> tuple[DeclaredField, ...]:
-    """The declared fields of a struct, in wire order."""
-    return tuple(
-        DeclaredField(name, declaration.spec, declaration.new_default())
-        for name, declaration in struct_type.__kafka_fields__
-    )
 
 
 # --------------------------------------------------------------------------- structs
@@ -491,7 +233,7 @@ def _init_compiling_at_first_call(self: Struct, *args: Any, **values: Any) -> No
 
 def _compile_init(cls: type[Struct]) -> Callable[..., None]:
     """A keyword-only ``__init__`` setting every field, as @dataclass writes one."""
-    namespace: dict[str, Any] = {"_MISSING": _MISSING}
+    namespace: dict[str, Any] = {"_MISSING": MISSING}
     parameters = []
     lines = []
     for index, (name, declaration) in enumerate(cls.__kafka_fields__):

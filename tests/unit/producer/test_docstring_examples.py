@@ -9,6 +9,9 @@ import pytest
 
 MODULES = [
     "kafkaline.config",
+    "kafkaline.config.producer_config",
+    "kafkaline.config.properties",
+    "kafkaline.config.values",
     "kafkaline.producer.builtin_partitioner",
     "kafkaline.producer.interceptors",
     "kafkaline.producer.murmur2",

@@ -57,6 +57,28 @@ class BinaryColumn(NamedTuple):
         return self.shortest if self.shortest == self.longest else self.lengths
 
 
+class OrderedColumns(NamedTuple):
+    """A call's columns as the encoders read them: the input's key, value and header columns
+    with the order that groups their rows per partition (``None``: the input's), and the
+    timestamps and lengths already in that order (an int: one for every row)."""
+
+    keys: BinaryColumn | None
+    values: BinaryColumn
+    header_blocks: BinaryColumn | None
+    order: Int64s | None
+    timestamps: Column
+    key_lengths: Column
+    value_lengths: Column
+    header_lengths: Int64s | None
+    #: Each key's first bytes, as :func:`murmur2_partitions_and_prefixes` returns them.
+    key_prefixes: Bytes | None
+
+
+def take(column: Column, rows: Int64s | slice) -> Column:
+    """``column``'s items at ``rows`` (one int for every row stays that int)."""
+    return column if isinstance(column, int) else column[rows]
+
+
 def binary_column(array: Any) -> BinaryColumn:
     """A :class:`BinaryColumn` over a pyarrow ``binary`` or ``large_binary`` array (no
     copy of the data)."""
@@ -128,30 +150,46 @@ def murmur2_partitions_and_prefixes(
         # Keys of one length lie one after another: each word of every key is a strided
         # view of the key buffer, read in place, saving the gather of each key's first bytes
         # (see docs/performance.md, Notes moved from the code).
-        first, count = int(keys.starts[0]), len(keys.lengths)
-
-        def strided(offset: int, dtype: str) -> Any:
-            return np.ndarray(
-                (count,), dtype, buffer=keys.data, offset=first + offset, strides=(lengths,)
-            )
-
-        columns = [strided(4 * index, "<u4") for index in range(lengths >> 2)]
-        tail_bytes = np.zeros(count, np.uint32)  # the last 1-3 bytes, not read past the end
-        for index in range(lengths & 3):
-            byte = strided(4 * len(columns) + index, "u1").astype(np.uint32)
-            tail_bytes |= byte << np.uint32(8 * index)
-        columns.append(tail_bytes)
-        word = columns.__getitem__
+        word = _strided_words(keys, lengths)
     else:
         width = (longest + 3) // 4 * 4 + 4  # whole words, and the tail's word
         prefixes = first_bytes(keys.data, keys.starts, width)
         words = prefixes.view("<u4")
         word = functools.partial(_word_column, words)
 
+    h = _murmur2_hashes(word, words, lengths, len(keys.lengths))
+    h %= np.uint32(partition_count)
+    chosen = h.astype(np.int64)
+    return (np.where(keys.lengths >= 0, chosen, -1) if nulls else chosen), prefixes
+
+
+def _strided_words(keys: BinaryColumn, length: int) -> Callable[[int], Any]:
+    """Word ``i`` (little-endian uint32) of every key of ``keys``, all ``length`` bytes long,
+    read in place from the key buffer; the last word holds the 1-3 tail bytes."""
+    first, count = int(keys.starts[0]), len(keys.lengths)
+
+    def strided(offset: int, dtype: str) -> Any:
+        return np.ndarray(
+            (count,), dtype, buffer=keys.data, offset=first + offset, strides=(length,)
+        )
+
+    columns = [strided(4 * index, "<u4") for index in range(length >> 2)]
+    tail_bytes = np.zeros(count, np.uint32)  # the last 1-3 bytes, not read past the end
+    for index in range(length & 3):
+        byte = strided(4 * len(columns) + index, "u1").astype(np.uint32)
+        tail_bytes |= byte << np.uint32(8 * index)
+    columns.append(tail_bytes)
+    return columns.__getitem__
+
+
+def _murmur2_hashes(word: Callable[[int], Any], words: Any, lengths: Column, count: int) -> Any:
+    """Java's ``murmur2(key) & 0x7fffffff`` of ``count`` keys of ``lengths`` bytes, whose
+    word ``i`` is ``word(i)`` (``words``: the ``rows x words`` matrix, for keys of several
+    lengths)."""
     # Keys of one length (the usual case) mix the same words in every row: no masks, and
     # the arithmetic in place (each numpy pass costs per element, so the fewer the better).
     whole: Column = lengths >> 2
-    h = np.empty(len(keys.lengths), np.uint32)
+    h = np.empty(count, np.uint32)
     h[:] = _SEED ^ np.asarray(lengths, np.uint32)
     for index in range(column_max(whole)):
         k = word(index) * _M
@@ -174,9 +212,7 @@ def murmur2_partitions_and_prefixes(
     h *= _M
     h ^= h >> np.uint32(15)
     h &= np.uint32(0x7FFFFFFF)
-    h %= np.uint32(partition_count)
-    chosen = h.astype(np.int64)
-    return (np.where(keys.lengths >= 0, chosen, -1) if nulls else chosen), prefixes
+    return h
 
 
 def _word_column(words: Any, index: int) -> Any:

@@ -237,15 +237,14 @@ class RecordBatchBuilder:
         if value is not None and type(value) is not bytes:
             value = as_bytes(value, "value")
         header_block = encode_headers(headers) if headers else NO_HEADERS
+        fields = len(key or b"") + len(value or b"") + len(header_block)
+        if BATCH_HEADER_SIZE + fields > MAX_BATCH_SIZE:  # before encoding gigabytes
+            raise RecordTooLargeError(
+                f"a record of about {fields} bytes cannot fit a record batch "
+                f"(at most {MAX_BATCH_SIZE} bytes)"
+            )
         count = self._count
         if count == 0:
-            # Checked by len() before encoding: a record of gigabytes is refused at once.
-            fields = len(key or b"") + len(value or b"") + len(header_block)
-            if BATCH_HEADER_SIZE + fields > MAX_BATCH_SIZE:
-                raise RecordTooLargeError(
-                    f"a record of about {fields} bytes cannot fit a record batch "
-                    f"(at most {MAX_BATCH_SIZE} bytes)"
-                )
             self._base_timestamp = self._max_timestamp = timestamp
         record = encode_record(count, self._timestamp_delta(timestamp), key, value, header_block)
         if count and self._size + len(record) > self._settings.appended_limit:

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import operator
 from collections.abc import Sequence
+from functools import lru_cache
 
 from kafkaline.record.batch_format import Headers
 from kafkaline.record.varint import INT64_MAX, INT64_MIN, encode_varint, encode_varlong
@@ -50,6 +51,11 @@ NO_HEADERS = b"\x00"
 _NULL_LENGTH = b"\x01"  # varint(-1)
 _ATTRIBUTES = b"\x00"
 
+# Records repeat the same small lengths, offsets and deltas: their varints are looked up in a
+# bounded cache rather than encoded again (the pure-Python send()'s largest cost otherwise).
+_varint = lru_cache(maxsize=8192)(encode_varint)
+_varlong = lru_cache(maxsize=8192)(encode_varlong)
+
 
 def encode_record(
     offset_delta: int,
@@ -65,15 +71,17 @@ def encode_record(
     >>> encode_record(0, 0, b"k", b"v").hex()
     '10000000026b027600'
     """
-    head = _ATTRIBUTES + encode_varlong(timestamp_delta) + encode_varint(offset_delta)
-    key_length = _NULL_LENGTH if key is None else encode_varint(len(key))
-    value_length = _NULL_LENGTH if value is None else encode_varint(len(value))
-    key = key or b""
-    value = value or b""
-    size = (
-        len(head) + len(key_length) + len(key) + len(value_length) + len(value) + len(header_block)
+    fields = (
+        _ATTRIBUTES,
+        _varlong(timestamp_delta),
+        _varint(offset_delta),
+        _NULL_LENGTH if key is None else _varint(len(key)),
+        key or b"",
+        _NULL_LENGTH if value is None else _varint(len(value)),
+        value or b"",
+        header_block,
     )
-    return b"".join((encode_varint(size), head, key_length, key, value_length, value, header_block))
+    return b"".join((_varint(sum(map(len, fields))), *fields))
 
 
 def encode_headers(headers: Headers) -> bytes:

@@ -66,6 +66,13 @@ DEFAULT_BATCH_SIZE_LIMIT = 16384
 _HEADER_ROOM = bytes(BATCH_HEADER_SIZE)
 
 
+def _too_large(key: bytes | None, value: bytes | None, header_block: bytes) -> RecordTooLargeError:
+    size = len(key or b"") + len(value or b"") + len(header_block)
+    return RecordTooLargeError(
+        f"a record of about {size} bytes cannot fit a record batch (at most {MAX_BATCH_SIZE} bytes)"
+    )
+
+
 class _SealedRecords(NamedTuple):
     """The records once sealed: the payload (compressed, or a view of ``wire``) and, when
     uncompressed, ``wire``: room for the header, then the records (build() writes the header
@@ -237,16 +244,18 @@ class RecordBatchBuilder:
         if value is not None and type(value) is not bytes:
             value = as_bytes(value, "value")
         header_block = encode_headers(headers) if headers else NO_HEADERS
-        fields = len(key or b"") + len(value or b"") + len(header_block)
-        if BATCH_HEADER_SIZE + fields > MAX_BATCH_SIZE:  # before encoding gigabytes
-            raise RecordTooLargeError(
-                f"a record of about {fields} bytes cannot fit a record batch "
-                f"(at most {MAX_BATCH_SIZE} bytes)"
-            )
         count = self._count
         if count == 0:
             self._base_timestamp = self._max_timestamp = timestamp
-        record = encode_record(count, self._timestamp_delta(timestamp), key, value, header_block)
+        delta = timestamp - self._base_timestamp
+        if not (INT64_MIN <= timestamp <= INT64_MAX and INT64_MIN <= delta <= INT64_MAX):
+            delta = self._fail_at_seal(timestamp)
+        try:
+            record = encode_record(count, delta, key, value, header_block)
+        except ValueError:  # a key or value length past int32
+            raise _too_large(key, value, header_block) from None
+        if count == 0 and BATCH_HEADER_SIZE + len(record) > MAX_BATCH_SIZE:
+            raise _too_large(key, value, header_block)
         if count and self._size + len(record) > self._settings.appended_limit:
             return None
         if timestamp > self._max_timestamp:
@@ -256,12 +265,10 @@ class RecordBatchBuilder:
         self._count = count + 1
         return count
 
-    def _timestamp_delta(self, timestamp: int) -> int:
-        """The record's timestamp delta; for a timestamp out of range, 0, and the batch
-        then fails at seal() (as the compiled core does)."""
-        delta = timestamp - self._base_timestamp
-        if INT64_MIN <= timestamp <= INT64_MAX and INT64_MIN <= delta <= INT64_MAX:
-            return delta
+    def _fail_at_seal(self, timestamp: int) -> int:
+        """Note a timestamp out of range (outside int64, or too far from the first one for
+        an int64 delta): the batch fails at seal(), as the compiled core's does. Returns the
+        delta to encode meanwhile, 0."""
         if self._failure is None:
             self._failure = (
                 f"timestamp {timestamp} is outside int64"

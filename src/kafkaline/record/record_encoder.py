@@ -71,17 +71,19 @@ def encode_record(
     >>> encode_record(0, 0, b"k", b"v").hex()
     '10000000026b027600'
     """
-    fields = (
-        _ATTRIBUTES,
-        _varlong(timestamp_delta),
-        _varint(offset_delta),
-        _NULL_LENGTH if key is None else _varint(len(key)),
-        key or b"",
-        _NULL_LENGTH if value is None else _varint(len(value)),
-        value or b"",
-        header_block,
+    head = _ATTRIBUTES + _varlong(timestamp_delta) + _varint(offset_delta)
+    if key is None:
+        key, key_length = b"", _NULL_LENGTH
+    else:
+        key_length = _varint(len(key))
+    if value is None:
+        value, value_length = b"", _NULL_LENGTH
+    else:
+        value_length = _varint(len(value))
+    size = (
+        len(head) + len(key_length) + len(key) + len(value_length) + len(value) + len(header_block)
     )
-    return b"".join((_varint(sum(map(len, fields))), *fields))
+    return b"".join((_varint(size), head, key_length, key, value_length, value, header_block))
 
 
 def encode_headers(headers: Headers) -> bytes:

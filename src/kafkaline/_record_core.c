@@ -850,25 +850,6 @@ Builder_append(Builder *self, PyObject *const *args, Py_ssize_t nargs, PyObject 
 }
 
 static PyObject *
-Builder_append_bytes(Builder *self, PyObject *const *args, Py_ssize_t nargs)
-{
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError,
-                        "append_bytes() takes timestamp, key, value, payload_size");
-        return NULL;
-    }
-    if (self->closed)
-        Py_RETURN_NONE;
-    /* Never leaves the batch full: refuse a record that would reach the limit. */
-    int rc = append_objects(self, args[0], args[1], args[2], NULL, self->limit - 1);
-    if (rc == FAILED)
-        return NULL;
-    if (rc == NO_ROOM)
-        Py_RETURN_NONE;
-    return PyLong_FromLongLong(self->count - 1);
-}
-
-static PyObject *
 Builder_append_many(Builder *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"keys", "values", "timestamps", "headers", "start", NULL};
@@ -1266,8 +1247,6 @@ Builder_get_base_sequence(Builder *self, void *Py_UNUSED(c))
 static PyMethodDef Builder_methods[] = {
     {"append", (PyCFunction)(void (*)(void))Builder_append, METH_FASTCALL | METH_KEYWORDS,
      "Add a record; its offset delta, or None when it does not fit or the batch is closed."},
-    {"append_bytes", (PyCFunction)(void (*)(void))Builder_append_bytes, METH_FASTCALL,
-     "append() of bytes without headers that never leaves the batch full."},
     {"append_many", (PyCFunction)(void (*)(void))Builder_append_many,
      METH_VARARGS | METH_KEYWORDS, "Add records of parallel sequences; how many were added."},
     {"open_state", (PyCFunction)Builder_open_state, METH_NOARGS,

@@ -1,7 +1,7 @@
 """:class:`ProducerBatch`: the records of one topic-partition sent together, and their fate.
 
-A batch wraps a :class:`~kafkaline.record.RecordBatchBuilder` (appends keep references; the
-records are encoded when the batch is closed for sending, on the Sender's thread) and one
+A batch wraps a :class:`~kafkaline.record.RecordBatchBuilder` (records are encoded as they are
+appended; the batch is compressed when it is closed for sending, on the Sender's thread) and one
 :class:`~kafkaline.producer.futures.ProduceRequestResult` that completes every record's
 future at once. It also keeps what the accumulator decides with: when it was created, when it
 was last tried, how often, how long it must back off before the next try.
@@ -38,10 +38,6 @@ from kafkaline.record.batch_format import BATCH_HEADER_SIZE, NO_SEQUENCE
 __all__ = ["ProducerBatch"]
 
 _log = logging.getLogger(__name__)
-_new_tuple = tuple.__new__
-# A global: on Python 3.11 CompressionType.NONE goes through EnumType.__getattr__'s hook,
-# slow enough to matter once per new batch (see docs/performance.md, Notes moved from the code).
-_NO_COMPRESSION = CompressionType.NONE
 
 
 class ProducerBatch:
@@ -80,8 +76,6 @@ class ProducerBatch:
     def __init__(
         self,
         topic_partition: TopicPartition,
-        # Positional too: the accumulator's new batch passes these three without a keyword
-        # dict (see RecordAccumulator._new_batch).
         created_ms: float,
         batch_size: int = 16384,
         *,
@@ -96,23 +90,13 @@ class ProducerBatch:
         # batch_size 0 means "no batching" in Kafka: one record per batch. The builder always
         # takes a first record, whatever its limit.
         limit = batch_size if batch_size > BATCH_HEADER_SIZE else BATCH_HEADER_SIZE + 1
-        #: The batch's records; the accumulator appends through ``builder.append`` on its hot
-        #: path (under the partition's lock), everything else goes through this class.
-        self.builder = (
-            # The builder's defaults are not passed: a class called with keywords gets them
-            # in a dict, once per new batch (see docs/performance.md, Notes moved from the code).
-            RecordBatchBuilder(limit)
-            if compression == _NO_COMPRESSION
-            and compression_level is None
-            and estimated_compression_ratio == 1.0
-            and not is_transactional
-            else RecordBatchBuilder(
-                compression=compression,
-                compression_level=compression_level,
-                batch_size_limit=limit,
-                estimated_compression_ratio=estimated_compression_ratio,
-                is_transactional=is_transactional,
-            )
+        #: The batch's records (under the partition's lock until drained).
+        self.builder = RecordBatchBuilder(
+            limit,
+            compression=compression,
+            compression_level=compression_level,
+            estimated_compression_ratio=estimated_compression_ratio,
+            is_transactional=is_transactional,
         )
         self.is_transactional = is_transactional
         self.compression_level = compression_level
@@ -153,17 +137,12 @@ class ProducerBatch:
         offset_delta = self.builder.append(timestamp, key, value, headers)
         if offset_delta is None:
             return None
-        # tuple.__new__, not the named tuple's Python-level __new__: once per record
-        # (see docs/performance.md, Notes moved from the code).
-        return _new_tuple(
-            FutureRecordMetadata,
-            (
-                self.result,
-                offset_delta,
-                -1 if key is None else len(key),
-                -1 if value is None else len(value),
-                timestamp,
-            ),
+        return FutureRecordMetadata(
+            self.result,
+            offset_delta,
+            -1 if key is None else len(key),
+            -1 if value is None else len(value),
+            timestamp,
         )
 
     # ------------------------------------------------------------------ inspecting

@@ -3,10 +3,10 @@
 Imports nothing from kafkaline but :mod:`kafkaline.errors`. Modules:
 
 * ``builder``: the pure-Python :class:`RecordBatchBuilder` (append records, seal, build wire
-  bytes) and :func:`build_record_batch`;
+  bytes) and :func:`build_record_batch`; ``batch_settings``: the values it is made with;
 * ``core``: the builder in use, the compiled core's or the pure-Python one (:func:`core_build`
   says which);
-* ``record_encoder``: :func:`encode_records`, the bulk encoder of a records section;
+* ``record_encoder``: the record layout and its reference encoder, :func:`encode_records`;
 * ``reader``: :func:`read_record_batches` / :func:`iter_record_batches`;
 * ``compression``: :func:`compress` / :func:`decompress` for none, gzip, snappy, lz4, zstd;
 * ``control``: transaction markers; ``crc``: CRC-32C; ``varint``: zigzag varints;

@@ -4,15 +4,9 @@ Kafka writes signed integers as zigzag-encoded base-128 varints (protobuf's ``si
 ``sint64``): ``zigzag(n) = (n << 1) ^ (n >> 63)`` maps 0, -1, 1, -2 ... to 0, 1, 2, 3 ...,
 then each 7-bit group goes out low group first, with the high bit set on all bytes but the
 last. A varint holds an int32 (at most 5 bytes), a varlong an int64 (at most 10 bytes).
-
-The encoder's hot loop does not call these functions per record: it looks small values up in
-:func:`small_varint_table` (see ``record_encoder``). These functions are the general path and the
-reference the table is checked against.
 """
 
 from __future__ import annotations
-
-from functools import cache
 
 from kafkaline.errors import CorruptRecordError
 
@@ -20,9 +14,6 @@ INT32_MIN = -(1 << 31)
 INT32_MAX = (1 << 31) - 1
 INT64_MIN = -(1 << 63)
 INT64_MAX = (1 << 63) - 1
-
-#: Non-negative values below this encode in at most two bytes and are in the small table.
-SMALL_VARINT_LIMIT = 1 << 13
 
 _MAX_VARINT_BYTES = 5
 _MAX_VARLONG_BYTES = 10
@@ -134,25 +125,3 @@ def decode_varlong(data: bytes, pos: int) -> tuple[int, int]:
     if raw >> 64:
         raise CorruptRecordError(f"varlong ending at byte {pos} overflows int64")
     return (raw >> 1) ^ -(raw & 1), pos
-
-
-@cache
-def small_varint_table() -> tuple[tuple[bytes, ...], bytes, tuple[bytes, ...]]:
-    """``(encodings, sizes, zero_prefixed)`` for every ``n`` in ``range(SMALL_VARINT_LIMIT)``.
-
-    ``encodings[n] == encode_varint(n)``, ``sizes[n] == len(encodings[n])`` and
-    ``zero_prefixed[n] == b"\\x00" + encodings[n]`` (a zero byte, then the varint: the
-    encoder's way to fold a constant zero field into the next piece). Non-negative only: the
-    encoder indexes it with lengths, offset deltas and non-negative timestamp deltas, and an
-    ``IndexError`` is its signal to take the general path. Built on first use (a few
-    milliseconds, ~0.6 MB) rather than at import.
-    """
-    one_byte = [bytes((n << 1,)) for n in range(64)]
-    # Two-byte varints of 2n: low 7 bits of 2n with the continuation bit, then 2n >> 7 == n >> 6.
-    low = bytes(((n << 1) & 0x7F) | 0x80 for n in range(64, SMALL_VARINT_LIMIT))
-    high = bytes(n >> 6 for n in range(64, SMALL_VARINT_LIMIT))
-    two_bytes = list(map(bytes, zip(low, high, strict=True)))
-    encodings = tuple(one_byte + two_bytes)
-    sizes = bytes([1] * 64 + [2] * (SMALL_VARINT_LIMIT - 64))
-    zero_prefixed = tuple(map(b"\x00".__add__, encodings))
-    return encodings, sizes, zero_prefixed

@@ -1,5 +1,5 @@
-"""ProducerBatch: a batch holding pre-encoded records (the bulk paths' ``append_encoded``,
-counted by the builder rather than listed) splits, retries and counts like any other."""
+"""ProducerBatch: a batch holding pre-encoded records (the bulk paths' ``append_encoded``)
+splits, retries and counts like any other."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from kafkaline.net.cluster import TopicPartition
 from kafkaline.producer.batch import ProducerBatch
 from kafkaline.producer.futures import SPLIT, FutureRecordMetadata
 from kafkaline.record import CompressionType, read_record_batches
-from kafkaline.record.record_encoder import encode_record_chunk
+from kafkaline.record.record_encoder import encode_records
 
 TP = TopicPartition("events", 0)
 TS = 1_700_000_000_000
@@ -21,7 +21,9 @@ def _pre_encoded(batch: ProducerBatch, values: list[bytes]) -> list[FutureRecord
     state = batch.builder.open_state()
     first, base = (0, TS) if state is None else (state[1], state[2])
     timestamps = [TS + first + i for i in range(len(values))]
-    chunk = encode_record_chunk(timestamps, [b"k"] * len(values), values, None, base, first)
+    chunk = encode_records(
+        [b"k"] * len(values), values, timestamps, base_timestamp=base, first_offset_delta=first
+    )
     batch.builder.append_encoded([chunk], len(values), timestamps[0], timestamps[-1])
     return [
         FutureRecordMetadata(batch.result, first + i, 1, len(value), timestamps[i])

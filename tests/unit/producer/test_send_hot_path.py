@@ -1,5 +1,5 @@
 """The pieces of send()'s hot path, against the general path they stand in for: the compiled
-core's open-batch sender, RecordBatchBuilder.append_bytes and BuiltInPartitioner.switch_due.
+core's open-batch sender and BuiltInPartitioner.switch_due.
 Each either does exactly what append() would do, or does nothing and says so (None)."""
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from kafkaline.producer.buffer_pool import BufferPool
 from kafkaline.producer.builtin_partitioner import BuiltInPartitioner, StickyPartition
 from kafkaline.producer.murmur2 import murmur2, to_positive
 from kafkaline.producer.partitioner import StaticCluster
-from kafkaline.record import RecordBatchBuilder, core_build, read_record_batches
+from kafkaline.record import core_build
 from kafkaline.record.builder import RecordBatchBuilder as PythonBuilder
 
 TS = 1_700_000_000_000
@@ -32,18 +32,6 @@ def new_accumulator(batch_size: int = 1024, seed: int = 7) -> RecordAccumulator:
         buffer_pool=BufferPool(1 << 20, batch_size),
         rng=random.Random(seed),
     )
-
-
-def test_append_bytes_refuses_what_reaches_the_limit_and_closed_batches() -> None:
-    builder = RecordBatchBuilder(batch_size_limit=200)
-    assert builder.append_bytes(TS, b"k", b"v" * 50, 51) == 0
-    assert not builder.is_full
-    assert builder.append_bytes(TS, b"k", b"v" * 100, 101) is None  # would pass the limit
-    assert builder.append(TS, b"k", b"v" * 60) == 1  # the general path decides exactly
-    builder.close_for_appends()
-    assert builder.append_bytes(TS, None, b"v", 1) is None
-    (batch,) = read_record_batches(builder.build())
-    assert [(r.key, r.value) for r in batch.records] == [(b"k", b"v" * 50), (b"k", b"v" * 60)]
 
 
 def test_switch_due_mirrors_update_partition_info_for_a_batch_not_full() -> None:
@@ -67,9 +55,9 @@ def test_a_batch_refuses_a_record_once_then_appends_go_to_the_next(
     # Large records through send()'s general path: the batch that refuses one closes for
     # appends, so the refusal is measured once per batch (it was about three times, each by
     # the builder's slow path: 9,976 refusals for 3,338 batches of 10 KB records).
-    # Counted in the pure-Python builder's slow path, so the batches use that builder here.
+    # Counted in the pure-Python builder, so the batches use that builder here.
     measured = 0
-    slow = PythonBuilder._append_slow
+    slow = PythonBuilder._try_append
 
     def counting(self: PythonBuilder, *args: Any) -> int | None:
         nonlocal measured
@@ -78,7 +66,7 @@ def test_a_batch_refuses_a_record_once_then_appends_go_to_the_next(
         measured += delta is None and was_open
         return delta
 
-    monkeypatch.setattr(PythonBuilder, "_append_slow", counting)
+    monkeypatch.setattr(PythonBuilder, "_try_append", counting)
     monkeypatch.setattr(batch_module, "RecordBatchBuilder", PythonBuilder)
     accumulator = new_accumulator(batch_size=1024)
     futures = [accumulator.append("t", 0, TS, b"k", b"v" * 300)[0] for _ in range(30)]

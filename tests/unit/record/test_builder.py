@@ -263,7 +263,6 @@ def test_a_record_refused_for_its_size_closes_the_batch_for_appends(value_size: 
         count += 1
     assert builder.is_closed and builder.is_full
     assert builder.append(BASE_TS, None, b"") is None
-    assert builder.append_bytes(BASE_TS, None, b"", 0) is None
     assert builder.append_many([None], [b""], BASE_TS) == 0
     records = read_record_batches(builder.build())[0].records
     assert len(records) == count == len(builder)
@@ -506,39 +505,20 @@ def test_large_records_kept_as_pieces_encode_the_same_bytes() -> None:
     keys = [rng.randbytes(rng.randint(0, 40)) for _ in range(12)]
     values = [rng.randbytes(rng.randint(1500, 9000)) for _ in range(12)]
     builder = RecordBatchBuilder(batch_size_limit=1 << 20)
-    for i in range(12):  # appended one by one: encoded at the size limit and at seal
+    for i in range(12):
         assert builder.append(1_000 + i, keys[i], values[i]) == i
-        if i == 5:
-            builder.open_state()  # encodes the pending (large) records now
     (batch,) = read_record_batches(builder.build())
     assert [(r.key, r.value) for r in batch.records] == list(zip(keys, values, strict=True))
     expected = encode_records(keys, values, [1_000 + i for i in range(12)])
     assert builder.build().endswith(expected)
 
 
-def test_a_record_that_cannot_fit_is_refused_without_encoding_it(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
-    from kafkaline.record import builder as builder_module
-    from kafkaline.record.record_encoder import encode_record_chunk as real
-
-    encoded: list[int] = []
-
-    def counting(*args: object, **kwargs: object) -> bytes:
-        encoded.append(1)
-        return real(*args, **kwargs)  # type: ignore[arg-type]
-
-    monkeypatch.setattr(builder_module, "encode_record_chunk", counting)
-    # The pure-Python builder's own economy (the compiled one encodes every record at append).
-    builder = builder_module.RecordBatchBuilder(batch_size_limit=65536)
-    count = fill(builder, value_size=10_000)
-    assert count == 6  # a seventh 10 KB record is far over 64 KiB
-    assert encoded == []
-    # Near the limit, a record whose bound is over but whose exact size fits still goes in.
-    tight = builder_module.RecordBatchBuilder(batch_size_limit=BATCH_HEADER_SIZE + 2 * 120)
+def test_a_record_whose_bound_is_over_but_exact_size_fits_goes_in() -> None:
+    assert fill(RecordBatchBuilder(batch_size_limit=65536), value_size=10_000) == 6
+    # 2 x ~117 bytes fit 240; 2 x (110 + RECORD_OVERHEAD_BOUND) would not.
+    tight = RecordBatchBuilder(batch_size_limit=BATCH_HEADER_SIZE + 2 * 120)
     assert tight.append(BASE_TS, None, bytes(110)) == 0
-    assert tight.append(BASE_TS, None, bytes(110)) == 1  # 2 x ~117 fits 240, the bound does not
-    assert encoded == [1]
+    assert tight.append(BASE_TS, None, bytes(110)) == 1
     assert len(tight.build()) <= BATCH_HEADER_SIZE + 240
 
 

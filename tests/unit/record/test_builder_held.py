@@ -1,4 +1,4 @@
-"""RecordBatchBuilder: records added by ``append_encoded`` are counted, not listed one by one.
+"""RecordBatchBuilder: records added by ``append_encoded`` (encoded by the caller).
 
 Every check compares a builder fed pre-encoded records with one fed the same records through
 ``append``: what callers see (len, offset deltas, ``open_state``, ``is_full``, sizes, the
@@ -12,7 +12,7 @@ import pytest
 
 from kafkaline.errors import IllegalStateError
 from kafkaline.record import CompressionType, RecordBatchBuilder, read_record_batches
-from kafkaline.record.record_encoder import encode_record_chunk
+from kafkaline.record.record_encoder import encode_records
 
 BASE_TS = 1_600_000_000_000
 
@@ -34,10 +34,13 @@ def _append_encoded(builder: RecordBatchBuilder, records: list[Record]) -> None:
         first_delta, base = 0, records[0][0]
     else:
         _, first_delta, base = state
-    chunk = encode_record_chunk(
-        [r[0] for r in records], [r[1] for r in records], [r[2] for r in records], None, base,
-        first_delta,
-    )  # fmt: skip
+    chunk = encode_records(
+        [r[1] for r in records],
+        [r[2] for r in records],
+        [r[0] for r in records],
+        base_timestamp=base,
+        first_offset_delta=first_delta,
+    )
     # Two pieces, as the bulk paths hand over several.
     builder.append_encoded(
         [chunk[:3], memoryview(chunk)[3:]], len(records), records[0][0], max(r[0] for r in records)
@@ -52,7 +55,7 @@ def _assert_same_view(held: RecordBatchBuilder, listed: RecordBatchBuilder) -> N
     assert len(held) == len(listed)
     assert held.is_full == listed.is_full
     assert held.is_closed == listed.is_closed
-    assert held.open_state() == listed.open_state()  # encodes the listed one's pending records
+    assert held.open_state() == listed.open_state()
     assert held.estimated_size_in_bytes == listed.estimated_size_in_bytes
 
 
@@ -80,13 +83,7 @@ def test_pre_encoded_records_then_appends_of_every_kind_build_the_same_batch(
     _append_encoded(held, groups[3])  # two encoded groups in a row
     _append_encoded(listed, groups[3])
     _assert_same_view(held, listed)
-    # The hot path (append_bytes) may defer to append while records are held; append decides.
-    ts, key, value = groups[4][0]
-    assert key is not None and value is not None
-    deltas = [held.append_bytes(ts, key, value, len(key) + len(value))]
-    if deltas[0] is None:
-        deltas = [held.append(ts, key, value)]
-    assert deltas == _append_each(listed, groups[4][:1]) == [19]
+    assert _append_each(held, groups[4][:1]) == _append_each(listed, groups[4][:1]) == [19]
     rest = groups[4][1:]
     for builder in (held, listed):
         taken = builder.append_many(
@@ -164,7 +161,6 @@ def test_a_closed_batch_with_room_refuses_appends_and_keeps_its_count() -> None:
     _append_encoded(held, _records(5))
     held.close_for_appends()
     assert held.append(BASE_TS, b"k", b"v") is None
-    assert held.append_bytes(BASE_TS, b"k", b"v", 2) is None
     assert held.open_state() is None and held.is_full and len(held) == 5
     assert _read_back(held) == _records(5)
 
@@ -174,8 +170,7 @@ def test_a_closed_batch_with_room_refuses_appends_and_keeps_its_count() -> None:
     ["base_offset", "partition_leader_epoch", "producer_id", "producer_epoch", "base_sequence"],
 )
 def test_the_constructor_refuses_a_default_value_of_the_wrong_type(field: str) -> None:
-    # The constructor skips its range checks for the default values (a new batch per ~450
-    # records on the bulk paths): a float equal to the default must still be refused.
+    # A float equal to the default must still be refused.
     default = 0 if field == "base_offset" else -1
     with pytest.raises(ValueError, match=field):
         RecordBatchBuilder(**{field: float(default)})  # type: ignore[arg-type]

@@ -1,5 +1,5 @@
 """RecordBatchBuilder: the header's max timestamp is the largest record's, through every
-append path (it is kept as records are encoded, not computed at seal)."""
+append path."""
 
 from __future__ import annotations
 
@@ -19,10 +19,7 @@ def _mixed_paths_builder(path: str) -> tuple[RecordBatchBuilder, list[int]]:
     if path == "append":
         for ts in timestamps:
             assert builder.append(ts, b"k", b"v") is not None
-    elif path == "append_bytes":
-        for ts in timestamps:
-            assert builder.append_bytes(ts, b"k", b"v", 2) is not None
-    elif path == "append_slow":  # records with headers take the slow path
+    elif path == "append_headers":
         for ts in timestamps:
             assert builder.append(ts, b"k", b"v", [("h", b"x")]) is not None
     elif path == "append_many":
@@ -31,7 +28,7 @@ def _mixed_paths_builder(path: str) -> tuple[RecordBatchBuilder, list[int]]:
     elif path == "append_many_one_int":
         timestamps = [BASE_TS + 3] * 3
         assert builder.append_many([b"k"] * 3, [b"v"] * 3, BASE_TS + 3) == 3
-    elif path == "mixed":  # encoded in several steps: appends, a bulk window, appends
+    elif path == "mixed":  # appends, a bulk append, appends
         builder.append(timestamps[0], b"k", b"v")
         builder.append(timestamps[1], b"k", b"v")
         builder.append_many([b"k"] * 2, [b"v"] * 2, timestamps[2:4])
@@ -54,8 +51,7 @@ def _mixed_paths_builder(path: str) -> tuple[RecordBatchBuilder, list[int]]:
     "path",
     [
         "append",
-        "append_bytes",
-        "append_slow",
+        "append_headers",
         "append_many",
         "append_many_one_int",
         "mixed",
@@ -73,8 +69,7 @@ def test_the_header_s_max_timestamp_is_the_largest_record_s_whatever_the_append_
 
 
 def test_a_record_that_fits_only_exactly_counts_in_the_max_timestamp() -> None:
-    # Near the limit the loose bound refuses, and the builder encodes the record to decide
-    # (_append_if_exactly_fits): its timestamp must count too.
+    # Records up to the limit, the last of which fits only just: its timestamp counts too.
     builder = RecordBatchBuilder(batch_size_limit=BATCH_HEADER_SIZE + 60)
     taken = []
     ts = BASE_TS

@@ -115,16 +115,6 @@ def test_murmur2_and_crc32c_match_the_python_ones(data: bytes) -> None:
 
 
 @needs_core
-def test_append_bytes_never_leaves_the_batch_full() -> None:
-    builder = _record_core.RecordBatchBuilder(200)
-    assert builder.append_bytes(BASE_TS, b"k", b"v" * 50, 51) == 0
-    while builder.append_bytes(BASE_TS, b"k", b"v" * 20, 21) is not None:
-        assert not builder.is_full
-    assert not builder.is_closed  # refused, not closed: append() decides exactly
-    assert builder.append(BASE_TS, b"k", b"v" * 20) in (None, len(builder) - 1)
-
-
-@needs_core
 def test_rebuild_after_new_producer_state_leaves_the_returned_bytes_alone() -> None:
     builder = _record_core.RecordBatchBuilder(1024)
     builder.append(BASE_TS, b"k", b"value")

@@ -8,11 +8,9 @@ from hypothesis import strategies as st
 from kafkaline.record import (
     CompressionType,
     RecordBatchBuilder,
-    encode_records,
     read_record_batches,
 )
 from kafkaline.record.batch_format import Header
-from kafkaline.record.record_encoder import _record_pieces_general
 from kafkaline.record.varint import INT64_MAX, INT64_MIN
 
 BASE_TS = 1_700_000_000_000
@@ -73,28 +71,6 @@ def test_build_then_read_returns_the_records(
     assert [r.key for r in batch.records] == [r[1] for r in records]
     assert [r.value for r in batch.records] == [r[2] for r in records]
     assert [list(r.headers) for r in batch.records] == [r[3] for r in records]
-
-
-@settings(max_examples=60, deadline=None)
-@given(
-    values=st.lists(st.binary(max_size=300), min_size=1, max_size=50),
-    keyless=st.booleans(),
-    spread=st.sampled_from([0, 1, 10_000]),
-    first=st.sampled_from([0, 5, 8180]),
-)
-def test_fast_loops_equal_the_general_encoder(
-    values: list[bytes], keyless: bool, spread: int, first: int
-) -> None:
-    keys: list[bytes | None] = [None if keyless else v[:10] for v in values]
-    timestamps = [BASE_TS + (i * spread) % 9000 for i in range(len(values))]
-    expected = b"".join(
-        b"".join(_record_pieces_general(first + i, t, BASE_TS, k, v, b"\x00"))
-        for i, (t, k, v) in enumerate(zip(timestamps, keys, values, strict=True))
-    )
-    encoded = encode_records(
-        keys, list(values), timestamps, base_timestamp=BASE_TS, first_offset_delta=first
-    )
-    assert encoded == expected
 
 
 def test_extreme_timestamps_round_trip() -> None:

@@ -12,13 +12,11 @@ from kafkaline.record.varint import (
     INT32_MIN,
     INT64_MAX,
     INT64_MIN,
-    SMALL_VARINT_LIMIT,
     decode_varint,
     decode_varlong,
     encode_varint,
     encode_varlong,
     size_of_varint,
-    small_varint_table,
     zigzag_decode,
     zigzag_encode,
 )
@@ -122,16 +120,6 @@ def test_varlong_round_trip(value: int) -> None:
     assert len(encoded) == size_of_varint(value) <= 10
     assert zigzag_decode(zigzag_encode(value)) == value
     assert zigzag_encode(value) >= 0
-
-
-def test_small_table_matches_the_general_encoder() -> None:
-    encodings, sizes, zero_prefixed = small_varint_table()
-    assert len(encodings) == len(sizes) == len(zero_prefixed) == SMALL_VARINT_LIMIT
-    for n in range(SMALL_VARINT_LIMIT):
-        assert encodings[n] == encode_varint(n)
-        assert sizes[n] == len(encodings[n])
-        assert zero_prefixed[n] == b"\x00" + encodings[n]
-    assert small_varint_table() is small_varint_table()  # built once
 
 
 def _reference_unsigned(value: int) -> bytes:

@@ -406,13 +406,13 @@ class BrokerConnection:
         in_flight = self._enqueue(request, version, now, on_complete, None)
         if requests.outgoing[0].in_flight is in_flight:
             # Nothing was queued before: write now rather than after the next select.
-            # (_write_or_close() and _write(), written out: once per request.)
+            # (_write_or_close() and _write(), written out: once per request; _enqueue()
+            # already set the activity time to now.)
             try:
                 transport = self._transport
                 if transport is None:
                     transport = self._require_transport()  # raises
-                if requests.write(transport, self.node_id, now, completed):
-                    self._last_activity = now
+                requests.write(transport, self.node_id, now, completed)
             except KafkaConnectionError as error:
                 self._close(now, completed, error)
         return in_flight.correlation_id
@@ -429,14 +429,16 @@ class BrokerConnection:
         if protocol is None:
             protocol = self._require_protocol()  # raises
         buffers = protocol.send_buffers(request, version)
+        sent = protocol.last_sent
         in_flight = SentRequest(
             request,
             version,
-            protocol.last_correlation_id,
+            sent.correlation_id,
             now,
             now + self._settings.request_timeout_ms,
             on_complete,
             setup_handler,
+            sent.expects_response,
         )
         requests = self._requests
         if in_flight.expects_response:

@@ -33,14 +33,17 @@ from collections.abc import Callable, Mapping
 from kafkaline.config import UniformRandom
 from kafkaline.errors import (
     AuthenticationError,
-    ConnectionSetupTimeoutError,
-    CorrelationIdMismatchError,
     IllegalStateError,
     KafkaConnectionError,
     KafkaError,
     NoCompatibleVersionError,
 )
-from kafkaline.net.connection_setup import ConnectionSetup, counts_toward_refusal, sasl_refusal
+from kafkaline.net.connection_setup import (
+    ConnectionSetup,
+    counts_toward_refusal,
+    sasl_refusal,
+    setup_timeout,
+)
 from kafkaline.net.connection_types import (
     Authenticator,
     AuthenticatorFactory,
@@ -50,7 +53,7 @@ from kafkaline.net.connection_types import (
     SentRequest,
     SetupRequest,
 )
-from kafkaline.net.request_queue import RequestQueue, request_timeout
+from kafkaline.net.request_queue import RequestQueue, request_timeout, unmatched_response
 from kafkaline.net.response import OnComplete
 from kafkaline.net.settings import NetworkSettings
 from kafkaline.net.transport import (
@@ -86,10 +89,9 @@ _RECEIVE_CHUNK_SIZE = 256 * 1024
 _MAX_READS_PER_EVENT = 8
 
 
-# The states as module globals, for the checks the I/O thread makes several times per pass
-# (next_deadline, interest, can_send, handle_events): on Python 3.11 reading a member from its enum
-# class goes through EnumType.__getattr__'s lookup hook, much slower than a global, and there are
-# many such reads per record sent one at a time (docs/performance.md, Notes moved from the code).
+# The states as module globals for the I/O thread's checks (next_deadline, interest, can_send,
+# handle_events): on Python 3.11 reading an enum member from its class goes through
+# EnumType.__getattr__, much slower than a global (docs/performance.md, Notes moved from the code).
 _DISCONNECTED = ConnectionState.DISCONNECTED
 _CONNECTING = ConnectionState.CONNECTING
 _AUTHENTICATING = ConnectionState.AUTHENTICATING
@@ -512,11 +514,7 @@ class BrokerConnection:
             protocol.receive_data(view[:count])
             while (item := protocol.next_response()) is not None:
                 if not self._requests.dispatch(item[0], item[1], self.node_id, now, completed):
-                    # ClientProtocol checks the order already; this guards our bookkeeping.
-                    raise CorrelationIdMismatchError(
-                        f"{self.description}: response with correlation id {item[0]} matches "
-                        "no request awaiting one"
-                    )
+                    raise unmatched_response(self.description, item[0])
                 if self._state is _DISCONNECTED:
                     return
             if count < len(view):
@@ -532,14 +530,7 @@ class BrokerConnection:
             return
         if state is _CONNECTING and now >= self._setup_deadline:
             timeout = self._settings.connection_setup_timeout_ms
-            self._close(
-                now,
-                completed,
-                ConnectionSetupTimeoutError(
-                    f"connection to {self.description} was not set up within {timeout} ms "
-                    "(connection setup timeout)"
-                ),
-            )
+            self._close(now, completed, setup_timeout(self.description, timeout))
             return
         expired = self._requests.oldest_expired(now)
         if expired is not None:

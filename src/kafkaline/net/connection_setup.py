@@ -20,6 +20,7 @@ from collections.abc import Collection
 
 from kafkaline.errors import (
     AuthenticationError,
+    ConnectionSetupTimeoutError,
     KafkaConnectionError,
     KafkaError,
     KafkaTimeoutError,
@@ -47,6 +48,7 @@ __all__ = [
     "chosen_versions",
     "counts_toward_refusal",
     "sasl_refusal",
+    "setup_timeout",
 ]
 
 # The connection's logger: its setup is part of its story.
@@ -196,3 +198,11 @@ def sasl_refusal(description: str, closes: int, reason: KafkaError) -> KafkaErro
     )
     refusal.__cause__ = reason
     return refusal
+
+
+def setup_timeout(description: str, timeout_ms: int) -> KafkaError:
+    """Why the connection to ``description`` closes: not READY within ``timeout_ms``."""
+    return ConnectionSetupTimeoutError(
+        f"connection to {description} was not set up within {timeout_ms} ms "
+        "(connection setup timeout)"
+    )

@@ -11,13 +11,18 @@ from __future__ import annotations
 
 from collections import deque
 
-from kafkaline.errors import KafkaConnectionError, KafkaError, RequestTimeoutError
+from kafkaline.errors import (
+    CorrelationIdMismatchError,
+    KafkaConnectionError,
+    KafkaError,
+    RequestTimeoutError,
+)
 from kafkaline.net.connection_types import Completion, OutgoingFrame, SentRequest
 from kafkaline.net.response import ClientResponse
 from kafkaline.net.transport import Transport
 from kafkaline.protocol import Response
 
-__all__ = ["RequestQueue", "completion", "request_error", "request_timeout"]
+__all__ = ["RequestQueue", "completion", "request_error", "request_timeout", "unmatched_response"]
 
 _MAX_BUFFERS_PER_WRITE = 64
 
@@ -68,6 +73,15 @@ def request_timeout(expired: SentRequest, timeout_ms: int, description: str) -> 
     return RequestTimeoutError(
         f"{expired.describe()} got no response within request_timeout_ms={timeout_ms}; "
         f"closed the connection to {description}"
+    )
+
+
+def unmatched_response(description: str, correlation_id: int) -> KafkaError:
+    """A response :meth:`RequestQueue.dispatch` found no request for (ClientProtocol checks
+    the order already; this guards the queue's own bookkeeping)."""
+    return CorrelationIdMismatchError(
+        f"{description}: response with correlation id {correlation_id} matches "
+        "no request awaiting one"
     )
 
 

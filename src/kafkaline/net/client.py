@@ -35,12 +35,8 @@ from __future__ import annotations
 import logging
 import math
 import random
-import selectors
-import socket
-import threading
 import time
 from collections.abc import Callable, Mapping
-from typing import Final
 
 from kafkaline.config import ProducerConfig, UniformRandom
 from kafkaline.errors import AuthenticationError, IllegalStateError, KafkaError
@@ -52,58 +48,25 @@ from kafkaline.net.connection import (
     ConnectionState,
 )
 from kafkaline.net.metadata import Metadata
-from kafkaline.net.node_choice import least_loaded, should_rebootstrap
+from kafkaline.net.node_choice import bootstrap_connection_to, least_loaded, should_rebootstrap
 from kafkaline.net.poller import Poller, new_poller
-from kafkaline.net.response import ClientResponse, OnComplete
+from kafkaline.net.response import ClientResponse, InternalCallback, OnComplete, run_callbacks
 from kafkaline.net.security import (
     authenticator_factory_from_config,
     transport_factory_from_config,
 )
-from kafkaline.net.settings import NetworkSettings
+from kafkaline.net.settings import NetworkSettings, shortest_deadline_span
 from kafkaline.net.transport import TransportFactory, tcp_transport_factory
+from kafkaline.net.wakeup import Wakeup
 from kafkaline.protocol import Request
 from kafkaline.protocol.api import MetadataResponse
 
 _log = logging.getLogger(__name__)
 
-_WAKEUP_BYTE: Final = b"\x00"
-
 
 def monotonic_ms() -> float:
     """The client's default clock: monotonic time in milliseconds."""
     return time.monotonic() * 1000.0
-
-
-class _InternalCallback:
-    """A callback of the client's own requests (metadata): its responses are handled here
-    and not returned by :meth:`NetworkClient.poll`."""
-
-    __slots__ = ("_function",)
-
-    def __init__(self, function: OnComplete) -> None:
-        self._function = function
-
-    def __call__(self, response: ClientResponse) -> None:
-        self._function(response)
-
-
-def _bootstrap_connection_to(
-    connections: list[BrokerConnection], host: str, port: int
-) -> BrokerConnection | None:
-    """The bootstrap connection (negative id) among ``connections`` to ``host:port``."""
-    for conn in connections:
-        if conn.node_id < 0 and (conn.host, conn.port) == (host, port):
-            return conn
-    return None
-
-
-def _shortest_deadline_span(settings: NetworkSettings) -> float:
-    """How far ahead of its making every connection deadline lies at least: the shortest of
-    the request, setup and idle timeouts."""
-    spans = [settings.request_timeout_ms, settings.connection_setup_timeout_ms]
-    if settings.connections_max_idle_ms >= 0:
-        spans.append(settings.connections_max_idle_ms)
-    return float(min(spans))
 
 
 class NetworkClient:
@@ -159,7 +122,7 @@ class NetworkClient:
         # Connection -> (file descriptor, events) as registered with the selector.
         self._registered: dict[BrokerConnection, tuple[int, int]] = {}
         self._completed: list[Completion] = []
-        self._metadata_callback = _InternalCallback(self._handle_metadata_response)
+        self._metadata_callback = InternalCallback(self._handle_metadata_response)
         self._next_node_offset = 0
         self._closed = False
         #: How often the client went back to the bootstrap servers (KIP-899).
@@ -168,13 +131,17 @@ class NetworkClient:
         # No connection deadline (setup, request or idle timeout) comes before this time: see
         # _deadline_bound_at. Every deadline made at time t is at least t + _deadline_span.
         self._deadline_bound = -math.inf
-        self._deadline_span = _shortest_deadline_span(settings)
-        # The lock guards the wakeup flag and the wakeup sockets' lifetime: wakeup() runs in
-        # other threads and must never write to a socket close() is closing.
-        self._wakeup_lock = threading.Lock()
-        self._wakeup_pending = False
+        self._deadline_span = shortest_deadline_span(settings)
         self._poller: Poller = new_poller()
-        self._wakeup_receiver, self._wakeup_sender = self._open_wakeup_sockets()
+        try:
+            self._wakeup = Wakeup(self._poller)
+        except BaseException:
+            self._poller.close()
+            raise
+        #: Interrupt a :meth:`poll` that is waiting (or make the next one return at once).
+        #: Safe from any thread; cheap when a wakeup is already pending. The wakeup's own
+        #: method rather than one calling it: send() may call it once per record.
+        self.wakeup: Callable[[], None] = self._wakeup.wakeup
         self.metadata = Metadata(
             ClusterMetadata.bootstrap(settings.bootstrap_servers),
             max_age_ms=settings.metadata_max_age_ms,
@@ -186,25 +153,6 @@ class NetworkClient:
             wakeup=self.wakeup,
         )
         self._sync_nodes(self.metadata.cluster, clock())
-
-    def _open_wakeup_sockets(self) -> tuple[socket.socket, socket.socket]:
-        """The socket pair wakeup() writes a byte to, its reading end registered with the
-        poller; the poller is closed if this fails (nothing else is open yet)."""
-        try:
-            receiver, sender = socket.socketpair()
-        except BaseException:
-            self._poller.close()
-            raise
-        try:
-            receiver.setblocking(False)
-            sender.setblocking(False)
-            self._poller.register(receiver.fileno(), selectors.EVENT_READ, None)
-        except BaseException:
-            self._poller.close()
-            receiver.close()
-            sender.close()
-            raise
-        return receiver, sender
 
     @classmethod
     def from_config(
@@ -382,13 +330,17 @@ class NetworkClient:
         completed = self._completed
         for conn, mask in events:
             if conn is None:
-                self._drain_wakeup()
+                self._wakeup.drain()
             else:
                 conn.handle_events(mask, now, completed)
                 self._after_io(conn)
         if now >= deadline or self._retiring:
             self._handle_timeouts(now)
-        responses = self._run_callbacks() if self._completed else []
+        if self._completed:
+            completed, self._completed = self._completed, []
+            responses = run_callbacks(completed)
+        else:
+            responses = []
         if self._fatal_error is not None:
             raise self._fatal_error
         return responses
@@ -397,44 +349,15 @@ class NetworkClient:
         if self._fatal_error is not None:
             raise self._fatal_error
 
-    def wakeup(self) -> None:
-        """Interrupt a :meth:`poll` that is waiting (or make the next one return at once).
-        Safe from any thread; cheap when a wakeup is already pending."""
-        if self._wakeup_pending:
-            # Pending: the byte is written and not yet read, or being read by a poll that
-            # then returns, whose Sender pass sees what this call was for (as when the flag
-            # is found set under the lock). Unlocked: send()'s general path calls this for
-            # every record appended while a full batch waits for the I/O thread.
-            return
-        with self._wakeup_lock:
-            if self._closed or self._wakeup_pending:
-                return
-            self._wakeup_pending = True
-            # Non-blocking, one byte, and at most one unread byte exists (the flag): it
-            # cannot block, so sending under the lock is safe and keeps close() from racing.
-            self._wakeup_sender.send(_WAKEUP_BYTE)
-
-    def _drain_wakeup(self) -> None:
-        # Read, then clear the flag: a wakeup() after this writes a new byte, one in between
-        # finds the flag set and writes none, which is fine as this poll returns and the
-        # Sender's next pass sees what that wakeup() was for. The selector said a byte is
-        # there, and only this thread reads: recv cannot block. No lock: only this thread
-        # closes the sockets, and wakeup() holds the lock while it writes the byte, so taking
-        # it here made this thread, woken by that very byte, block until the writer's send
-        # returned: one more thread switch per record sent one at a time.
-        self._wakeup_receiver.recv(64)
-        self._wakeup_pending = False
-
     # ------------------------------------------------------------------ closing
 
     def close(self) -> list[ClientResponse]:
         """Close every connection and socket (no file descriptor is left open) and wake
         threads waiting for metadata. Requests in flight fail with a KafkaConnectionError;
         their callbacks run, and their responses are returned. Idempotent."""
-        with self._wakeup_lock:
-            if self._closed:
-                return []
-            self._closed = True
+        if not self._wakeup.stop():
+            return []
+        self._closed = True
         now = self._clock()
         try:
             for conn in self._all_connections():
@@ -445,13 +368,12 @@ class NetworkClient:
             self.metadata.close()
         finally:
             self._release_os_resources()
-        return self._run_callbacks()
+        completed, self._completed = self._completed, []
+        return run_callbacks(completed)
 
     def _release_os_resources(self) -> None:
         self._poller.close()
-        with self._wakeup_lock:
-            self._wakeup_receiver.close()
-            self._wakeup_sender.close()
+        self._wakeup.close()
 
     def __enter__(self) -> NetworkClient:
         return self
@@ -552,26 +474,6 @@ class NetworkClient:
                 self._after_io(conn)
                 self._retiring.remove(conn)
 
-    def _run_callbacks(self) -> list[ClientResponse]:
-        completed, self._completed = self._completed, []
-        responses: list[ClientResponse] = []
-        first_error: BaseException | None = None
-        for response, callback in completed:
-            if not isinstance(callback, _InternalCallback):
-                responses.append(response)
-            if callback is None:
-                continue
-            try:
-                callback(response)
-            except Exception as error:
-                if first_error is None:
-                    first_error = error
-                else:
-                    _log.exception("a request callback raised (after an earlier one did)")
-        if first_error is not None:
-            raise first_error
-        return responses
-
     # ------------------------------------------------------------------ metadata
 
     def _maybe_update_metadata(self, now: float) -> float:
@@ -663,7 +565,7 @@ class NetworkClient:
             # The bootstrap connection usually reaches a broker at its advertised address:
             # keep it under the broker's id rather than connect again (saves a connect and
             # an ApiVersions round trip at start).
-            reusable = _bootstrap_connection_to(removed, broker.host, broker.port)
+            reusable = bootstrap_connection_to(removed, broker.host, broker.port)
             if reusable is not None:
                 removed.remove(reusable)
                 reusable.adopt_node_id(node_id)

@@ -19,37 +19,31 @@ connection which events it waits for (:meth:`BrokerConnection.interest`) and han
 Completed requests are not called back from here: they are appended to a ``completed`` list the
 caller passes in, and the client runs the callbacks once its I/O is done.
 
-SASL: an :class:`Authenticator` made per connection attempt (:mod:`kafkaline.net.sasl`) runs its
-exchange (SaslHandshake, SaslAuthenticate, ...) after ApiVersions, in the AUTHENTICATING state,
-before the connection becomes READY. Its failures are
-:class:`~kafkaline.errors.AuthenticationError` s, which the client treats as fatal. A broker that
-refuses by closing the connection during the exchange (Tansu does, for a mechanism it does not
-offer) looks like a lost connection; after a few such closes in a row without ever becoming
-READY, the connection reports a SaslAuthenticationError instead, so a refusal is not retried
-until a timeout.
+Requests on their way out and in flight are kept in a
+:class:`~kafkaline.net.request_queue.RequestQueue`; what is sent between TCP up and READY
+(ApiVersions, SASL) is decided by a :class:`~kafkaline.net.connection_setup.ConnectionSetup`.
 """
 
 from __future__ import annotations
 
 import logging
 import math
-from collections import deque
 from collections.abc import Callable, Mapping
 
 from kafkaline.config import UniformRandom
 from kafkaline.errors import (
     AuthenticationError,
-    ConnectionSetupTimeoutError,
-    CorrelationIdMismatchError,
     IllegalStateError,
     KafkaConnectionError,
     KafkaError,
-    KafkaTimeoutError,
     NoCompatibleVersionError,
-    RequestTimeoutError,
-    SaslAuthenticationError,
 )
-from kafkaline.net.connection_setup import ConnectionSetup
+from kafkaline.net.connection_setup import (
+    ConnectionSetup,
+    counts_toward_refusal,
+    sasl_refusal,
+    setup_timeout,
+)
 from kafkaline.net.connection_types import (
     Authenticator,
     AuthenticatorFactory,
@@ -59,7 +53,8 @@ from kafkaline.net.connection_types import (
     SentRequest,
     SetupRequest,
 )
-from kafkaline.net.response import ClientResponse, OnComplete
+from kafkaline.net.request_queue import RequestQueue, request_timeout, unmatched_response
+from kafkaline.net.response import OnComplete
 from kafkaline.net.settings import NetworkSettings
 from kafkaline.net.transport import (
     EVENT_READ,
@@ -92,17 +87,11 @@ _log = logging.getLogger(__name__)
 # One read is usually a whole response; a few more drain a burst without starving others.
 _RECEIVE_CHUNK_SIZE = 256 * 1024
 _MAX_READS_PER_EVENT = 8
-_MAX_BUFFERS_PER_WRITE = 64
-# Closes by the broker during the SASL exchange, in a row, before that counts as a refusal.
-# One can be a broker restarting; three in a row within the reconnect backoff (~0.4 s at the
-# defaults) is a broker that does not want this client.
-_AUTHENTICATION_CLOSES_BEFORE_REFUSAL = 3
 
 
-# The states as module globals, for the checks the I/O thread makes several times per pass
-# (next_deadline, interest, can_send, handle_events): on Python 3.11 reading a member from its enum
-# class goes through EnumType.__getattr__'s lookup hook, much slower than a global, and there are
-# many such reads per record sent one at a time (docs/performance.md, Notes moved from the code).
+# The states as module globals for the I/O thread's checks (next_deadline, interest, can_send,
+# handle_events): on Python 3.11 reading an enum member from its class goes through
+# EnumType.__getattr__, much slower than a global (docs/performance.md, Notes moved from the code).
 _DISCONNECTED = ConnectionState.DISCONNECTED
 _CONNECTING = ConnectionState.CONNECTING
 _AUTHENTICATING = ConnectionState.AUTHENTICATING
@@ -156,11 +145,7 @@ class BrokerConnection:
         self._broker_versions: dict[int, VersionRange] = {}
         self._versions: dict[int, int] = {}
 
-        # Requests that expect a response, oldest first (Kafka answers in order).
-        self._awaiting: deque[SentRequest] = deque()
-        self._outgoing: deque[OutgoingFrame] = deque()
-        # Requests without response (acks=0) still being written: in flight until written.
-        self._unwritten_without_response = 0
+        self._requests = RequestQueue()
 
         self._addresses: list[ResolvedAddress] = []
         self._next_address = 0
@@ -198,7 +183,7 @@ class BrokerConnection:
     @property
     def in_flight_count(self) -> int:
         """Requests sent and not completed (awaiting a response, or still being written)."""
-        return len(self._awaiting) + self._unwritten_without_response
+        return self._requests.in_flight_count
 
     @property
     def last_error(self) -> KafkaError | None:
@@ -223,9 +208,10 @@ class BrokerConnection:
     def can_send(self) -> bool:
         """Whether a request may be sent now: READY and below
         ``max_in_flight_requests_per_connection``."""
+        requests = self._requests
         return (
             self._state is _READY
-            and len(self._awaiting) + self._unwritten_without_response  # in_flight_count
+            and len(requests.awaiting) + requests.unwritten_without_response  # in_flight_count
             < self._settings.max_in_flight_requests_per_connection
         )
 
@@ -260,13 +246,14 @@ class BrokerConnection:
         # Asked once per poll: comparisons rather than min() (a call costs more) and
         # in_flight_count written out.
         deadline = self._setup_deadline if state is _CONNECTING else math.inf
-        awaiting = self._awaiting
+        requests = self._requests
+        awaiting = requests.awaiting
         if awaiting and awaiting[0].deadline < deadline:
             deadline = awaiting[0].deadline
-        outgoing = self._outgoing
+        outgoing = requests.outgoing
         if outgoing and outgoing[0].in_flight.deadline < deadline:
             deadline = outgoing[0].in_flight.deadline
-        if state is _READY and not awaiting and not self._unwritten_without_response:
+        if state is _READY and not awaiting and not requests.unwritten_without_response:
             idle_ms = self._settings.connections_max_idle_ms
             if idle_ms >= 0 and self._last_activity + idle_ms < deadline:
                 deadline = self._last_activity + idle_ms
@@ -279,7 +266,7 @@ class BrokerConnection:
             return 0
         if state is _CONNECTING:
             return self._handshake_events if self._transport_connected else EVENT_WRITE
-        return EVENT_READ | EVENT_WRITE if self._outgoing else EVENT_READ
+        return EVENT_READ | EVENT_WRITE if self._requests.outgoing else EVENT_READ
 
     def fileno(self) -> int:
         """The socket's file descriptor (only while not DISCONNECTED)."""
@@ -399,9 +386,10 @@ class BrokerConnection:
         NoCompatibleVersionError if the broker supports no version of the API, and
         EncodeError if the request does not encode at that version.
         """
+        requests = self._requests
         if not (  # can_send(), written out: once per request
             self._state is _READY
-            and len(self._awaiting) + self._unwritten_without_response
+            and len(requests.awaiting) + requests.unwritten_without_response
             < self._settings.max_in_flight_requests_per_connection
         ):
             raise IllegalStateError(
@@ -418,11 +406,15 @@ class BrokerConnection:
                 )
             version = chosen
         in_flight = self._enqueue(request, version, now, on_complete, None)
-        if self._outgoing[0].in_flight is in_flight:
+        if requests.outgoing[0].in_flight is in_flight:
             # Nothing was queued before: write now rather than after the next select.
-            # (_write_or_close(), written out: once per request.)
+            # (_write_or_close() and _write(), written out: once per request; _enqueue()
+            # already set the activity time to now.)
             try:
-                self._write(now, completed)
+                transport = self._transport
+                if transport is None:
+                    transport = self._require_transport()  # raises
+                requests.write(transport, self.node_id, now, completed)
             except KafkaConnectionError as error:
                 self._close(now, completed, error)
         return in_flight.correlation_id
@@ -439,22 +431,25 @@ class BrokerConnection:
         if protocol is None:
             protocol = self._require_protocol()  # raises
         buffers = protocol.send_buffers(request, version)
+        sent = protocol.last_sent
         in_flight = SentRequest(
             request,
             version,
-            protocol.last_correlation_id,
+            sent.correlation_id,
             now,
             now + self._settings.request_timeout_ms,
             on_complete,
             setup_handler,
+            sent.expects_response,
         )
+        requests = self._requests
         if in_flight.expects_response:
-            self._awaiting.append(in_flight)
+            requests.awaiting.append(in_flight)
         else:
-            self._unwritten_without_response += 1
+            requests.unwritten_without_response += 1
         # Views: the frame's bytes (and the record batches it references) are never copied
         # again, only sliced as written.
-        self._outgoing.append(OutgoingFrame(buffers, in_flight))
+        requests.outgoing.append(OutgoingFrame(buffers, in_flight))
         self._last_activity = now
         return in_flight
 
@@ -468,70 +463,8 @@ class BrokerConnection:
         transport = self._transport
         if transport is None:
             transport = self._require_transport()  # raises
-        outgoing = self._outgoing
-        if len(outgoing) == 1 and len(outgoing[0].views) == 1 and not outgoing[0].first:
-            # One request of one buffer, none of it written (records sent one at a time):
-            # _write_frames() written out for it, the I/O thread's usual write.
-            frame = outgoing[0]
-            views = frame.views
-            view = views[0]
-            written = transport.send(views)
-            if written == 0:
-                return
+        if self._requests.write(transport, self.node_id, now, completed):
             self._last_activity = now
-            if written < len(view):
-                views[0] = view[written:]
-                return  # the socket took less than offered: its buffer is full
-            view.release()
-            outgoing.popleft()
-            in_flight = frame.in_flight
-            if not in_flight.expects_response:
-                self._unwritten_without_response -= 1
-                completed.append(self._completion(in_flight, None, None, now))
-            return
-        self._write_frames(transport, now, completed)
-
-    def _write_frames(self, transport: Transport, now: float, completed: list[Completion]) -> None:
-        """Write queued requests, several buffers each (scattered batches) or several
-        requests, until the socket takes no more."""
-        outgoing = self._outgoing
-        while outgoing:
-            if len(outgoing) == 1:
-                buffers = outgoing[0].unwritten()
-            else:
-                buffers = []
-                for frame in outgoing:
-                    buffers += frame.unwritten()
-                    if len(buffers) >= _MAX_BUFFERS_PER_WRITE:
-                        del buffers[_MAX_BUFFERS_PER_WRITE:]
-                        break
-            written = transport.send(buffers)
-            if written == 0:
-                return
-            self._last_activity = now
-            while written:
-                frame = outgoing[0]
-                views = frame.views
-                index = frame.first
-                count = len(views)
-                while index < count and written:
-                    view = views[index]
-                    size = len(view)
-                    if written < size:
-                        views[index] = view[written:]
-                        frame.first = index
-                        return  # the socket took less than offered: its buffer is full
-                    written -= size
-                    view.release()
-                    index += 1
-                frame.first = index
-                if index < count:
-                    break  # all that was offered was taken: offer the rest
-                outgoing.popleft()
-                in_flight = frame.in_flight
-                if not in_flight.expects_response:
-                    self._unwritten_without_response -= 1
-                    completed.append(self._completion(in_flight, None, None, now))
 
     # ------------------------------------------------------------------ events
 
@@ -553,7 +486,7 @@ class BrokerConnection:
                 self._read(now, completed)
             # Also writes what setup just queued (ApiVersions, the next SASL step) at once,
             # rather than one select later. (_write_if_queued(), written out: once per read.)
-            if self._outgoing:
+            if self._requests.outgoing:
                 state = self._state
                 if state is not _DISCONNECTED and state is not _CONNECTING:
                     self._write(now, completed)
@@ -562,7 +495,7 @@ class BrokerConnection:
 
     def _write_if_queued(self, now: float, completed: list[Completion]) -> None:
         state = self._state
-        if self._outgoing and state is not _DISCONNECTED and state is not _CONNECTING:
+        if self._requests.outgoing and state is not _DISCONNECTED and state is not _CONNECTING:
             self._write(now, completed)
 
     def _read(self, now: float, completed: list[Completion]) -> None:
@@ -580,26 +513,12 @@ class BrokerConnection:
             self._last_activity = now
             protocol.receive_data(view[:count])
             while (item := protocol.next_response()) is not None:
-                self._dispatch_response(item[0], item[1], now, completed)
+                if not self._requests.dispatch(item[0], item[1], self.node_id, now, completed):
+                    raise unmatched_response(self.description, item[0])
                 if self._state is _DISCONNECTED:
                     return
             if count < len(view):
                 return  # the socket had no more
-
-    def _dispatch_response(
-        self, correlation_id: int, response: Response, now: float, completed: list[Completion]
-    ) -> None:
-        if not self._awaiting or self._awaiting[0].correlation_id != correlation_id:
-            # ClientProtocol checks the order already; this guards our own bookkeeping.
-            raise CorrelationIdMismatchError(
-                f"{self.description}: response with correlation id {correlation_id} matches "
-                "no request awaiting one"
-            )
-        in_flight = self._awaiting.popleft()
-        if in_flight.setup_handler is not None:
-            in_flight.setup_handler(response, now)
-        else:
-            completed.append(self._completion(in_flight, response, None, now))
 
     # ------------------------------------------------------------------ timeouts, closing
 
@@ -611,35 +530,12 @@ class BrokerConnection:
             return
         if state is _CONNECTING and now >= self._setup_deadline:
             timeout = self._settings.connection_setup_timeout_ms
-            self._close(
-                now,
-                completed,
-                ConnectionSetupTimeoutError(
-                    f"connection to {self.description} was not set up within {timeout} ms "
-                    "(connection setup timeout)"
-                ),
-            )
+            self._close(now, completed, setup_timeout(self.description, timeout))
             return
-        expired = self._oldest_expired_request(now)
+        expired = self._requests.oldest_expired(now)
         if expired is not None:
-            self._close(
-                now,
-                completed,
-                RequestTimeoutError(
-                    f"{expired.describe()} got no response within request_timeout_ms="
-                    f"{self._settings.request_timeout_ms}; closed the connection to "
-                    f"{self.description}"
-                ),
-            )
-
-    def _oldest_expired_request(self, now: float) -> SentRequest | None:
-        candidates = []
-        if self._awaiting:
-            candidates.append(self._awaiting[0])
-        if self._outgoing:
-            candidates.append(self._outgoing[0].in_flight)
-        expired = [in_flight for in_flight in candidates if in_flight.deadline <= now]
-        return min(expired, key=lambda in_flight: in_flight.deadline) if expired else None
+            timeout = self._settings.request_timeout_ms
+            self._close(now, completed, request_timeout(expired, timeout, self.description))
 
     def close(self, now: float, completed: list[Completion]) -> None:
         """Close the connection on purpose (idle, removed from the cluster, client closing):
@@ -661,27 +557,17 @@ class BrokerConnection:
         self._setup_deadline = math.inf
         if previous_state is not _READY:
             self._versions = {}
-        in_flight = [
-            frame.in_flight for frame in self._outgoing if not frame.in_flight.expects_response
-        ]
-        in_flight.extend(self._awaiting)
-        in_flight.sort(key=lambda request: request.sent_at)
-        for frame in self._outgoing:
-            for view in frame.unwritten():
-                view.release()
-        self._outgoing.clear()
-        self._awaiting.clear()
-        self._unwritten_without_response = 0
-        for request in in_flight:
-            if request.setup_handler is None:
-                error = self._request_error(request, reason)
-                completed.append(self._completion(request, None, error, now))
+        in_flight_count = self._requests.fail_all(
+            self.node_id, self.description, reason, now, completed
+        )
         if reason is None:
             self._reconnect_at = now
             _log.debug("closed %s", self.description)
             return
-        if previous_state is _AUTHENTICATING:
-            reason = self._maybe_refusal(reason)
+        if previous_state is _AUTHENTICATING and counts_toward_refusal(reason):
+            # A close by the broker during SASL, the Nth in a row: a refusal, not bad luck.
+            self._closes_while_authenticating += 1
+            reason = sasl_refusal(self.description, self._closes_while_authenticating, reason)
         # A failure: back off exponentially, with jitter, before the next attempt.
         delay = self._settings.reconnect_backoff.next_delay(self._failed_attempts, self._rng)
         self._failed_attempts += 1
@@ -694,65 +580,9 @@ class BrokerConnection:
             "connection to %s failed (%s, %d request(s) in flight); reconnecting in %d ms: %s",
             self.description,
             previous_state.value,
-            len(in_flight),
+            in_flight_count,
             delay,
             reason,
-        )
-
-    def _maybe_refusal(self, reason: KafkaError) -> KafkaError:
-        """A close by the broker during SASL, the Nth in a row: a refusal, not bad luck."""
-        if isinstance(reason, (AuthenticationError, KafkaTimeoutError)) or not isinstance(
-            reason, KafkaConnectionError
-        ):
-            return reason
-        self._closes_while_authenticating += 1
-        count = self._closes_while_authenticating
-        if count < _AUTHENTICATION_CLOSES_BEFORE_REFUSAL:
-            return reason
-        refusal = SaslAuthenticationError(
-            f"{self.description} closed the connection during SASL authentication {count} "
-            "times in a row: it refuses this client (a mechanism it does not offer, or "
-            f"credentials it rejects without an answer); last: {reason}"
-        )
-        refusal.__cause__ = reason
-        return refusal
-
-    def _request_error(self, request: SentRequest, reason: KafkaError | None) -> KafkaError:
-        # One exception object per request: each may be raised in a different thread.
-        what = f"{request.describe()} to {self.description}"
-        if reason is None:
-            return KafkaConnectionError(f"{what} failed: the connection was closed by the client")
-        error: KafkaError
-        if isinstance(reason, RequestTimeoutError):
-            error = RequestTimeoutError(f"{what} failed: {reason}")
-        else:
-            error = KafkaConnectionError(f"{what} failed: connection lost: {reason}")
-        error.__cause__ = reason
-        return error
-
-    # ------------------------------------------------------------------ helpers
-
-    def _completion(
-        self,
-        in_flight: SentRequest,
-        response: Response | None,
-        error: KafkaError | None,
-        now: float,
-    ) -> Completion:
-        # By position (ClientResponse's field order): keywords are slower, once per response
-        # (see docs/performance.md, Notes moved from the code).
-        return (
-            ClientResponse(
-                self.node_id,
-                in_flight.request,
-                in_flight.version,
-                in_flight.correlation_id,
-                response,
-                error,
-                in_flight.sent_at,
-                now,
-            ),
-            in_flight.on_complete,
         )
 
     # The per-request paths (_enqueue, _write, _read) read the attribute themselves and call

@@ -1,7 +1,17 @@
 """What a connection sends between TCP (and TLS) up and READY: ApiVersions, asked again at a
 lower version when the broker refuses ours (KIP-511), then the SASL exchange of an
 :class:`~kafkaline.net.connection_types.Authenticator`, if there is one. Sans-I/O: the
-:class:`~kafkaline.net.connection.BrokerConnection` sends each step and hands back its answer."""
+:class:`~kafkaline.net.connection.BrokerConnection` sends each step and hands back its answer.
+
+SASL: an :class:`Authenticator` made per connection attempt (:mod:`kafkaline.net.sasl`) runs its
+exchange (SaslHandshake, SaslAuthenticate, ...) after ApiVersions, in the AUTHENTICATING state,
+before the connection becomes READY. Its failures are
+:class:`~kafkaline.errors.AuthenticationError` s, which the client treats as fatal. A broker that
+refuses by closing the connection during the exchange (Tansu does, for a mechanism it does not
+offer) looks like a lost connection; after a few such closes in a row without ever becoming
+READY, the connection reports a SaslAuthenticationError instead (:func:`sasl_refusal`), so a
+refusal is not retried until a timeout.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +19,14 @@ import logging
 from collections.abc import Collection
 
 from kafkaline.errors import (
+    AuthenticationError,
+    ConnectionSetupTimeoutError,
+    KafkaConnectionError,
+    KafkaError,
+    KafkaTimeoutError,
     NoCompatibleVersionError,
     ProtocolError,
+    SaslAuthenticationError,
     UnsupportedVersionError,
     error_for_code,
 )
@@ -30,6 +46,9 @@ __all__ = [
     "ConnectionSetup",
     "api_versions_fallback",
     "chosen_versions",
+    "counts_toward_refusal",
+    "sasl_refusal",
+    "setup_timeout",
 ]
 
 # The connection's logger: its setup is part of its story.
@@ -151,3 +170,39 @@ def chosen_versions(
     except NoCompatibleVersionError as error:
         raise NoCompatibleVersionError(f"{description}: {error}") from None
     return broker_versions, versions
+
+
+# Closes by the broker during the SASL exchange, in a row, before that counts as a refusal.
+# One can be a broker restarting; three in a row within the reconnect backoff (~0.4 s at the
+# defaults) is a broker that does not want this client.
+_AUTHENTICATION_CLOSES_BEFORE_REFUSAL = 3
+
+
+def counts_toward_refusal(reason: KafkaError) -> bool:
+    """Whether a connection closed during SASL for ``reason`` may be the broker refusing
+    (a lost connection), rather than a failure of its own (authentication, a timeout)."""
+    return isinstance(reason, KafkaConnectionError) and not isinstance(
+        reason, (AuthenticationError, KafkaTimeoutError)
+    )
+
+
+def sasl_refusal(description: str, closes: int, reason: KafkaError) -> KafkaError:
+    """``reason``, or a SaslAuthenticationError once ``closes`` closes in a row during SASL
+    say the broker at ``description`` refuses this client."""
+    if closes < _AUTHENTICATION_CLOSES_BEFORE_REFUSAL:
+        return reason
+    refusal = SaslAuthenticationError(
+        f"{description} closed the connection during SASL authentication {closes} "
+        "times in a row: it refuses this client (a mechanism it does not offer, or "
+        f"credentials it rejects without an answer); last: {reason}"
+    )
+    refusal.__cause__ = reason
+    return refusal
+
+
+def setup_timeout(description: str, timeout_ms: int) -> KafkaError:
+    """Why the connection to ``description`` closes: not READY within ``timeout_ms``."""
+    return ConnectionSetupTimeoutError(
+        f"connection to {description} was not set up within {timeout_ms} ms "
+        "(connection setup timeout)"
+    )

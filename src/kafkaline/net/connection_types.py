@@ -88,6 +88,7 @@ class SentRequest:
         deadline: float,
         on_complete: OnComplete | None,
         setup_handler: Callable[[Response, float], None] | None,
+        expects_response: bool,
     ) -> None:
         self.request = request
         self.version = version
@@ -98,7 +99,8 @@ class SentRequest:
         # Requests of the connection's own setup (ApiVersions, SASL) are handled here and
         # never reach a caller.
         self.setup_handler = setup_handler
-        self.expects_response = request.has_response()
+        #: False for Produce with acks=0 (``request.has_response()``, as the framing asked).
+        self.expects_response = expects_response
 
     def describe(self) -> str:
         return (

@@ -1,6 +1,7 @@
 """Choices the network client makes among its connections: the least loaded node (for
-requests any broker answers), and whether to go back to the bootstrap servers (KIP-899,
-KIP-1102). Pure: they read the connections and the metadata, and change nothing."""
+requests any broker answers), whether to go back to the bootstrap servers (KIP-899,
+KIP-1102), and which bootstrap connection a broker reuses. Pure: they read the connections and
+the metadata, and change nothing."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from kafkaline.net.connection import BrokerConnection
 from kafkaline.net.metadata import Metadata
 from kafkaline.net.settings import NetworkSettings
 
-__all__ = ["least_loaded", "should_rebootstrap"]
+__all__ = ["bootstrap_connection_to", "least_loaded", "should_rebootstrap"]
 
 
 def least_loaded(
@@ -51,3 +52,13 @@ def should_rebootstrap(
         unreachable
         or metadata.failing_for_ms(now) >= settings.metadata_recovery_rebootstrap_trigger_ms
     )
+
+
+def bootstrap_connection_to(
+    connections: list[BrokerConnection], host: str, port: int
+) -> BrokerConnection | None:
+    """The bootstrap connection (negative id) among ``connections`` to ``host:port``."""
+    for conn in connections:
+        if conn.node_id < 0 and (conn.host, conn.port) == (host, port):
+            return conn
+    return None

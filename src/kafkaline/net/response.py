@@ -3,7 +3,8 @@ and returned by :meth:`NetworkClient.poll() <kafkaline.net.client.NetworkClient.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import logging
+from collections.abc import Callable, Iterable
 from typing import NamedTuple, TypeVar
 
 from kafkaline.errors import KafkaError, ProtocolError
@@ -11,6 +12,9 @@ from kafkaline.protocol import Request, Response
 from kafkaline.protocol.versions import api_name
 
 R = TypeVar("R", bound=Response)
+
+# The client's logger: callbacks run as part of its poll.
+_log = logging.getLogger("kafkaline.net.client")
 
 
 class ClientResponse(NamedTuple):
@@ -74,3 +78,42 @@ class ClientResponse(NamedTuple):
 #: Called in the I/O thread, inside :meth:`NetworkClient.poll()
 #: <kafkaline.net.client.NetworkClient.poll>`, when a request completes.
 OnComplete = Callable[[ClientResponse], None]
+
+
+class InternalCallback:
+    """A callback of the client's own requests (metadata): its responses are handled by the
+    client and not returned by :meth:`NetworkClient.poll()
+    <kafkaline.net.client.NetworkClient.poll>`."""
+
+    __slots__ = ("_function",)
+
+    def __init__(self, function: OnComplete) -> None:
+        self._function = function
+
+    def __call__(self, response: ClientResponse) -> None:
+        self._function(response)
+
+
+def run_callbacks(
+    completed: Iterable[tuple[ClientResponse, OnComplete | None]],
+) -> list[ClientResponse]:
+    """Call each completed request's callback; the responses, but those of
+    :class:`InternalCallback` s. If callbacks raise, every callback still runs; the first
+    exception is raised after."""
+    responses: list[ClientResponse] = []
+    first_error: BaseException | None = None
+    for response, callback in completed:
+        if not isinstance(callback, InternalCallback):
+            responses.append(response)
+        if callback is None:
+            continue
+        try:
+            callback(response)
+        except Exception as error:
+            if first_error is None:
+                first_error = error
+            else:
+                _log.exception("a request callback raised (after an earlier one did)")
+    if first_error is not None:
+        raise first_error
+    return responses

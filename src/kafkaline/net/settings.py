@@ -129,3 +129,12 @@ def _package_version() -> str:
     import kafkaline
 
     return kafkaline.__version__
+
+
+def shortest_deadline_span(settings: NetworkSettings) -> float:
+    """How far ahead of its making every connection deadline lies at least: the shortest of
+    the request, setup and idle timeouts."""
+    spans = [settings.request_timeout_ms, settings.connection_setup_timeout_ms]
+    if settings.connections_max_idle_ms >= 0:
+        spans.append(settings.connections_max_idle_ms)
+    return float(min(spans))

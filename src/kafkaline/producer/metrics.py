@@ -94,10 +94,19 @@ class SenderCounters:
         self.batch_splits = 0
 
     def record_request(
-        self, *, records: int, size_bytes: int, queue_times_ms: Iterable[float]
+        self,
+        *,
+        records: int,
+        size_bytes: int,
+        queue_times_ms: Iterable[float],
+        largest_batch_bytes: int = 0,
     ) -> None:
         """A produce request was sent with ``records`` records in ``size_bytes`` of batches,
-        whose batches had waited ``queue_times_ms`` since they were created."""
+        whose batches had waited ``queue_times_ms`` since they were created; the largest
+        was ``largest_batch_bytes`` (:meth:`record_batch_size` in the same call: once per
+        request on the I/O thread)."""
+        if largest_batch_bytes > self.batch_size_max:
+            self.batch_size_max = largest_batch_bytes
         self.requests += 1
         self.requests_in_flight += 1
         self.records_sent += records

@@ -493,8 +493,12 @@ class Sender:
             return
         self._produce_requests_in_flight += 1
         counters = self._counters
-        counters.record_request(records=records, size_bytes=size, queue_times_ms=queue_times)
-        counters.record_batch_size(largest)
+        counters.record_request(
+            records=records,
+            size_bytes=size,
+            queue_times_ms=queue_times,
+            largest_batch_bytes=largest,
+        )
         for topic in topic_data:
             # Keeps the topic in the metadata requests (unused topics expire from them).
             self._metadata.add_topic(topic, now)

@@ -70,6 +70,9 @@ class InFlightRequest(NamedTuple):
     expects_response: bool
 
 
+_NOTHING_SENT = InFlightRequest(-1, -1, -1, Response, False)
+
+
 class ClientProtocol:
     """Frames requests and parses responses for one connection.
 
@@ -86,6 +89,7 @@ class ClientProtocol:
         "_last_correlation_id",
         "_max_frame_size",
         "_next_correlation_id",
+        "last_sent",
     )
 
     def __init__(
@@ -105,6 +109,10 @@ class ClientProtocol:
         self._max_frame_size = max_frame_size
         self._next_correlation_id = first_correlation_id
         self._last_correlation_id = -1
+        #: The request :meth:`send` or :meth:`send_buffers` framed last (a placeholder with
+        #: correlation id -1 before the first): its caller reads it rather than ask the
+        #: request again whether it expects a response.
+        self.last_sent = _NOTHING_SENT
         self._in_flight: deque[InFlightRequest] = deque()
         self._buffer = bytearray()
         self._error: ProtocolError | None = None
@@ -221,13 +229,12 @@ class ClientProtocol:
         self._next_correlation_id = (
             0 if correlation_id == _MAX_CORRELATION_ID else correlation_id + 1
         )
-        expects_response = request.has_response()
-        in_flight = self._in_flight
-        in_flight.append(
-            InFlightRequest(
-                correlation_id, request.API_KEY, version, request.RESPONSE_TYPE, expects_response
-            )
+        sent = InFlightRequest(
+            correlation_id, request.API_KEY, version, request.RESPONSE_TYPE, request.has_response()
         )
+        self.last_sent = sent
+        in_flight = self._in_flight
+        in_flight.append(sent)
         # Requests that expect no response are remembered only so that a broker that answers
         # them anyway (Tansu) does not break the stream; bound how many are kept.
         while len(in_flight) > _MAX_UNANSWERED_REMEMBERED and not in_flight[0].expects_response:

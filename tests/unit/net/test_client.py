@@ -463,7 +463,7 @@ def test_wakeups_while_one_is_pending_write_one_byte_and_the_poll_after_returns_
     assert client.node_ids == (7,)
     for _ in range(1000):  # send()'s general path, per record behind a full batch
         client.wakeup()
-    receiver = client._wakeup_receiver
+    receiver = client._wakeup.receiver
     assert len(receiver.recv(64, socket.MSG_PEEK)) == 1  # one byte, not one per call
     started = time.monotonic()
     client.poll(10_000)  # reads it

@@ -50,6 +50,20 @@ def test_names_before_anything_happened() -> None:
     assert values["compression-rate-avg"] == 1.0
 
 
+def test_a_request_records_its_largest_batch_in_the_same_call() -> None:
+    counters = SenderCounters()
+    metrics = ProducerMetrics(counters, start_ms=0.0)
+    counters.record_request(
+        records=3, size_bytes=900, queue_times_ms=[1.0], largest_batch_bytes=600
+    )
+    counters.record_request(
+        records=1, size_bytes=200, queue_times_ms=[1.0], largest_batch_bytes=200
+    )
+    values = metrics.read(1000.0)
+    assert values["batch-size-max"] == 600.0
+    assert values["request-total"] == 2.0
+
+
 def test_averages_and_maxima() -> None:
     counters = SenderCounters()
     metrics = ProducerMetrics(counters, start_ms=0.0)

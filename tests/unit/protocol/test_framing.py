@@ -179,6 +179,19 @@ def test_acks_zero_expects_no_response() -> None:
     assert protocol.in_flight == ()
 
 
+def test_last_sent_is_the_request_framed_last_and_whether_it_expects_a_response() -> None:
+    # The connection reads it rather than ask the request a second time.
+    protocol = ClientProtocol("me")
+    assert protocol.last_sent.correlation_id == -1
+    protocol.send(produce(acks=0), 9)
+    produce_sent = protocol.last_sent
+    protocol.send_buffers(MetadataRequest(topics=None), 12)
+    metadata_sent = protocol.last_sent
+    assert metadata_sent.correlation_id == protocol.last_correlation_id
+    assert produce_sent == (0, ProduceRequest.API_KEY, 9, ProduceResponse, False)
+    assert metadata_sent == (1, MetadataRequest.API_KEY, 12, MetadataResponse, True)
+
+
 def test_acks_zero_answer_from_a_broker_that_sends_one_anyway_is_dropped() -> None:
     # Tansu 0.6 answers Produce with acks=0; Kafka does not.
     protocol = ClientProtocol("me")

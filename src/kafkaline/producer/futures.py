@@ -7,10 +7,9 @@ batch, as in Java. Each record gets only a handle: the batch's result, the recor
 delta in the batch, its serialized key and value sizes and its timestamp. A record's offset is
 ``base_offset + offset_delta``.
 
-Speed: the handle is a tuple (a :class:`~typing.NamedTuple` subclass without ``__dict__``) made with
-``tuple.__new__`` on the accumulator's hot path, once per record (see docs/performance.md, Notes
-moved from the code). Nothing per record is allocated besides the handle: callbacks are kept by the
-batch's result, and a ``threading.Event`` is only made when a thread actually waits.
+The handle is a tuple (a :class:`~typing.NamedTuple` subclass without ``__dict__``), which the
+compiled core also makes directly. Nothing per record is allocated besides the handle: callbacks
+are kept by the batch's result, and a ``threading.Event`` is only made when a thread waits.
 
 Splitting a batch (MESSAGE_TOO_LARGE, KIP-126) re-appends its records to new batches; the old
 result is then *redirected*: it maps each old offset delta to (new result, new offset delta),

@@ -152,6 +152,8 @@ class RecordAccumulator(EncodedAppendSide, SenderSide):
         )
         self._estimator = CompressionRatioEstimator()
         self._queues: dict[str, dict[int, PartitionQueue]] = {}
+        self._queue_lists: dict[str, list[PartitionQueue]] = {}
+        self._queues_made = 0
         self._queues_lock = threading.Lock()
         self._sticky: dict[str, BuiltInPartitioner] = {}
         self._incomplete: set[ProducerBatch] = set()

@@ -73,24 +73,13 @@ class SenderSide(QueueMap):
         views of the queues, node latency, the next expiry."""
         self._muted: set[TopicPartition] = set()
         self._drain_index: dict[int, int] = {}
-        # Node -> (its partitions, the queues map, their queues): see _node_queues.
+        # Node -> (its partitions, queues made, their queues): see _node_queues.
         self._drain_queues: dict[
-            int,
-            tuple[
-                Sequence[TopicPartition],
-                dict[str, dict[int, PartitionQueue]],
-                list[PartitionQueue | None],
-            ],
+            int, tuple[Sequence[TopicPartition], int, list[PartitionQueue | None]]
         ] = {}
-        # (cluster, queues, partitioners, the view ready() scans): see _ready_view.
+        # (cluster, queues made, partitioners, the view ready() scans): see _ready_view.
         self._ready_cache: (
-            tuple[
-                AccumulatorCluster,
-                dict[str, dict[int, PartitionQueue]],
-                dict[str, BuiltInPartitioner],
-                ReadyView,
-            ]
-            | None
+            tuple[AccumulatorCluster, int, dict[str, BuiltInPartitioner], ReadyView] | None
         ) = None
         self._node_latency: dict[int, _NodeLatency] = {}
         self._next_expiry_ms = math.inf
@@ -189,26 +178,26 @@ class SenderSide(QueueMap):
     def _ready_view(self, cluster: AccumulatorCluster) -> ReadyView:
         """Per topic: its adaptive partitioner (None when there are no statistics to keep)
         and its queues, each with its leader's node id (None: unknown). Made again only when
-        the metadata, the set of queues or the set of partitioners changed (each is
-        replaced, never changed in place), so ready() asks no leader per queue per pass."""
-        queues = self._queues
+        the metadata (replaced, never changed in place), the set of partitioners (likewise)
+        or the number of queues changed, so ready() asks no leader per queue per pass."""
+        made = self._queues_made  # read first: a queue made meanwhile makes it again
         sticky = self._sticky
         cached = self._ready_cache
         if (
             cached is not None
             and cached[0] is cluster
-            and cached[1] is queues
+            and cached[1] == made
             and cached[2] is sticky
         ):
             return cached[3]
         view: ReadyView = []
-        for topic, partitions in queues.items():
+        for topic, queues in self._queue_lists.items():
             leaders: list[tuple[PartitionQueue, int | None]] = []
-            for queue in partitions.values():
+            for queue in queues:
                 node = cluster.leader_for(queue.tp)
                 leaders.append((queue, None if node is None else node.node_id))
             view.append((topic, sticky.get(topic) if self._adaptive else None, leaders))
-        self._ready_cache = (cluster, queues, sticky, view)
+        self._ready_cache = (cluster, made, sticky, view)
         return view
 
     def _leader_stalled_ms(self, leader: int | None) -> int:
@@ -333,17 +322,18 @@ class SenderSide(QueueMap):
         self, node: int, parts: Sequence[TopicPartition]
     ) -> list[PartitionQueue | None]:
         """The queues of ``parts`` (the partitions ``node`` leads), None where a partition
-        has none yet. Made again only when the metadata or the set of queues changed (both
-        are replaced, never changed in place), so a drain looks up no queue per partition."""
+        has none yet. Made again only when the metadata (replaced, never changed in place)
+        or the number of queues changed, so a drain looks up no queue per partition."""
+        made = self._queues_made  # read first: a queue made meanwhile makes it again
         queues = self._queues
         cached = self._drain_queues.get(node)
-        if cached is not None and cached[0] is parts and cached[1] is queues:
+        if cached is not None and cached[0] is parts and cached[1] == made:
             return cached[2]
         node_queues: list[PartitionQueue | None] = []
         for tp in parts:
             partitions = queues.get(tp.topic)
             node_queues.append(None if partitions is None else partitions.get(tp.partition))
-        self._drain_queues[node] = (parts, queues, node_queues)
+        self._drain_queues[node] = (parts, made, node_queues)
         return node_queues
 
     # ------------------------------------------------------------------ muting
@@ -460,8 +450,8 @@ class SenderSide(QueueMap):
         expired: list[ProducerBatch] = []
         next_expiry = math.inf
         timeout = self._delivery_timeout_ms
-        for partitions in self._queues.values():
-            for queue in partitions.values():
+        for queues in self._queue_lists.values():
+            for queue in queues:
                 with queue.lock:
                     batches = queue.batches
                     while batches:

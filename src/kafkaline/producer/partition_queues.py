@@ -2,10 +2,12 @@
 
 Each partition has a :class:`PartitionQueue`: its batches, oldest first, and one lock, as in
 Java (with one accumulator lock the Sender's pass over all partitions would hold it, and an
-appending thread would sleep until the pass ends). The map of queues is copy-on-write (a queue
-is made once per partition), so the hot path and the Sender read it without a lock. The
-compiled record core reads ``_queues``, ``_sticky``, a queue's ``lock`` and ``batches``
-directly: their names and types are part of its interface.
+appending thread would sleep until the pass ends). A queue is made once per partition, under
+one lock, and never removed: the hot path looks it up in ``_queues`` without a lock, and
+readers that go over all queues iterate the append-only lists of ``_queue_lists`` (a list,
+unlike a dict, may grow while it is iterated). The compiled record core reads ``_queues``,
+``_sticky``, a queue's ``lock`` and ``batches`` directly: their names and types are part of
+its interface.
 """
 
 from __future__ import annotations
@@ -38,9 +40,14 @@ class QueueMap:
     """The part of :class:`~kafkaline.producer.accumulator.RecordAccumulator` that finds and
     makes partition queues and sticky partitioners; the accumulator sets the fields."""
 
-    #: topic -> partition -> queue. Copy-on-write under _queues_lock: readers take the
-    #: current dicts without a lock, and never see one change under them.
+    #: topic -> partition -> queue, for lookups. A new topic replaces the outer dict; a new
+    #: queue goes into its topic's dict in place, under _queues_lock.
     _queues: dict[str, dict[int, PartitionQueue]]
+    #: topic -> its queues in the order made, for readers that go over all of them (a new
+    #: topic replaces the dict; a new queue is appended to its list).
+    _queue_lists: dict[str, list[PartitionQueue]]
+    #: How many queues were made: views cached by the Sender are made again when it changed.
+    _queues_made: int
     _queues_lock: threading.Lock
     #: topic -> its built-in sticky partitioner; replaced, never changed in place.
     _sticky: dict[str, BuiltInPartitioner]
@@ -50,7 +57,7 @@ class QueueMap:
     _rng: random.Random
 
     def _queue(self, topic: str, partition: int | None) -> PartitionQueue:
-        """The partition's queue, created on first use (copy-on-write)."""
+        """The partition's queue, created on first use."""
         if partition is None:  # pragma: no cover - callers resolve the partition first
             raise IllegalStateError("no partition chosen")
         partitions = self._queues.get(topic)
@@ -59,13 +66,18 @@ class QueueMap:
             if queue is not None:
                 return queue
         with self._queues_lock:
-            partitions = self._queues.get(topic, {})
+            partitions = self._queues.get(topic)
+            if partitions is None:
+                partitions = {}
+                self._queue_lists = {**self._queue_lists, topic: []}
+                self._queues = {**self._queues, topic: partitions}
             queue = partitions.get(partition)
             if queue is None:
+                # In place: a copy of the topic's dict per new queue is quadratic in partitions.
                 queue = PartitionQueue(TopicPartition(topic, partition))
-                queues = dict(self._queues)
-                queues[topic] = {**partitions, partition: queue}
-                self._queues = queues
+                self._queue_lists[topic].append(queue)
+                partitions[partition] = queue
+                self._queues_made += 1
             return queue
 
     def _existing_queue(self, tp: TopicPartition) -> PartitionQueue | None:
@@ -120,8 +132,8 @@ class QueueMap:
         """Empty every partition queue (each under its lock), closing its batches for
         appends; return what was queued."""
         taken: list[ProducerBatch] = []
-        for partitions in self._queues.values():
-            for queue in partitions.values():
+        for queues in self._queue_lists.values():
+            for queue in queues:
                 with queue.lock:
                     for batch in queue.batches:
                         batch.close_for_appends()
@@ -132,8 +144,8 @@ class QueueMap:
     def has_undrained(self) -> bool:
         """Whether any batch is queued (not yet taken by drain)."""
         # Loops rather than any() over a generator: the Sender asks after every drain.
-        for partitions in self._queues.values():
-            for queue in partitions.values():
+        for queues in self._queue_lists.values():
+            for queue in queues:
                 if queue.batches:
                     return True
         return False
@@ -141,8 +153,7 @@ class QueueMap:
     def queue_sizes(self, topic: str) -> dict[int, int]:
         """Batches queued per partition of ``topic`` (partitions that had a queue)."""
         return {
-            partition: len(queue.batches)
-            for partition, queue in self._queues.get(topic, {}).items()
+            queue.tp.partition: len(queue.batches) for queue in self._queue_lists.get(topic, ())
         }
 
     def queued_bytes(self, tp: TopicPartition) -> int:

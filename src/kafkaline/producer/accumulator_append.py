@@ -94,9 +94,14 @@ class AppendSide(QueueMap):
                 tried = self._try_last_batch(queue, records, state, partitioner, sticky, cluster)
                 if tried is None or records.done:
                     continue  # the sticky partition changed, or all went into the last batch
-                # Bytes for the last batch to take, or for a new batch.
+                # Bytes for the last batch to take, or for a new batch: taken with no lock
+                # held, as it may block until the Sender frees memory.
                 want = tried if tried > 0 else self._first_reservation(topic, records)
-                self._reserve(state, want)
+                if state.pooled < want:
+                    waited = self._pool.allocate(want - state.pooled, state.block_ms)
+                    state.pooled = want
+                    state.now += waited
+                    state.block_ms = max(0.0, state.block_ms - waited)
                 behind = self._append_or_new_batch(
                     topic, queue, records, state, want, partitioner, sticky, cluster
                 )
@@ -121,7 +126,7 @@ class AppendSide(QueueMap):
         if not queue.batches:  # an empty queue has no last batch: no lock round for it
             return _FULL
         with queue.lock:
-            if self._sticky_changed(partitioner, sticky):
+            if sticky is not None and self._sticky_changed(partitioner, sticky):
                 return None
             tried, state.pooled = self._try_last(queue, records, state.pooled, sticky, cluster)
             if tried == _APPENDED:
@@ -130,15 +135,6 @@ class AppendSide(QueueMap):
                     return tried
             state.sendable = state.sendable or tried <= 0  # its last batch is full: it can go
         return tried
-
-    def _reserve(self, state: _Appending, want: int) -> None:
-        """Take from the pool what the call holds less than ``want`` (blocking up to the
-        time left, with no lock held: only the Sender frees memory)."""
-        if state.pooled < want:
-            waited = self._pool.allocate(want - state.pooled, state.block_ms)
-            state.pooled = want
-            state.now += waited
-            state.block_ms = max(0.0, state.block_ms - waited)
 
     def _append_or_new_batch(
         self,
@@ -155,11 +151,13 @@ class AppendSide(QueueMap):
         again (another thread may have made one), else a new batch. Returns whether a new
         batch queued behind another (then ready: the caller may wake the Sender)."""
         with queue.lock:
-            if self._sticky_changed(partitioner, sticky):
+            if sticky is not None and self._sticky_changed(partitioner, sticky):
                 return False
             if self._closed:
                 raise records.closed_error()
-            tried, state.pooled = self._try_last(queue, records, state.pooled, sticky, cluster)
+            tried = _FULL  # an empty queue (the usual case here) has no last batch to try
+            if queue.batches:
+                tried, state.pooled = self._try_last(queue, records, state.pooled, sticky, cluster)
             if tried == _APPENDED:
                 state.sendable = state.sendable or len(queue.batches) > 1
             if tried != _FULL or (

@@ -91,7 +91,11 @@ class AppendSide(QueueMap):
         try:
             while not records.done:
                 sticky, queue = self._choose_queue(topic, partition, partitioner, cluster)
-                tried = self._try_last_batch(queue, records, state, partitioner, sticky, cluster)
+                tried: int | None = _FULL  # an empty queue has no last batch: no lock round
+                if queue.batches:
+                    tried = self._try_last_batch(
+                        queue, records, state, partitioner, sticky, cluster
+                    )
                 if tried is None or records.done:
                     continue  # the sticky partition changed, or all went into the last batch
                 # Bytes for the last batch to take, or for a new batch: taken with no lock
@@ -123,8 +127,6 @@ class AppendSide(QueueMap):
     ) -> int | None:
         """The protocol's first step: :meth:`_try_last` under the queue's lock. Returns what
         it reports, or ``None`` when the sticky partition changed (start over)."""
-        if not queue.batches:  # an empty queue has no last batch: no lock round for it
-            return _FULL
         with queue.lock:
             if sticky is not None and self._sticky_changed(partitioner, sticky):
                 return None

@@ -37,20 +37,6 @@ _FULL = -1
 FIRST_BATCH_MEMORY = 4096
 
 
-class _Appending:
-    """One append call's progress: buffer memory taken from the pool and not yet held by a
-    batch, what the call returns, its clock and the time it may still block."""
-
-    __slots__ = ("block_ms", "created", "now", "pooled", "sendable")
-
-    def __init__(self, now: float, block_ms: float) -> None:
-        self.now = now
-        self.block_ms = block_ms
-        self.pooled = 0
-        self.sendable = False
-        self.created = False
-
-
 class AppendSide(QueueMap):
     """The part of :class:`~kafkaline.producer.accumulator.RecordAccumulator` that appends
     records to batches; the accumulator sets the fields."""
@@ -87,92 +73,93 @@ class AppendSide(QueueMap):
             if cluster is None:
                 raise ValueError("appending without a partition needs the cluster")
             partitioner = self._sticky_partitioner(topic)
-        state = _Appending(now, max_time_to_block_ms)
+        sendable = created = False
+        pooled = 0  # taken from the pool, not yet held by a batch
         try:
             while not records.done:
                 sticky, queue = self._choose_queue(topic, partition, partitioner, cluster)
                 tried: int | None = _FULL  # an empty queue has no last batch: no lock round
                 if queue.batches:
-                    tried = self._try_last_batch(
-                        queue, records, state, partitioner, sticky, cluster
+                    tried, pooled, full = self._try_last_batch(
+                        queue, records, pooled, partitioner, sticky, cluster
                     )
+                    sendable = sendable or full
                 if tried is None or records.done:
                     continue  # the sticky partition changed, or all went into the last batch
                 # Bytes for the last batch to take, or for a new batch: taken with no lock
                 # held, as it may block until the Sender frees memory.
                 want = tried if tried > 0 else self._first_reservation(topic, records)
-                if state.pooled < want:
-                    waited = self._pool.allocate(want - state.pooled, state.block_ms)
-                    state.pooled = want
-                    state.now += waited
-                    state.block_ms = max(0.0, state.block_ms - waited)
-                behind = self._append_or_new_batch(
-                    topic, queue, records, state, want, partitioner, sticky, cluster
+                if pooled < want:
+                    waited = self._pool.allocate(want - pooled, max_time_to_block_ms)
+                    pooled, now = want, now + waited
+                    max_time_to_block_ms = max(0.0, max_time_to_block_ms - waited)
+                pooled, ready, made, behind = self._append_or_new_batch(
+                    topic, queue, records, pooled, want, now, partitioner, sticky, cluster
                 )
+                sendable = sendable or ready
+                created = created or made
                 if behind and wakeup is not None:
                     wakeup()
         finally:
-            if state.pooled:
-                self._pool.deallocate(state.pooled)
-        return state.sendable, state.created
+            if pooled:
+                self._pool.deallocate(pooled)
+        return sendable, created
 
     def _try_last_batch(
         self,
         queue: PartitionQueue,
         records: PendingRecords,
-        state: _Appending,
+        pooled: int,
         partitioner: BuiltInPartitioner | None,
         sticky: StickyPartition | None,
         cluster: ClusterPartitions | None,
-    ) -> int | None:
-        """The protocol's first step: :meth:`_try_last` under the queue's lock. Returns what
-        it reports, or ``None`` when the sticky partition changed (start over)."""
+    ) -> tuple[int | None, int, bool]:
+        """The protocol's first step: :meth:`_try_last` under the queue's lock. Returns
+        ``(what it reports or None when the sticky partition changed: start over, pooled
+        left, whether a batch became sendable)``."""
         with queue.lock:
             if sticky is not None and self._sticky_changed(partitioner, sticky):
-                return None
-            tried, state.pooled = self._try_last(queue, records, state.pooled, sticky, cluster)
-            if tried == _APPENDED:
-                state.sendable = state.sendable or len(queue.batches) > 1
-                if records.done:
-                    return tried
-            state.sendable = state.sendable or tried <= 0  # its last batch is full: it can go
-        return tried
+                return None, pooled, False
+            tried, pooled = self._try_last(queue, records, pooled, sticky, cluster)
+            if tried == _APPENDED and records.done:
+                return tried, pooled, len(queue.batches) > 1
+            # Appended a part, or found the last batch full: that batch can go.
+            return tried, pooled, tried <= 0
 
     def _append_or_new_batch(
         self,
         topic: str,
         queue: PartitionQueue,
         records: PendingRecords,
-        state: _Appending,
+        pooled: int,
         want: int,
+        now: float,
         partitioner: BuiltInPartitioner | None,
         sticky: StickyPartition | None,
         cluster: ClusterPartitions | None,
-    ) -> bool:
-        """The protocol's second step, memory in hand, under the queue's lock: the last batch
-        again (another thread may have made one), else a new batch. Returns whether a new
-        batch queued behind another (then ready: the caller may wake the Sender)."""
+    ) -> tuple[int, bool, bool, bool]:
+        """The protocol's second step, ``pooled`` bytes in hand, under the queue's lock: the
+        last batch again (another thread may have made one), else a new batch. Returns
+        ``(pooled left, a batch became sendable, a batch was made, it queued behind another)``
+        (a batch behind another makes that one ready: the caller may wake the Sender)."""
         with queue.lock:
             if sticky is not None and self._sticky_changed(partitioner, sticky):
-                return False
+                return pooled, False, False, False
             if self._closed:
                 raise records.closed_error()
             tried = _FULL  # an empty queue (the usual case here) has no last batch to try
             if queue.batches:
-                tried, state.pooled = self._try_last(queue, records, state.pooled, sticky, cluster)
-            if tried == _APPENDED:
-                state.sendable = state.sendable or len(queue.batches) > 1
+                tried, pooled = self._try_last(queue, records, pooled, sticky, cluster)
             if tried != _FULL or (
-                state.pooled < want and state.pooled < self._first_reservation(topic, records)
+                pooled < want and pooled < self._first_reservation(topic, records)
             ):
-                return False  # appended, or more memory is needed first
-            batch = self._new_batch(queue.tp, state.now)
-            self._queue_new_batch(queue, batch, records, state.pooled, sticky, cluster)
-            state.pooled = 0  # the batch holds it now, until it is deallocated
+                # Appended, or more memory is needed first.
+                return pooled, tried == _APPENDED and len(queue.batches) > 1, False, False
+            batch = self._new_batch(queue.tp, now)
+            self._queue_new_batch(queue, batch, records, pooled, sticky, cluster)
             behind = len(queue.batches) > 1
-            state.sendable = state.sendable or behind or batch.is_full
-            state.created = True
-            return behind
+            # The batch holds the memory now, until it is deallocated.
+            return 0, behind or batch.is_full, True, behind
 
     def _choose_queue(
         self,

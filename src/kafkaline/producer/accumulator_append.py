@@ -77,7 +77,12 @@ class AppendSide(QueueMap):
         pooled = 0  # taken from the pool, not yet held by a batch
         try:
             while not records.done:
-                sticky, queue = self._choose_queue(topic, partition, partitioner, cluster)
+                sticky: StickyPartition | None = None
+                if partitioner is None or cluster is None:
+                    queue = self._queue(topic, partition)
+                else:  # the sticky partitioner's current partition
+                    sticky = partitioner.peek_current(cluster)
+                    queue = self._queue(topic, sticky.partition)
                 tried: int | None = _FULL  # an empty queue has no last batch: no lock round
                 if queue.batches:
                     tried, pooled, full = self._try_last_batch(
@@ -160,19 +165,6 @@ class AppendSide(QueueMap):
             behind = len(queue.batches) > 1
             # The batch holds the memory now, until it is deallocated.
             return 0, behind or batch.is_full, True, behind
-
-    def _choose_queue(
-        self,
-        topic: str,
-        partition: int | None,
-        partitioner: BuiltInPartitioner | None,
-        cluster: ClusterPartitions | None,
-    ) -> tuple[StickyPartition | None, PartitionQueue]:
-        """The queue to append to: ``partition``'s, or the sticky partitioner's current one."""
-        if partitioner is None or cluster is None:
-            return None, self._queue(topic, partition)
-        sticky = partitioner.peek_current(cluster)
-        return sticky, self._queue(topic, sticky.partition)
 
     def _try_last(
         self,

@@ -160,8 +160,19 @@ class AppendSide(QueueMap):
             ):
                 # Appended, or more memory is needed first.
                 return pooled, tried == _APPENDED and len(queue.batches) > 1, False, False
+            # A new batch, filled before it is queued so the Sender never sees it empty.
             batch = self._new_batch(queue.tp, now)
-            self._queue_new_batch(queue, batch, records, pooled, sticky, cluster)
+            hold_memory(batch, pooled)
+            appended = records.append_to(batch)
+            if appended is None:  # pragma: no cover - an empty batch takes a record
+                raise IllegalStateError("a record did not fit an empty batch")
+            if records.fills_batch and records.done:
+                self._give_back_unused(batch)
+            queue.batches.append(batch)
+            with self._incomplete_lock:
+                self._incomplete.add(batch)
+            if sticky is not None:
+                self._sticky_appended(queue, sticky, appended, cluster)
             behind = len(queue.batches) > 1
             # The batch holds the memory now, until it is deallocated.
             return 0, behind or batch.is_full, True, behind
@@ -204,29 +215,6 @@ class AppendSide(QueueMap):
         if sticky is not None:
             self._sticky_appended(queue, sticky, appended, cluster)
         return _APPENDED, pooled
-
-    def _queue_new_batch(
-        self,
-        queue: PartitionQueue,
-        batch: ProducerBatch,
-        records: PendingRecords,
-        pooled: int,
-        sticky: StickyPartition | None,
-        cluster: ClusterPartitions | None,
-    ) -> None:
-        """Fill ``batch`` (holding ``pooled`` bytes of the pool) before it is queued, so the
-        Sender never sees an empty batch; called under the queue's lock."""
-        hold_memory(batch, pooled)
-        appended = records.append_to(batch)
-        if appended is None:  # pragma: no cover - an empty batch takes a record
-            raise IllegalStateError("a record did not fit an empty batch")
-        if records.fills_batch and records.done:
-            self._give_back_unused(batch)
-        queue.batches.append(batch)
-        with self._incomplete_lock:
-            self._incomplete.add(batch)
-        if sticky is not None:
-            self._sticky_appended(queue, sticky, appended, cluster)
 
     # ------------------------------------------------------------------ buffer memory
 

@@ -258,6 +258,43 @@ def test_drain_finds_a_partition_whose_queue_was_made_after_the_last_drain() -> 
     assert [b.topic_partition for b in drained[1]] == [T2]
 
 
+def test_a_new_partition_queue_joins_its_topics_map_in_place() -> None:
+    # A copy of the topic's map per new queue made queue creation quadratic in partitions.
+    accumulator = new_accumulator()
+    append(accumulator, T0)
+    queues = accumulator._queues["t"]
+    for partition in range(1, 300):
+        append(accumulator, TopicPartition("t", partition))
+    assert accumulator._queues["t"] is queues and sorted(queues) == list(range(300))
+    assert accumulator.queue_sizes("t") == dict.fromkeys(range(300), 1)
+
+
+def test_readers_of_every_queue_go_on_while_other_threads_make_queues() -> None:
+    # Queues go into their topic's map in place: whoever goes over all of them must not
+    # meet "dictionary changed size during iteration".
+    accumulator = new_accumulator(batch_size=64, buffer_memory=1 << 26)
+    stop = threading.Event()
+
+    def make_queues() -> None:
+        for partition in range(5_000):
+            if stop.is_set():
+                return
+            accumulator.append("many", partition, TS, None, b"v", now=0.0)
+
+    maker = threading.Thread(target=make_queues)
+    maker.start()
+    try:
+        while maker.is_alive():
+            accumulator.ready(CLUSTER, 0.0)
+            accumulator.expired_batches(0.0)
+            accumulator.has_undrained()
+            accumulator.queue_sizes("many")
+    finally:
+        stop.set()
+        maker.join()
+    assert len(accumulator.queue_sizes("many")) == 5_000
+
+
 def test_ready_without_any_batch_reports_nothing_and_then_sees_a_new_one() -> None:
     accumulator = new_accumulator(linger_ms=0)
     empty = accumulator.ready(CLUSTER, 0.0)

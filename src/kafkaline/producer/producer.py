@@ -24,7 +24,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import Any, Literal
 
 from kafkaline.config import ProducerConfig
 from kafkaline.errors import (
@@ -77,7 +77,6 @@ from kafkaline.producer.transactions.manager import (
 )
 from kafkaline.producer.transactions.state import TransactionIdentity, TransactionState
 from kafkaline.producer.validation import (
-    MAX_TIMESTAMP,
     RECORD_SIZE_OVERHEAD,
     check_headers,
     check_payload_size,
@@ -96,6 +95,8 @@ _time_ns = time.time_ns
 _monotonic = time.monotonic
 #: Keys whose murmur2 hash the producer remembers (keys up to 128 bytes: at most ~8 MiB).
 _KEY_MEMO_ENTRIES = 1 << 15
+#: The types of a key or value that send() takes as they are, without a serializer.
+_PLAIN = frozenset((bytes, type(None)))
 
 
 class Producer:
@@ -125,6 +126,7 @@ class Producer:
         )
         self._key_serializer = _serializer_or_none(config.key_serializer)
         self._value_serializer = _serializer_or_none(config.value_serializer)
+        self._serializing = self._key_serializer is not None or self._value_serializer is not None
         self._partitioner: Partitioner | None = config.partitioner
         # Keyed records hash with murmur2 unless a custom partitioner or ignore_keys says no.
         keyed = config.partitioner is None and not config.partitioner_ignore_keys
@@ -343,93 +345,50 @@ class Producer:
     ) -> FutureRecordMetadata:
         """Queue a record for ``topic`` and return its future at once.
 
-        ``value`` and ``key`` are bytes (or anything their serializers take; ``None`` is a
-        Kafka null); ``headers`` a sequence of ``(str, bytes | None)``; ``partition`` a
-        partition number (default: murmur2 of the key like Java, or the sticky partitioner
-        without key); ``timestamp_ms`` epoch milliseconds (default: now).
-
-        Blocks only for the first send to a topic (its metadata) and when ``buffer_memory``
-        is used up, each up to ``max_block_ms``. Raises at once, with a named error:
-        :class:`~kafkaline.errors.InvalidTopicNameError`,
-        :class:`~kafkaline.errors.InvalidPartitionError`,
-        :class:`~kafkaline.errors.InvalidRecordTimestampError`,
-        :class:`~kafkaline.errors.RecordTooLargeError` (larger than ``max_request_size`` or
-        ``buffer_memory``), TypeError (a non-bytes key or value without serializer, a bad
-        header); after waiting: :class:`~kafkaline.errors.KafkaTimeoutError` (topic not in
-        the metadata), :class:`~kafkaline.errors.BufferExhaustedError`; and
-        ProducerClosedError, SenderFailedError or ProducerForkedError when the producer cannot
-        send.
+        ``value`` and ``key``: bytes, or what their serializers take (``None``: a Kafka null);
+        ``headers``: ``(str, bytes | None)`` pairs; ``partition`` (default: murmur2 of the
+        key, or the sticky partitioner without key); ``timestamp_ms`` (default: now). Blocks
+        only for the first send to a topic (its metadata) and when ``buffer_memory`` is used
+        up, each up to ``max_block_ms``. Bad input raises at once, naming the problem (the
+        errors: docs/producer.md, "What happens on errors").
 
         >>> future = producer.send("events", b"v", key=b"k")  # doctest: +SKIP
         >>> future.get(timeout=10).offset                       # doctest: +SKIP
         42
         """
-        # (With the compiled core, producer.send is its one-call common case, see
-        # RecordAccumulator.open_batch_sender, and this is the general path behind it.)
-        if self._gate is not None:
+        if self._gate is not None:  # (the compiled core's send() declined this record)
             self._pass_gate()
         if self._transactional is not None:
             self._transactional.check_send_allowed()
         interceptors = self._interceptors
         try:
             if interceptors is not None:
-                record = interceptors.on_send(
-                    ProducerRecord(topic, value, key, headers or (), partition, timestamp_ms)
+                topic, value, key, headers, partition, timestamp_ms = _intercepted(
+                    interceptors, topic, value, key, headers, partition, timestamp_ms
                 )
-                topic, value, key = record.topic, record.value, record.key
-                headers = record.headers or None
-                partition, timestamp_ms = record.partition, record.timestamp_ms
             if headers is not None:
                 headers = check_headers(headers)
-            serializer = self._key_serializer
-            if serializer is not None:
-                key = serializer.serialize(topic, key, headers)
-                if key is not None and type(key) is not bytes:
-                    key = _serialized(key, "key", serializer)
-            elif key is not None and type(key) is not bytes:
-                key = bytes_or_none(key, "key")
-            serializer = self._value_serializer
-            if serializer is not None:
-                value = serializer.serialize(topic, value, headers)
-                if value is not None and type(value) is not bytes:
-                    value = _serialized(value, "value", serializer)
-            elif value is not None and type(value) is not bytes:
-                value = bytes_or_none(value, "value")
-            if timestamp_ms is None:
-                timestamp = _time_ns() // 1_000_000
-            elif type(timestamp_ms) is int and 0 <= timestamp_ms <= MAX_TIMESTAMP:
-                timestamp = timestamp_ms
-            else:
-                timestamp = check_timestamp(timestamp_ms)
+            if self._serializing or type(key) not in _PLAIN or type(value) not in _PLAIN:
+                key, value = self._serialize(topic, key, value, headers)
+            timestamp = (
+                _time_ns() // 1_000_000 if timestamp_ms is None else check_timestamp(timestamp_ms)
+            )
             size = (0 if key is None else len(key)) + (0 if value is None else len(value))
             if headers is not None or size > self._payload_limit:
                 self._check_size(topic, size, headers)
-            if partition is not None and (type(partition) is not int or partition < 0):
-                raise InvalidPartitionError(
-                    f"partition={partition!r} given by the record is invalid: must be None or "
-                    "an integer >= 0"
-                )
+            if partition is not None:
+                _check_partition_argument(partition)
             count = self._partition_counts.get(topic)
             max_block_ms = self._max_block_ms
             if count is None:
                 count, max_block_ms = self._wait_on_metadata(topic)
-            if partition is not None:
-                if type(partition) is not int or not 0 <= partition < count:
-                    validate_partition(topic, partition, count, "the record")
-            elif key is not None and self._key_partition is not None:
+            if partition is None and key is not None and self._key_partition is not None:
                 partition = self._key_partition(key, count)
-            elif self._partitioner is not None:
-                partition = self._custom_partition(topic, key, value, count)
+            elif partition is not None or self._partitioner is not None:
+                partition = self._choose_partition(topic, partition, key, value, count)
+            now = _monotonic() * 1000.0
             future, batch_is_full, new_batch = self._accumulator.append(
-                topic,
-                partition,
-                timestamp,
-                key,
-                value,
-                headers,
-                max_block_ms,
-                _monotonic() * 1000.0,
-                self._cluster,
+                topic, partition, timestamp, key, value, headers, max_block_ms, now, self._cluster
             )
         except Exception as error:
             replacement = self._send_failed(error, topic, partition, interceptors)
@@ -453,17 +412,10 @@ class Producer:
         """Queue many records for ``topic`` in one call; return one
         :class:`~kafkaline.producer.bulk.BatchSendResult` for all of them.
 
-        ``values`` (required) and ``keys`` (optional) are parallel sequences of bytes (or what
-        their serializers take; ``None`` is a Kafka null); ``headers`` an optional sequence of
-        one header list (or ``None``) per record; ``partition`` sends every record there.
-        Records go to the partitions :meth:`send` would choose (murmur2 of the key, or the
-        sticky partitioner without key), in input order within each partition, all with the
-        same timestamp (now). Checks and errors are those of :meth:`send`, raised before
-        anything is queued and naming the record's index (``TypeError: values[3] is of type
-        str ...``); only a wait for buffer memory can fail midway: the
-        :class:`~kafkaline.errors.BufferExhaustedError` then says which records were queued
-        before it (``error.queued``: input index -> future; they are sent as usual) and the
-        rest were not. Not all-or-nothing: the queued ones may already be on their way.
+        ``values`` and ``keys`` are parallel sequences, ``headers`` one header list (or
+        ``None``) per record; records go where :meth:`send` would put them, in input order per
+        partition. Bad input raises before anything is queued, naming the record's index; see
+        docs/producer.md, "Sending many records at once", for the details.
 
         >>> result = producer.send_batch("t", [b"a", b"b"], keys=[b"k1", b"k2"])  # doctest: +SKIP
         >>> [m.partition for m in result.get(timeout=10)]                         # doctest: +SKIP
@@ -483,22 +435,10 @@ class Producer:
         partition: str | None = None,
         timestamp: str | None = None,
     ) -> BatchSendResult:
-        """:meth:`send_batch` for a pyarrow ``RecordBatch`` or ``Table``: the columns named
-        ``key`` (``None``: no keys), ``value`` and optionally ``headers``, ``partition`` and
-        ``timestamp`` are sent, one record per row. Key and value columns are binary or string
-        (or large_binary/large_string; strings are sent as UTF-8), nulls are Kafka nulls; the
-        headers column is ``list<struct<key: string, value: binary>>``. The partition column
-        is an integer column (int32 or int64; a null lets the partitioner choose, as
-        :meth:`send` without partition); the timestamp column an Arrow ``timestamp`` of any
-        unit (sent as epoch milliseconds, rounded down) or ``int64`` milliseconds (a null is
-        the time of the call). A missing column raises ValueError, a column of another type
-        TypeError, a partition the topic does not have
-        :class:`~kafkaline.errors.InvalidPartitionError`, a negative timestamp
-        :class:`~kafkaline.errors.InvalidRecordTimestampError`, all naming the column.
-        Serializers are not applied (the columns are bytes already). Running out of buffer
-        memory part way raises :class:`~kafkaline.errors.BufferExhaustedError` saying which
-        rows were queued (``error.queued``, as :meth:`send_batch`). Needs pyarrow
-        (kafkaline's ``spark`` extra).
+        """:meth:`send_batch` for a pyarrow ``RecordBatch`` or ``Table``: one record per row,
+        from the columns named ``key`` (``None``: no keys), ``value`` and optionally
+        ``headers``, ``partition`` and ``timestamp``. Needs pyarrow (the ``spark`` extra). The
+        column types and errors: docs/producer.md, "Sending many records at once".
 
         >>> batch = pyarrow.record_batch({"key": [b"k"], "value": [b"v"]})  # doctest: +SKIP
         >>> producer.send_arrow("events", batch).get(timeout=10)             # doctest: +SKIP
@@ -550,9 +490,23 @@ class Producer:
             buffer_memory=self._config.buffer_memory,
         )
 
-    def _custom_partition(
-        self, topic: str, key: bytes | None, value: bytes | None, count: int
+    def _serialize(
+        self, topic: str, key: Any, value: Any, headers: Headers | None
+    ) -> tuple[bytes | None, bytes | None]:
+        """The key's and the value's bytes: what their serializers make of them, else the
+        key and value themselves once checked to be bytes or None (TypeError if not)."""
+        return (
+            _to_bytes(self._key_serializer, topic, key, headers, "key"),
+            _to_bytes(self._value_serializer, topic, value, headers, "value"),
+        )
+
+    def _choose_partition(
+        self, topic: str, partition: int | None, key: bytes | None, value: bytes | None, count: int
     ) -> int:
+        """The record's own partition once checked against the topic's ``count``, else the
+        custom partitioner's choice."""
+        if partition is not None:
+            return validate_partition(topic, partition, count, "the record")
         partitioner = self._partitioner
         cluster = self._cluster
         if partitioner is None or cluster is None:  # pragma: no cover - checked by the caller
@@ -776,6 +730,52 @@ def _key_partitioner() -> Callable[[bytes, int], int]:
     # keys cleared it before any key came back and hashed every record
     # (see docs/performance.md, Notes moved from the code).
     return KeyPartitionCache(max_entries=_KEY_MEMO_ENTRIES).partition_for_key
+
+
+def _to_bytes(
+    serializer: Serializer[Any] | None,
+    topic: str,
+    data: Any,
+    headers: Headers | None,
+    what: Literal["key", "value"],
+) -> bytes | None:
+    """``data`` (the record's key or value, ``what``) as bytes or None."""
+    if serializer is None:
+        return bytes_or_none(data, what)
+    data = serializer.serialize(topic, data, headers)
+    return data if data is None or type(data) is bytes else _serialized(data, what, serializer)
+
+
+def _intercepted(
+    interceptors: InterceptorChain,
+    topic: str,
+    value: Any,
+    key: Any,
+    headers: Headers | None,
+    partition: int | None,
+    timestamp_ms: int | None,
+) -> tuple[str, Any, Any, Headers | None, int | None, int | None]:
+    """The record as the interceptors' ``on_send`` returned it."""
+    record = interceptors.on_send(
+        ProducerRecord(topic, value, key, headers or (), partition, timestamp_ms)
+    )
+    return (
+        record.topic,
+        record.value,
+        record.key,
+        record.headers or None,
+        record.partition,
+        record.timestamp_ms,
+    )
+
+
+def _check_partition_argument(partition: object) -> None:
+    # Before any wait for metadata: a partition that no topic can have fails at once.
+    if type(partition) is not int or partition < 0:
+        raise InvalidPartitionError(
+            f"partition={partition!r} given by the record is invalid: must be None or "
+            "an integer >= 0"
+        )
 
 
 def _serializer_or_none(spec: SerializerLike | None) -> Serializer[Any] | None:

@@ -24,24 +24,14 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any, Literal
+from typing import Any
 
 from kafkaline.config import ProducerConfig
-from kafkaline.errors import (
-    IllegalStateError,
-    InvalidPartitionError,
-    InvalidTopicNameError,
-    KafkaError,
-    SenderFailedError,
-    TransactionAbortedError,
-    TransactionStateError,
-)
+from kafkaline.errors import IllegalStateError, InvalidTopicNameError, KafkaError, SenderFailedError
 from kafkaline.net.client import NetworkClient
 from kafkaline.net.cluster import ClusterMetadata, PartitionMetadata
-from kafkaline.producer.accumulator import (
-    OpenBatchSender,
-    RecordAccumulator,
-)
+from kafkaline.producer import transaction_calls
+from kafkaline.producer.accumulator import OpenBatchSender, RecordAccumulator
 from kafkaline.producer.bulk.result import BatchSendResult
 from kafkaline.producer.bulk.sender import BulkSender
 from kafkaline.producer.futures import FutureRecordMetadata
@@ -59,23 +49,21 @@ from kafkaline.producer.lifecycle import (
 )
 from kafkaline.producer.metadata_wait import wait_on_metadata
 from kafkaline.producer.metrics import ProducerMetrics, SenderCounters
-from kafkaline.producer.partitioner import KeyPartitionCache, Partitioner, validate_partition
+from kafkaline.producer.partitioner import Partitioner
 from kafkaline.producer.record import ProducerRecord
+from kafkaline.producer.send_steps import (
+    PLAIN,
+    check_partition_argument,
+    choose_partition,
+    config_of,
+    intercepted,
+    key_partitioner,
+    serialize,
+    serializer_or_none,
+)
 from kafkaline.producer.sender import Sender
-from kafkaline.producer.serializers import (
-    Serializer,
-    SerializerLike,
-    as_serializer,
-    bytes_or_none,
-)
-from kafkaline.producer.serializers import serialized_bytes as _serialized
-from kafkaline.producer.transaction_completion import complete_transaction
-from kafkaline.producer.transactions.manager import (
-    TransactionManager,
-    group_id_of,
-    offsets_of,
-)
-from kafkaline.producer.transactions.state import TransactionIdentity, TransactionState
+from kafkaline.producer.transactions.manager import TransactionManager
+from kafkaline.producer.transactions.state import TransactionIdentity
 from kafkaline.producer.validation import (
     RECORD_SIZE_OVERHEAD,
     check_headers,
@@ -84,19 +72,11 @@ from kafkaline.producer.validation import (
     check_topic_name,
 )
 from kafkaline.record import Headers
-from kafkaline.record.core import compiled_core
 
 __all__ = ["Producer"]
 
-#: The compiled record core when it is in use: send_batch() over lists then appends through
-#: its builder's C loop, and keys are hashed by it (see kafkaline.record.core).
-_CORE = compiled_core()
 _time_ns = time.time_ns
 _monotonic = time.monotonic
-#: Keys whose murmur2 hash the producer remembers (keys up to 128 bytes: at most ~8 MiB).
-_KEY_MEMO_ENTRIES = 1 << 15
-#: The types of a key or value that send() takes as they are, without a serializer.
-_PLAIN = frozenset((bytes, type(None)))
 
 
 class Producer:
@@ -120,17 +100,18 @@ class Producer:
     """
 
     def __init__(self, config: ProducerConfig | None = None, /, **settings: Any) -> None:
-        self._config = config = _config_of(config, settings)
+        self._config = config = config_of(config, settings)
         self._interceptors: InterceptorChain | None = (
             InterceptorChain(config.interceptors) if config.interceptors else None
         )
-        self._key_serializer = _serializer_or_none(config.key_serializer)
-        self._value_serializer = _serializer_or_none(config.value_serializer)
+        self._key_serializer = serializer_or_none(config.key_serializer)
+        self._value_serializer = serializer_or_none(config.value_serializer)
+        self._serializers = (self._key_serializer, self._value_serializer)
         self._serializing = self._key_serializer is not None or self._value_serializer is not None
         self._partitioner: Partitioner | None = config.partitioner
         # Keyed records hash with murmur2 unless a custom partitioner or ignore_keys says no.
         keyed = config.partitioner is None and not config.partitioner_ignore_keys
-        self._key_partition = _key_partitioner() if keyed else None
+        self._key_partition = key_partitioner() if keyed else None
         self._max_block_ms = float(config.max_block_ms)
         # Key + value bytes above which send() checks the record's full size bound.
         self._payload_limit = min(config.max_request_size, config.buffer_memory) - (
@@ -363,13 +344,13 @@ class Producer:
         interceptors = self._interceptors
         try:
             if interceptors is not None:
-                topic, value, key, headers, partition, timestamp_ms = _intercepted(
+                topic, value, key, headers, partition, timestamp_ms = intercepted(
                     interceptors, topic, value, key, headers, partition, timestamp_ms
                 )
             if headers is not None:
                 headers = check_headers(headers)
-            if self._serializing or type(key) not in _PLAIN or type(value) not in _PLAIN:
-                key, value = self._serialize(topic, key, value, headers)
+            if self._serializing or type(key) not in PLAIN or type(value) not in PLAIN:
+                key, value = serialize(self._serializers, topic, key, value, headers)
             timestamp = (
                 _time_ns() // 1_000_000 if timestamp_ms is None else check_timestamp(timestamp_ms)
             )
@@ -377,7 +358,7 @@ class Producer:
             if headers is not None or size > self._payload_limit:
                 self._check_size(topic, size, headers)
             if partition is not None:
-                _check_partition_argument(partition)
+                check_partition_argument(partition)
             count = self._partition_counts.get(topic)
             max_block_ms = self._max_block_ms
             if count is None:
@@ -385,7 +366,9 @@ class Producer:
             if partition is None and key is not None and self._key_partition is not None:
                 partition = self._key_partition(key, count)
             elif partition is not None or self._partitioner is not None:
-                partition = self._choose_partition(topic, partition, key, value, count)
+                partition = choose_partition(
+                    topic, partition, key, value, count, self._partitioner, self._cluster
+                )
             now = _monotonic() * 1000.0
             future, batch_is_full, new_batch = self._accumulator.append(
                 topic, partition, timestamp, key, value, headers, max_block_ms, now, self._cluster
@@ -457,9 +440,11 @@ class Producer:
             value_serializer=self._value_serializer,
             key_partition=self._key_partition,
             partition_count=self._partition_count,
-            cluster=self._current_cluster,
-            wakeup=self._wake_sender,
-            translate_error=self._bulk_failed,
+            cluster=lambda: self._cluster,
+            wakeup=lambda: self._wakeup(),  # (the Sender's, once started)
+            translate_error=lambda error, topic, partition: self._send_failed(
+                error, topic, partition, None
+            ),
             check_send_allowed=None if transactional is None else transactional.check_send_allowed,
             send_one=None if self._interceptors is None else self.send,
         )
@@ -472,15 +457,6 @@ class Producer:
             return self._wait_on_metadata(topic)
         return count, self._max_block_ms
 
-    def _bulk_failed(self, error: Exception, topic: str, partition: int | None) -> Exception | None:
-        return self._send_failed(error, topic, partition, None)
-
-    def _current_cluster(self) -> ClusterMetadata | None:
-        return self._cluster
-
-    def _wake_sender(self) -> None:
-        self._wakeup()
-
     def _check_size(self, topic: str, size: int, headers: Headers | None) -> None:
         check_payload_size(
             topic,
@@ -489,30 +465,6 @@ class Producer:
             max_request_size=self._config.max_request_size,
             buffer_memory=self._config.buffer_memory,
         )
-
-    def _serialize(
-        self, topic: str, key: Any, value: Any, headers: Headers | None
-    ) -> tuple[bytes | None, bytes | None]:
-        """The key's and the value's bytes: what their serializers make of them, else the
-        key and value themselves once checked to be bytes or None (TypeError if not)."""
-        return (
-            _to_bytes(self._key_serializer, topic, key, headers, "key"),
-            _to_bytes(self._value_serializer, topic, value, headers, "value"),
-        )
-
-    def _choose_partition(
-        self, topic: str, partition: int | None, key: bytes | None, value: bytes | None, count: int
-    ) -> int:
-        """The record's own partition once checked against the topic's ``count``, else the
-        custom partitioner's choice."""
-        if partition is not None:
-            return validate_partition(topic, partition, count, "the record")
-        partitioner = self._partitioner
-        cluster = self._cluster
-        if partitioner is None or cluster is None:  # pragma: no cover - checked by the caller
-            raise IllegalStateError("no custom partitioner or no metadata")
-        chosen = partitioner.partition(topic, key, value, cluster)
-        return validate_partition(topic, chosen, count, f"partitioner {partitioner!r}")
 
     def _wait_on_metadata(self, topic: str) -> tuple[int, float]:
         """The topic's partition count, waiting for its metadata if needed (the first send
@@ -588,10 +540,7 @@ class Producer:
     def _require_transactional(self, action: str) -> TransactionManager:
         transactional = self._transactional
         if transactional is None:
-            raise TransactionStateError(
-                f"cannot {action}: the producer has no transactional_id (set "
-                "transactional_id=... to use transactions)"
-            )
+            raise transaction_calls.no_transactional_id(action)
         if self._gate is not None:
             self._pass_gate()  # starts the I/O thread; raises once closed or fatal
         return transactional
@@ -607,35 +556,20 @@ class Producer:
     def begin_transaction(self) -> None:
         """Start a transaction: the records sent until :meth:`commit_transaction` or
         :meth:`abort_transaction` are written together or not at all. Local: no request.
-
-        >>> producer.init_transactions()                           # doctest: +SKIP
-        >>> producer.begin_transaction()                           # doctest: +SKIP
-        >>> producer.send("events", b"v")                          # doctest: +SKIP
-        >>> producer.commit_transaction()                          # doctest: +SKIP
-        """
+        The guide: docs/producer.md, "Transactions"."""
         self._require_transactional("begin_transaction()").begin_transaction()
 
     def commit_transaction(self) -> None:
         """Flush, then commit the transaction (EndTxn). After an abortable error (a record
         failed) it raises TransactionStateError: call :meth:`abort_transaction`."""
         transactional = self._require_transactional("commit_transaction()")
-        transactional.prepare_commit()
-        self.flush()
-        transactional.end_transaction(commit=True).wait(self._max_block_ms)
+        transaction_calls.commit(transactional, self.flush, self._max_block_ms)
 
     def abort_transaction(self) -> None:
         """Abort the transaction: records still buffered fail with TransactionAbortedError,
         those sent are marked aborted (EndTxn). Also the way out of an abortable error."""
         transactional = self._require_transactional("abort_transaction()")
-        transactional.prepare_abort()
-        self._accumulator.abort_undrained_batches(
-            TransactionAbortedError(
-                f"the transaction of {transactional.txn_id!r} was aborted before the record "
-                "was sent"
-            )
-        )
-        self.flush()
-        transactional.end_transaction(commit=False).wait(self._max_block_ms)
+        transaction_calls.abort(transactional, self._accumulator, self.flush, self._max_block_ms)
 
     def send_offsets_to_transaction(
         self, offsets: Mapping[Any, Any], group_metadata: object
@@ -646,11 +580,7 @@ class Producer:
         offset to consume; ``group_metadata`` is the consumer group id or an object with a
         ``group_id`` attribute (a consumer's group metadata)."""
         transactional = self._require_transactional("send_offsets_to_transaction()")
-        checked = offsets_of(offsets)
-        group_id = group_id_of(group_metadata)
-        if not checked:
-            return
-        transactional.send_offsets(checked, group_id).wait(self._max_block_ms)
+        transaction_calls.send_offsets(transactional, offsets, group_metadata, self._max_block_ms)
 
     def transaction_identity(self) -> TransactionIdentity:
         """Flush, then return the open transaction's (transactional_id, producer_id,
@@ -658,9 +588,7 @@ class Producer:
         :meth:`complete_transaction`. This producer must then make no transactional call
         for it (closing is fine). See :mod:`kafkaline.producer.transaction_completion`."""
         transactional = self._require_transactional("transaction_identity()")
-        transactional.require("transaction_identity()", TransactionState.IN_TRANSACTION)
-        self.flush()
-        return transactional.identity()
+        return transaction_calls.identity(transactional, self.flush)
 
     @classmethod
     def complete_transaction(
@@ -681,11 +609,7 @@ class Producer:
         >>> Producer.complete_transaction(identity, commit=True,
         ...                               bootstrap_servers="127.0.0.1:9092")  # doctest: +SKIP
         """
-        if config is None:
-            config = ProducerConfig.from_kwargs(**settings)
-        elif settings:
-            config = config.with_changes(**settings)
-        complete_transaction(TransactionIdentity(*identity), commit=commit, config=config)
+        transaction_calls.complete(identity, commit, config, settings)
 
     def partitions_for(self, topic: str) -> tuple[PartitionMetadata, ...]:
         """The partitions of ``topic`` (number, leader, replicas), waiting up to
@@ -707,88 +631,11 @@ class Producer:
         return () if cluster is None else cluster.partitions_for(topic)
 
     def metrics(self) -> dict[str, float]:
-        """The producer's metrics under the Java client's names: ``record-send-rate`` and
-        ``-total``, ``record-error-*``, ``record-retry-*``, ``request-rate``,
-        ``request-latency-avg``/``-max``, ``records-per-request-avg``, ``batch-size-avg``/
-        ``-max``, ``compression-rate-avg``, ``record-queue-time-avg``/``-max``,
-        ``buffer-total-bytes``, ``buffer-available-bytes``, ``bufferpool-wait-time-total``
-        (ns), ``waiting-threads``, ``requests-in-flight``, ... Rates are per second over
-        about the last 30 s (see :mod:`kafkaline.producer.metrics`)."""
+        """The producer's metrics under the Java client's names (``record-send-rate``,
+        ``request-latency-avg``, ``buffer-available-bytes``, ...): the list and how rates are
+        computed are in :mod:`kafkaline.producer.metrics`."""
         return self._metrics.read(_monotonic() * 1000.0)
 
     def __repr__(self) -> str:
         state = "running" if self._gate is None else self._gate.value
         return f"<Producer {','.join(self._config.bootstrap_servers)} {state}>"
-
-
-def _key_partitioner() -> Callable[[bytes, int], int]:
-    """murmur2 of a key modulo the partition count, as Java's default partitioner."""
-    if _CORE is not None:
-        # The compiled core hashes any key in C: no memo to keep.
-        return _CORE.partition_for_key  # type: ignore[no-any-return]
-    # The memo holds 32768 keys: with the default 8192, a producer cycling over 10,000
-    # keys cleared it before any key came back and hashed every record
-    # (see docs/performance.md, Notes moved from the code).
-    return KeyPartitionCache(max_entries=_KEY_MEMO_ENTRIES).partition_for_key
-
-
-def _to_bytes(
-    serializer: Serializer[Any] | None,
-    topic: str,
-    data: Any,
-    headers: Headers | None,
-    what: Literal["key", "value"],
-) -> bytes | None:
-    """``data`` (the record's key or value, ``what``) as bytes or None."""
-    if serializer is None:
-        return bytes_or_none(data, what)
-    data = serializer.serialize(topic, data, headers)
-    return data if data is None or type(data) is bytes else _serialized(data, what, serializer)
-
-
-def _intercepted(
-    interceptors: InterceptorChain,
-    topic: str,
-    value: Any,
-    key: Any,
-    headers: Headers | None,
-    partition: int | None,
-    timestamp_ms: int | None,
-) -> tuple[str, Any, Any, Headers | None, int | None, int | None]:
-    """The record as the interceptors' ``on_send`` returned it."""
-    record = interceptors.on_send(
-        ProducerRecord(topic, value, key, headers or (), partition, timestamp_ms)
-    )
-    return (
-        record.topic,
-        record.value,
-        record.key,
-        record.headers or None,
-        record.partition,
-        record.timestamp_ms,
-    )
-
-
-def _check_partition_argument(partition: object) -> None:
-    # Before any wait for metadata: a partition that no topic can have fails at once.
-    if type(partition) is not int or partition < 0:
-        raise InvalidPartitionError(
-            f"partition={partition!r} given by the record is invalid: must be None or "
-            "an integer >= 0"
-        )
-
-
-def _serializer_or_none(spec: SerializerLike | None) -> Serializer[Any] | None:
-    return None if spec is None else as_serializer(spec)
-
-
-def _config_of(config: ProducerConfig | None, settings: dict[str, Any]) -> ProducerConfig:
-    """What ``Producer(config, **settings)`` is configured with."""
-    if config is None:
-        return ProducerConfig.from_kwargs(**settings)
-    if not isinstance(config, ProducerConfig):
-        raise TypeError(
-            f"Producer() takes a ProducerConfig or keyword settings, not "
-            f"{type(config).__name__}; for Java-style properties use Producer.from_properties"
-        )
-    return config.with_changes(**settings) if settings else config

@@ -19,6 +19,7 @@ Life cycle decisions (close, a failed I/O thread, fork): see :mod:`kafkaline.pro
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -27,7 +28,7 @@ from types import TracebackType
 from typing import Any
 
 from kafkaline.config import ProducerConfig
-from kafkaline.errors import IllegalStateError, InvalidTopicNameError, KafkaError, SenderFailedError
+from kafkaline.errors import IllegalStateError, KafkaError, SenderFailedError
 from kafkaline.net.client import NetworkClient
 from kafkaline.net.cluster import ClusterMetadata, PartitionMetadata
 from kafkaline.producer import transaction_calls
@@ -50,7 +51,6 @@ from kafkaline.producer.lifecycle import (
 from kafkaline.producer.metadata_wait import wait_on_metadata
 from kafkaline.producer.metrics import ProducerMetrics, SenderCounters
 from kafkaline.producer.partitioner import Partitioner
-from kafkaline.producer.record import ProducerRecord
 from kafkaline.producer.send_steps import (
     PLAIN,
     check_partition_argument,
@@ -58,6 +58,7 @@ from kafkaline.producer.send_steps import (
     config_of,
     intercepted,
     key_partitioner,
+    record_failed,
     serialize,
     serializer_or_none,
 )
@@ -117,6 +118,11 @@ class Producer:
         self._payload_limit = min(config.max_request_size, config.buffer_memory) - (
             RECORD_SIZE_OVERHEAD
         )
+        self._check_size = functools.partial(
+            check_payload_size,
+            max_request_size=config.max_request_size,
+            buffer_memory=config.buffer_memory,
+        )
         self._counters = SenderCounters()
         # Idempotence and transactions: one object (None when idempotence is off), a
         # TransactionManager with a transactional_id, shared with the accumulator and Sender.
@@ -124,18 +130,6 @@ class Producer:
         self._accumulator = RecordAccumulator.from_config(
             config, transaction_manager=self._transactions
         )
-        # send()'s common case in one compiled call (see send()), when the producer has
-        # nothing that must see each record: no interceptors, serializers, transaction checks
-        # or custom partitioner. None with the pure-Python core.
-        self._core_send: OpenBatchSender | None = None
-        if (
-            keyed
-            and self._interceptors is None
-            and self._key_serializer is None
-            and self._value_serializer is None
-            and config.transactional_id is None
-        ):
-            self._core_send = self._accumulator.open_batch_sender(self._payload_limit)
         self._bulk = self._bulk_sender()
         self._metrics = ProducerMetrics(
             self._counters,
@@ -152,15 +146,30 @@ class Producer:
         # Partition counts of the topics sent to, for the current metadata: the hot path's
         # only metadata lookup. Replaced (not changed) by the Sender on a metadata update.
         self._partition_counts: dict[str, int] = {}
-        if self._core_send is not None:
-            self._core_send.partition_counts = self._partition_counts
+        self._cluster: ClusterMetadata | None = None
+        self._owner_pid = 0
+        self._core_send = self._bind_core_send()
+
+    def _bind_core_send(self) -> OpenBatchSender | None:
+        """send()'s common case in one compiled call, when the producer has nothing that must
+        see each record: no interceptors, serializers, transaction checks or custom
+        partitioner (None then, and with the pure-Python core)."""
+        if (
+            self._key_partition is None
+            or self._interceptors is not None
+            or self._serializing
+            or self._config.transactional_id is not None
+        ):
+            return None
+        core_send = self._accumulator.open_batch_sender(self._payload_limit)
+        if core_send is not None:
+            core_send.partition_counts = self._partition_counts
             if type(self).send is Producer.send:  # (a subclass's own send() stays)
                 # producer.send is then the compiled call itself, no Python frame first; what
                 # it declines goes to the class's send(), the general path.
-                self._core_send.fallback = self.send
-                self.__dict__["send"] = self._core_send
-        self._cluster: ClusterMetadata | None = None
-        self._owner_pid = 0
+                core_send.fallback = self.send
+                self.__dict__["send"] = core_send
+        return core_send
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, object]) -> Producer:
@@ -243,16 +252,17 @@ class Producer:
         self._set_gate(_State.FORKED)
 
     def _on_sender_failure(self, failure: SenderFailedError) -> None:
+        self._shut_gate(_State.FAILED)
+
+    def _on_fatal_error(self, error: KafkaError) -> None:
+        self._shut_gate(_State.FATAL)
+
+    def _shut_gate(self, gate: _State) -> None:
+        # The Sender's thread: from now on send() raises the gate's error (see _gate_error).
         # Under the lock: _start_locked() must not reopen the gate after this.
         with self._lock:
             if self._gate is not _State.FORKED:
-                self._set_gate(_State.FAILED)
-
-    def _on_fatal_error(self, error: KafkaError) -> None:
-        # The Sender's thread: from now on send() raises the error (see _gate_error).
-        with self._lock:
-            if self._gate is not _State.FORKED:
-                self._set_gate(_State.FATAL)
+                self._set_gate(gate)
 
     def _on_metadata_update(self, cluster: ClusterMetadata) -> None:
         # The Sender's thread, after each metadata update: new counts for the known topics.
@@ -457,15 +467,6 @@ class Producer:
             return self._wait_on_metadata(topic)
         return count, self._max_block_ms
 
-    def _check_size(self, topic: str, size: int, headers: Headers | None) -> None:
-        check_payload_size(
-            topic,
-            size,
-            headers,
-            max_request_size=self._config.max_request_size,
-            buffer_memory=self._config.buffer_memory,
-        )
-
     def _wait_on_metadata(self, topic: str) -> tuple[int, float]:
         """The topic's partition count, waiting for its metadata if needed (the first send
         to a topic); also the time left of ``max_block_ms``."""
@@ -488,14 +489,9 @@ class Producer:
     ) -> Exception | None:
         """Tell the interceptors; return a clearer error to raise when the producer was
         closed, failed or forked meanwhile (a wait for metadata or memory ended by it)."""
-        if interceptors is not None and isinstance(topic, str) and topic:
-            interceptors.on_send_error(ProducerRecord(topic), partition, error)
-        if not isinstance(topic, str):
-            # send() looks an unhashable topic (a list, a dict) up before naming it.
-            try:
-                check_topic_name(topic)
-            except InvalidTopicNameError as named:
-                return named
+        named = record_failed(error, topic, partition, interceptors)
+        if named is not None:
+            return named
         gate = self._gate
         if isinstance(error, IllegalStateError) and gate is not None:
             replacement = self._gate_error(gate)

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any, Literal
 
 from kafkaline.config import ProducerConfig
-from kafkaline.errors import IllegalStateError, InvalidPartitionError
+from kafkaline.errors import IllegalStateError, InvalidPartitionError, InvalidTopicNameError
 from kafkaline.net.cluster import ClusterMetadata
 from kafkaline.producer.interceptors import InterceptorChain
 from kafkaline.producer.partitioner import KeyPartitionCache, Partitioner, validate_partition
@@ -21,6 +21,7 @@ from kafkaline.producer.serializers import (
     bytes_or_none,
     serialized_bytes,
 )
+from kafkaline.producer.validation import check_topic_name
 from kafkaline.record import Headers
 from kafkaline.record.core import compiled_core
 
@@ -31,6 +32,7 @@ __all__ = [
     "config_of",
     "intercepted",
     "key_partitioner",
+    "record_failed",
     "serialize",
     "serializer_or_none",
 ]
@@ -123,6 +125,21 @@ def choose_partition(
         raise IllegalStateError("no custom partitioner or no metadata")
     chosen = partitioner.partition(topic, key, value, cluster)
     return validate_partition(topic, chosen, count, f"partitioner {partitioner!r}")
+
+
+def record_failed(
+    error: Exception, topic: str, partition: int | None, interceptors: InterceptorChain | None
+) -> InvalidTopicNameError | None:
+    """Tell the interceptors that a record failed in send(); for a topic that is not a str,
+    return the error naming it (send() looks an unhashable topic up before naming it)."""
+    if interceptors is not None and isinstance(topic, str) and topic:
+        interceptors.on_send_error(ProducerRecord(topic), partition, error)
+    if not isinstance(topic, str):
+        try:
+            check_topic_name(topic)
+        except InvalidTopicNameError as named:
+            return named
+    return None
 
 
 def key_partitioner() -> Callable[[bytes, int], int]:

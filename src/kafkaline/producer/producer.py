@@ -127,6 +127,10 @@ class Producer:
         # Idempotence and transactions: one object (None when idempotence is off), a
         # TransactionManager with a transactional_id, shared with the accumulator and Sender.
         self._transactions = transactions_for(config, self._on_fatal_error)
+        # The same object when the producer has a transactional_id (send() reads it), else None.
+        self._transactional = (
+            self._transactions if isinstance(self._transactions, TransactionManager) else None
+        )
         self._accumulator = RecordAccumulator.from_config(
             config, transaction_manager=self._transactions
         )
@@ -182,12 +186,6 @@ class Producer:
     def config(self) -> ProducerConfig:
         """The producer's configuration."""
         return self._config
-
-    @property
-    def _transactional(self) -> TransactionManager | None:
-        # The transaction manager, if the producer has a transactional_id (send() reads it).
-        transactions = self._transactions
-        return transactions if isinstance(transactions, TransactionManager) else None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -336,12 +334,11 @@ class Producer:
     ) -> FutureRecordMetadata:
         """Queue a record for ``topic`` and return its future at once.
 
-        ``value`` and ``key``: bytes, or what their serializers take (``None``: a Kafka null);
-        ``headers``: ``(str, bytes | None)`` pairs; ``partition`` (default: murmur2 of the
-        key, or the sticky partitioner without key); ``timestamp_ms`` (default: now). Blocks
-        only for the first send to a topic (its metadata) and when ``buffer_memory`` is used
-        up, each up to ``max_block_ms``. Bad input raises at once, naming the problem (the
-        errors: docs/producer.md, "What happens on errors").
+        ``value``, ``key``: bytes or what their serializers take (``None``: a Kafka null);
+        ``headers``: ``(str, bytes | None)`` pairs; ``partition``: default murmur2 of the key,
+        else the sticky partitioner; ``timestamp_ms``: default now. Blocks (up to
+        ``max_block_ms``) only for a topic's first metadata and a full ``buffer_memory``. Bad
+        input raises at once, naming it (docs/producer.md, "What happens on errors").
 
         >>> future = producer.send("events", b"v", key=b"k")  # doctest: +SKIP
         >>> future.get(timeout=10).offset                       # doctest: +SKIP

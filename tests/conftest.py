@@ -35,7 +35,7 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             item.add_marker(pytest.mark.integration)
 
 
-#: The I/O thread of every Producer is named so (see kafkaline.producer.producer._thread_name).
+#: The I/O thread of every Producer is named so (see kafkaline.producer.lifecycle.thread_name).
 PRODUCER_THREAD_PREFIX = "kafkaline-producer-network-thread"
 
 #: How long the session-end check waits for producer threads that are still closing.

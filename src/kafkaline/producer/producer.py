@@ -19,6 +19,7 @@ Life cycle decisions (close, a failed I/O thread, fork): see :mod:`kafkaline.pro
 
 from __future__ import annotations
 
+import functools
 import os
 import threading
 import time
@@ -27,21 +28,11 @@ from types import TracebackType
 from typing import Any
 
 from kafkaline.config import ProducerConfig
-from kafkaline.errors import (
-    IllegalStateError,
-    InvalidPartitionError,
-    InvalidTopicNameError,
-    KafkaError,
-    SenderFailedError,
-    TransactionAbortedError,
-    TransactionStateError,
-)
+from kafkaline.errors import IllegalStateError, KafkaError, SenderFailedError
 from kafkaline.net.client import NetworkClient
 from kafkaline.net.cluster import ClusterMetadata, PartitionMetadata
-from kafkaline.producer.accumulator import (
-    OpenBatchSender,
-    RecordAccumulator,
-)
+from kafkaline.producer import transaction_calls
+from kafkaline.producer.accumulator import OpenBatchSender, RecordAccumulator
 from kafkaline.producer.bulk.result import BatchSendResult
 from kafkaline.producer.bulk.sender import BulkSender
 from kafkaline.producer.futures import FutureRecordMetadata
@@ -59,25 +50,22 @@ from kafkaline.producer.lifecycle import (
 )
 from kafkaline.producer.metadata_wait import wait_on_metadata
 from kafkaline.producer.metrics import ProducerMetrics, SenderCounters
-from kafkaline.producer.partitioner import KeyPartitionCache, Partitioner, validate_partition
-from kafkaline.producer.record import ProducerRecord
+from kafkaline.producer.partitioner import Partitioner
+from kafkaline.producer.send_steps import (
+    PLAIN,
+    check_partition_argument,
+    choose_partition,
+    config_of,
+    intercepted,
+    key_partitioner,
+    record_failed,
+    serialize,
+    serializer_or_none,
+)
 from kafkaline.producer.sender import Sender
-from kafkaline.producer.serializers import (
-    Serializer,
-    SerializerLike,
-    as_serializer,
-    bytes_or_none,
-)
-from kafkaline.producer.serializers import serialized_bytes as _serialized
-from kafkaline.producer.transaction_completion import complete_transaction
-from kafkaline.producer.transactions.manager import (
-    TransactionManager,
-    group_id_of,
-    offsets_of,
-)
-from kafkaline.producer.transactions.state import TransactionIdentity, TransactionState
+from kafkaline.producer.transactions.manager import TransactionManager
+from kafkaline.producer.transactions.state import TransactionIdentity
 from kafkaline.producer.validation import (
-    MAX_TIMESTAMP,
     RECORD_SIZE_OVERHEAD,
     check_headers,
     check_payload_size,
@@ -85,17 +73,11 @@ from kafkaline.producer.validation import (
     check_topic_name,
 )
 from kafkaline.record import Headers
-from kafkaline.record.core import compiled_core
 
 __all__ = ["Producer"]
 
-#: The compiled record core when it is in use: send_batch() over lists then appends through
-#: its builder's C loop, and keys are hashed by it (see kafkaline.record.core).
-_CORE = compiled_core()
 _time_ns = time.time_ns
 _monotonic = time.monotonic
-#: Keys whose murmur2 hash the producer remembers (keys up to 128 bytes: at most ~8 MiB).
-_KEY_MEMO_ENTRIES = 1 << 15
 
 
 class Producer:
@@ -119,40 +101,39 @@ class Producer:
     """
 
     def __init__(self, config: ProducerConfig | None = None, /, **settings: Any) -> None:
-        self._config = config = _config_of(config, settings)
+        self._config = config = config_of(config, settings)
         self._interceptors: InterceptorChain | None = (
             InterceptorChain(config.interceptors) if config.interceptors else None
         )
-        self._key_serializer = _serializer_or_none(config.key_serializer)
-        self._value_serializer = _serializer_or_none(config.value_serializer)
+        self._key_serializer = serializer_or_none(config.key_serializer)
+        self._value_serializer = serializer_or_none(config.value_serializer)
+        self._serializers = (self._key_serializer, self._value_serializer)
+        self._serializing = self._key_serializer is not None or self._value_serializer is not None
         self._partitioner: Partitioner | None = config.partitioner
         # Keyed records hash with murmur2 unless a custom partitioner or ignore_keys says no.
         keyed = config.partitioner is None and not config.partitioner_ignore_keys
-        self._key_partition = _key_partitioner() if keyed else None
+        self._key_partition = key_partitioner() if keyed else None
         self._max_block_ms = float(config.max_block_ms)
         # Key + value bytes above which send() checks the record's full size bound.
         self._payload_limit = min(config.max_request_size, config.buffer_memory) - (
             RECORD_SIZE_OVERHEAD
         )
+        self._check_size = functools.partial(
+            check_payload_size,
+            max_request_size=config.max_request_size,
+            buffer_memory=config.buffer_memory,
+        )
         self._counters = SenderCounters()
         # Idempotence and transactions: one object (None when idempotence is off), a
         # TransactionManager with a transactional_id, shared with the accumulator and Sender.
         self._transactions = transactions_for(config, self._on_fatal_error)
+        # The same object when the producer has a transactional_id (send() reads it), else None.
+        self._transactional = (
+            self._transactions if isinstance(self._transactions, TransactionManager) else None
+        )
         self._accumulator = RecordAccumulator.from_config(
             config, transaction_manager=self._transactions
         )
-        # send()'s common case in one compiled call (see send()), when the producer has
-        # nothing that must see each record: no interceptors, serializers, transaction checks
-        # or custom partitioner. None with the pure-Python core.
-        self._core_send: OpenBatchSender | None = None
-        if (
-            keyed
-            and self._interceptors is None
-            and self._key_serializer is None
-            and self._value_serializer is None
-            and config.transactional_id is None
-        ):
-            self._core_send = self._accumulator.open_batch_sender(self._payload_limit)
         self._bulk = self._bulk_sender()
         self._metrics = ProducerMetrics(
             self._counters,
@@ -169,15 +150,30 @@ class Producer:
         # Partition counts of the topics sent to, for the current metadata: the hot path's
         # only metadata lookup. Replaced (not changed) by the Sender on a metadata update.
         self._partition_counts: dict[str, int] = {}
-        if self._core_send is not None:
-            self._core_send.partition_counts = self._partition_counts
+        self._cluster: ClusterMetadata | None = None
+        self._owner_pid = 0
+        self._core_send = self._bind_core_send()
+
+    def _bind_core_send(self) -> OpenBatchSender | None:
+        """send()'s common case in one compiled call, when the producer has nothing that must
+        see each record: no interceptors, serializers, transaction checks or custom
+        partitioner (None then, and with the pure-Python core)."""
+        if (
+            self._key_partition is None
+            or self._interceptors is not None
+            or self._serializing
+            or self._config.transactional_id is not None
+        ):
+            return None
+        core_send = self._accumulator.open_batch_sender(self._payload_limit)
+        if core_send is not None:
+            core_send.partition_counts = self._partition_counts
             if type(self).send is Producer.send:  # (a subclass's own send() stays)
                 # producer.send is then the compiled call itself, no Python frame first; what
                 # it declines goes to the class's send(), the general path.
-                self._core_send.fallback = self.send
-                self.__dict__["send"] = self._core_send
-        self._cluster: ClusterMetadata | None = None
-        self._owner_pid = 0
+                core_send.fallback = self.send
+                self.__dict__["send"] = core_send
+        return core_send
 
     @classmethod
     def from_properties(cls, properties: Mapping[str, object]) -> Producer:
@@ -190,12 +186,6 @@ class Producer:
     def config(self) -> ProducerConfig:
         """The producer's configuration."""
         return self._config
-
-    @property
-    def _transactional(self) -> TransactionManager | None:
-        # The transaction manager, if the producer has a transactional_id (send() reads it).
-        transactions = self._transactions
-        return transactions if isinstance(transactions, TransactionManager) else None
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -260,16 +250,17 @@ class Producer:
         self._set_gate(_State.FORKED)
 
     def _on_sender_failure(self, failure: SenderFailedError) -> None:
+        self._shut_gate(_State.FAILED)
+
+    def _on_fatal_error(self, error: KafkaError) -> None:
+        self._shut_gate(_State.FATAL)
+
+    def _shut_gate(self, gate: _State) -> None:
+        # The Sender's thread: from now on send() raises the gate's error (see _gate_error).
         # Under the lock: _start_locked() must not reopen the gate after this.
         with self._lock:
             if self._gate is not _State.FORKED:
-                self._set_gate(_State.FAILED)
-
-    def _on_fatal_error(self, error: KafkaError) -> None:
-        # The Sender's thread: from now on send() raises the error (see _gate_error).
-        with self._lock:
-            if self._gate is not _State.FORKED:
-                self._set_gate(_State.FATAL)
+                self._set_gate(gate)
 
     def _on_metadata_update(self, cluster: ClusterMetadata) -> None:
         # The Sender's thread, after each metadata update: new counts for the known topics.
@@ -343,93 +334,51 @@ class Producer:
     ) -> FutureRecordMetadata:
         """Queue a record for ``topic`` and return its future at once.
 
-        ``value`` and ``key`` are bytes (or anything their serializers take; ``None`` is a
-        Kafka null); ``headers`` a sequence of ``(str, bytes | None)``; ``partition`` a
-        partition number (default: murmur2 of the key like Java, or the sticky partitioner
-        without key); ``timestamp_ms`` epoch milliseconds (default: now).
-
-        Blocks only for the first send to a topic (its metadata) and when ``buffer_memory``
-        is used up, each up to ``max_block_ms``. Raises at once, with a named error:
-        :class:`~kafkaline.errors.InvalidTopicNameError`,
-        :class:`~kafkaline.errors.InvalidPartitionError`,
-        :class:`~kafkaline.errors.InvalidRecordTimestampError`,
-        :class:`~kafkaline.errors.RecordTooLargeError` (larger than ``max_request_size`` or
-        ``buffer_memory``), TypeError (a non-bytes key or value without serializer, a bad
-        header); after waiting: :class:`~kafkaline.errors.KafkaTimeoutError` (topic not in
-        the metadata), :class:`~kafkaline.errors.BufferExhaustedError`; and
-        ProducerClosedError, SenderFailedError or ProducerForkedError when the producer cannot
-        send.
+        ``value``, ``key``: bytes or what their serializers take (``None``: a Kafka null);
+        ``headers``: ``(str, bytes | None)`` pairs; ``partition``: default murmur2 of the key,
+        else the sticky partitioner; ``timestamp_ms``: default now. Blocks (up to
+        ``max_block_ms``) only for a topic's first metadata and a full ``buffer_memory``. Bad
+        input raises at once, naming it (docs/producer.md, "What happens on errors").
 
         >>> future = producer.send("events", b"v", key=b"k")  # doctest: +SKIP
         >>> future.get(timeout=10).offset                       # doctest: +SKIP
         42
         """
-        # (With the compiled core, producer.send is its one-call common case, see
-        # RecordAccumulator.open_batch_sender, and this is the general path behind it.)
-        if self._gate is not None:
+        if self._gate is not None:  # (the compiled core's send() declined this record)
             self._pass_gate()
         if self._transactional is not None:
             self._transactional.check_send_allowed()
         interceptors = self._interceptors
         try:
             if interceptors is not None:
-                record = interceptors.on_send(
-                    ProducerRecord(topic, value, key, headers or (), partition, timestamp_ms)
+                topic, value, key, headers, partition, timestamp_ms = intercepted(
+                    interceptors, topic, value, key, headers, partition, timestamp_ms
                 )
-                topic, value, key = record.topic, record.value, record.key
-                headers = record.headers or None
-                partition, timestamp_ms = record.partition, record.timestamp_ms
             if headers is not None:
                 headers = check_headers(headers)
-            serializer = self._key_serializer
-            if serializer is not None:
-                key = serializer.serialize(topic, key, headers)
-                if key is not None and type(key) is not bytes:
-                    key = _serialized(key, "key", serializer)
-            elif key is not None and type(key) is not bytes:
-                key = bytes_or_none(key, "key")
-            serializer = self._value_serializer
-            if serializer is not None:
-                value = serializer.serialize(topic, value, headers)
-                if value is not None and type(value) is not bytes:
-                    value = _serialized(value, "value", serializer)
-            elif value is not None and type(value) is not bytes:
-                value = bytes_or_none(value, "value")
-            if timestamp_ms is None:
-                timestamp = _time_ns() // 1_000_000
-            elif type(timestamp_ms) is int and 0 <= timestamp_ms <= MAX_TIMESTAMP:
-                timestamp = timestamp_ms
-            else:
-                timestamp = check_timestamp(timestamp_ms)
+            if self._serializing or type(key) not in PLAIN or type(value) not in PLAIN:
+                key, value = serialize(self._serializers, topic, key, value, headers)
+            timestamp = (
+                _time_ns() // 1_000_000 if timestamp_ms is None else check_timestamp(timestamp_ms)
+            )
             size = (0 if key is None else len(key)) + (0 if value is None else len(value))
             if headers is not None or size > self._payload_limit:
                 self._check_size(topic, size, headers)
-            if partition is not None and (type(partition) is not int or partition < 0):
-                raise InvalidPartitionError(
-                    f"partition={partition!r} given by the record is invalid: must be None or "
-                    "an integer >= 0"
-                )
+            if partition is not None:
+                check_partition_argument(partition)
             count = self._partition_counts.get(topic)
             max_block_ms = self._max_block_ms
             if count is None:
                 count, max_block_ms = self._wait_on_metadata(topic)
-            if partition is not None:
-                if type(partition) is not int or not 0 <= partition < count:
-                    validate_partition(topic, partition, count, "the record")
-            elif key is not None and self._key_partition is not None:
+            if partition is None and key is not None and self._key_partition is not None:
                 partition = self._key_partition(key, count)
-            elif self._partitioner is not None:
-                partition = self._custom_partition(topic, key, value, count)
+            elif partition is not None or self._partitioner is not None:
+                partition = choose_partition(
+                    topic, partition, key, value, count, self._partitioner, self._cluster
+                )
+            now = _monotonic() * 1000.0
             future, batch_is_full, new_batch = self._accumulator.append(
-                topic,
-                partition,
-                timestamp,
-                key,
-                value,
-                headers,
-                max_block_ms,
-                _monotonic() * 1000.0,
-                self._cluster,
+                topic, partition, timestamp, key, value, headers, max_block_ms, now, self._cluster
             )
         except Exception as error:
             replacement = self._send_failed(error, topic, partition, interceptors)
@@ -453,17 +402,10 @@ class Producer:
         """Queue many records for ``topic`` in one call; return one
         :class:`~kafkaline.producer.bulk.BatchSendResult` for all of them.
 
-        ``values`` (required) and ``keys`` (optional) are parallel sequences of bytes (or what
-        their serializers take; ``None`` is a Kafka null); ``headers`` an optional sequence of
-        one header list (or ``None``) per record; ``partition`` sends every record there.
-        Records go to the partitions :meth:`send` would choose (murmur2 of the key, or the
-        sticky partitioner without key), in input order within each partition, all with the
-        same timestamp (now). Checks and errors are those of :meth:`send`, raised before
-        anything is queued and naming the record's index (``TypeError: values[3] is of type
-        str ...``); only a wait for buffer memory can fail midway: the
-        :class:`~kafkaline.errors.BufferExhaustedError` then says which records were queued
-        before it (``error.queued``: input index -> future; they are sent as usual) and the
-        rest were not. Not all-or-nothing: the queued ones may already be on their way.
+        ``values`` and ``keys`` are parallel sequences, ``headers`` one header list (or
+        ``None``) per record; records go where :meth:`send` would put them, in input order per
+        partition. Bad input raises before anything is queued, naming the record's index; see
+        docs/producer.md, "Sending many records at once", for the details.
 
         >>> result = producer.send_batch("t", [b"a", b"b"], keys=[b"k1", b"k2"])  # doctest: +SKIP
         >>> [m.partition for m in result.get(timeout=10)]                         # doctest: +SKIP
@@ -483,22 +425,10 @@ class Producer:
         partition: str | None = None,
         timestamp: str | None = None,
     ) -> BatchSendResult:
-        """:meth:`send_batch` for a pyarrow ``RecordBatch`` or ``Table``: the columns named
-        ``key`` (``None``: no keys), ``value`` and optionally ``headers``, ``partition`` and
-        ``timestamp`` are sent, one record per row. Key and value columns are binary or string
-        (or large_binary/large_string; strings are sent as UTF-8), nulls are Kafka nulls; the
-        headers column is ``list<struct<key: string, value: binary>>``. The partition column
-        is an integer column (int32 or int64; a null lets the partitioner choose, as
-        :meth:`send` without partition); the timestamp column an Arrow ``timestamp`` of any
-        unit (sent as epoch milliseconds, rounded down) or ``int64`` milliseconds (a null is
-        the time of the call). A missing column raises ValueError, a column of another type
-        TypeError, a partition the topic does not have
-        :class:`~kafkaline.errors.InvalidPartitionError`, a negative timestamp
-        :class:`~kafkaline.errors.InvalidRecordTimestampError`, all naming the column.
-        Serializers are not applied (the columns are bytes already). Running out of buffer
-        memory part way raises :class:`~kafkaline.errors.BufferExhaustedError` saying which
-        rows were queued (``error.queued``, as :meth:`send_batch`). Needs pyarrow
-        (kafkaline's ``spark`` extra).
+        """:meth:`send_batch` for a pyarrow ``RecordBatch`` or ``Table``: one record per row,
+        from the columns named ``key`` (``None``: no keys), ``value`` and optionally
+        ``headers``, ``partition`` and ``timestamp``. Needs pyarrow (the ``spark`` extra). The
+        column types and errors: docs/producer.md, "Sending many records at once".
 
         >>> batch = pyarrow.record_batch({"key": [b"k"], "value": [b"v"]})  # doctest: +SKIP
         >>> producer.send_arrow("events", batch).get(timeout=10)             # doctest: +SKIP
@@ -517,9 +447,11 @@ class Producer:
             value_serializer=self._value_serializer,
             key_partition=self._key_partition,
             partition_count=self._partition_count,
-            cluster=self._current_cluster,
-            wakeup=self._wake_sender,
-            translate_error=self._bulk_failed,
+            cluster=lambda: self._cluster,
+            wakeup=lambda: self._wakeup(),  # (the Sender's, once started)
+            translate_error=lambda error, topic, partition: self._send_failed(
+                error, topic, partition, None
+            ),
             check_send_allowed=None if transactional is None else transactional.check_send_allowed,
             send_one=None if self._interceptors is None else self.send,
         )
@@ -531,34 +463,6 @@ class Producer:
         if count is None:
             return self._wait_on_metadata(topic)
         return count, self._max_block_ms
-
-    def _bulk_failed(self, error: Exception, topic: str, partition: int | None) -> Exception | None:
-        return self._send_failed(error, topic, partition, None)
-
-    def _current_cluster(self) -> ClusterMetadata | None:
-        return self._cluster
-
-    def _wake_sender(self) -> None:
-        self._wakeup()
-
-    def _check_size(self, topic: str, size: int, headers: Headers | None) -> None:
-        check_payload_size(
-            topic,
-            size,
-            headers,
-            max_request_size=self._config.max_request_size,
-            buffer_memory=self._config.buffer_memory,
-        )
-
-    def _custom_partition(
-        self, topic: str, key: bytes | None, value: bytes | None, count: int
-    ) -> int:
-        partitioner = self._partitioner
-        cluster = self._cluster
-        if partitioner is None or cluster is None:  # pragma: no cover - checked by the caller
-            raise IllegalStateError("no custom partitioner or no metadata")
-        chosen = partitioner.partition(topic, key, value, cluster)
-        return validate_partition(topic, chosen, count, f"partitioner {partitioner!r}")
 
     def _wait_on_metadata(self, topic: str) -> tuple[int, float]:
         """The topic's partition count, waiting for its metadata if needed (the first send
@@ -582,14 +486,9 @@ class Producer:
     ) -> Exception | None:
         """Tell the interceptors; return a clearer error to raise when the producer was
         closed, failed or forked meanwhile (a wait for metadata or memory ended by it)."""
-        if interceptors is not None and isinstance(topic, str) and topic:
-            interceptors.on_send_error(ProducerRecord(topic), partition, error)
-        if not isinstance(topic, str):
-            # send() looks an unhashable topic (a list, a dict) up before naming it.
-            try:
-                check_topic_name(topic)
-            except InvalidTopicNameError as named:
-                return named
+        named = record_failed(error, topic, partition, interceptors)
+        if named is not None:
+            return named
         gate = self._gate
         if isinstance(error, IllegalStateError) and gate is not None:
             replacement = self._gate_error(gate)
@@ -634,10 +533,7 @@ class Producer:
     def _require_transactional(self, action: str) -> TransactionManager:
         transactional = self._transactional
         if transactional is None:
-            raise TransactionStateError(
-                f"cannot {action}: the producer has no transactional_id (set "
-                "transactional_id=... to use transactions)"
-            )
+            raise transaction_calls.no_transactional_id(action)
         if self._gate is not None:
             self._pass_gate()  # starts the I/O thread; raises once closed or fatal
         return transactional
@@ -653,35 +549,20 @@ class Producer:
     def begin_transaction(self) -> None:
         """Start a transaction: the records sent until :meth:`commit_transaction` or
         :meth:`abort_transaction` are written together or not at all. Local: no request.
-
-        >>> producer.init_transactions()                           # doctest: +SKIP
-        >>> producer.begin_transaction()                           # doctest: +SKIP
-        >>> producer.send("events", b"v")                          # doctest: +SKIP
-        >>> producer.commit_transaction()                          # doctest: +SKIP
-        """
+        The guide: docs/producer.md, "Transactions"."""
         self._require_transactional("begin_transaction()").begin_transaction()
 
     def commit_transaction(self) -> None:
         """Flush, then commit the transaction (EndTxn). After an abortable error (a record
         failed) it raises TransactionStateError: call :meth:`abort_transaction`."""
         transactional = self._require_transactional("commit_transaction()")
-        transactional.prepare_commit()
-        self.flush()
-        transactional.end_transaction(commit=True).wait(self._max_block_ms)
+        transaction_calls.commit(transactional, self.flush, self._max_block_ms)
 
     def abort_transaction(self) -> None:
         """Abort the transaction: records still buffered fail with TransactionAbortedError,
         those sent are marked aborted (EndTxn). Also the way out of an abortable error."""
         transactional = self._require_transactional("abort_transaction()")
-        transactional.prepare_abort()
-        self._accumulator.abort_undrained_batches(
-            TransactionAbortedError(
-                f"the transaction of {transactional.txn_id!r} was aborted before the record "
-                "was sent"
-            )
-        )
-        self.flush()
-        transactional.end_transaction(commit=False).wait(self._max_block_ms)
+        transaction_calls.abort(transactional, self._accumulator, self.flush, self._max_block_ms)
 
     def send_offsets_to_transaction(
         self, offsets: Mapping[Any, Any], group_metadata: object
@@ -692,11 +573,7 @@ class Producer:
         offset to consume; ``group_metadata`` is the consumer group id or an object with a
         ``group_id`` attribute (a consumer's group metadata)."""
         transactional = self._require_transactional("send_offsets_to_transaction()")
-        checked = offsets_of(offsets)
-        group_id = group_id_of(group_metadata)
-        if not checked:
-            return
-        transactional.send_offsets(checked, group_id).wait(self._max_block_ms)
+        transaction_calls.send_offsets(transactional, offsets, group_metadata, self._max_block_ms)
 
     def transaction_identity(self) -> TransactionIdentity:
         """Flush, then return the open transaction's (transactional_id, producer_id,
@@ -704,9 +581,7 @@ class Producer:
         :meth:`complete_transaction`. This producer must then make no transactional call
         for it (closing is fine). See :mod:`kafkaline.producer.transaction_completion`."""
         transactional = self._require_transactional("transaction_identity()")
-        transactional.require("transaction_identity()", TransactionState.IN_TRANSACTION)
-        self.flush()
-        return transactional.identity()
+        return transaction_calls.identity(transactional, self.flush)
 
     @classmethod
     def complete_transaction(
@@ -727,11 +602,7 @@ class Producer:
         >>> Producer.complete_transaction(identity, commit=True,
         ...                               bootstrap_servers="127.0.0.1:9092")  # doctest: +SKIP
         """
-        if config is None:
-            config = ProducerConfig.from_kwargs(**settings)
-        elif settings:
-            config = config.with_changes(**settings)
-        complete_transaction(TransactionIdentity(*identity), commit=commit, config=config)
+        transaction_calls.complete(identity, commit, config, settings)
 
     def partitions_for(self, topic: str) -> tuple[PartitionMetadata, ...]:
         """The partitions of ``topic`` (number, leader, replicas), waiting up to
@@ -753,42 +624,11 @@ class Producer:
         return () if cluster is None else cluster.partitions_for(topic)
 
     def metrics(self) -> dict[str, float]:
-        """The producer's metrics under the Java client's names: ``record-send-rate`` and
-        ``-total``, ``record-error-*``, ``record-retry-*``, ``request-rate``,
-        ``request-latency-avg``/``-max``, ``records-per-request-avg``, ``batch-size-avg``/
-        ``-max``, ``compression-rate-avg``, ``record-queue-time-avg``/``-max``,
-        ``buffer-total-bytes``, ``buffer-available-bytes``, ``bufferpool-wait-time-total``
-        (ns), ``waiting-threads``, ``requests-in-flight``, ... Rates are per second over
-        about the last 30 s (see :mod:`kafkaline.producer.metrics`)."""
+        """The producer's metrics under the Java client's names (``record-send-rate``,
+        ``request-latency-avg``, ``buffer-available-bytes``, ...): the list and how rates are
+        computed are in :mod:`kafkaline.producer.metrics`."""
         return self._metrics.read(_monotonic() * 1000.0)
 
     def __repr__(self) -> str:
         state = "running" if self._gate is None else self._gate.value
         return f"<Producer {','.join(self._config.bootstrap_servers)} {state}>"
-
-
-def _key_partitioner() -> Callable[[bytes, int], int]:
-    """murmur2 of a key modulo the partition count, as Java's default partitioner."""
-    if _CORE is not None:
-        # The compiled core hashes any key in C: no memo to keep.
-        return _CORE.partition_for_key  # type: ignore[no-any-return]
-    # The memo holds 32768 keys: with the default 8192, a producer cycling over 10,000
-    # keys cleared it before any key came back and hashed every record
-    # (see docs/performance.md, Notes moved from the code).
-    return KeyPartitionCache(max_entries=_KEY_MEMO_ENTRIES).partition_for_key
-
-
-def _serializer_or_none(spec: SerializerLike | None) -> Serializer[Any] | None:
-    return None if spec is None else as_serializer(spec)
-
-
-def _config_of(config: ProducerConfig | None, settings: dict[str, Any]) -> ProducerConfig:
-    """What ``Producer(config, **settings)`` is configured with."""
-    if config is None:
-        return ProducerConfig.from_kwargs(**settings)
-    if not isinstance(config, ProducerConfig):
-        raise TypeError(
-            f"Producer() takes a ProducerConfig or keyword settings, not "
-            f"{type(config).__name__}; for Java-style properties use Producer.from_properties"
-        )
-    return config.with_changes(**settings) if settings else config

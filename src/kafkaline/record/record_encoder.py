@@ -51,10 +51,25 @@ NO_HEADERS = b"\x00"
 _NULL_LENGTH = b"\x01"  # varint(-1)
 _ATTRIBUTES = b"\x00"
 
-# Records repeat the same small lengths, offsets and deltas: their varints are looked up in a
-# bounded cache rather than encoded again (the pure-Python send()'s largest cost otherwise).
-_varint = lru_cache(maxsize=8192)(encode_varint)
-_varlong = lru_cache(maxsize=8192)(encode_varlong)
+# Lengths, offset deltas and timestamp deltas are mostly small: the varints of 0 .. 8191 (one
+# or two bytes) are made once and looked up; larger ones go through a small cache, since
+# records of one batch tend to repeat their sizes.
+_SMALL_VARINT_LIMIT = 8192
+_SMALL_VARINTS = tuple(encode_varint(n) for n in range(_SMALL_VARINT_LIMIT))
+_cached_varint = lru_cache(maxsize=1024)(encode_varint)
+_cached_varlong = lru_cache(maxsize=1024)(encode_varlong)
+
+
+def _varint(value: int) -> bytes:
+    if 0 <= value < _SMALL_VARINT_LIMIT:
+        return _SMALL_VARINTS[value]
+    return _cached_varint(value)
+
+
+def _varlong(value: int) -> bytes:
+    if 0 <= value < _SMALL_VARINT_LIMIT:
+        return _SMALL_VARINTS[value]
+    return _cached_varlong(value)
 
 
 def encode_record(
@@ -71,7 +86,6 @@ def encode_record(
     >>> encode_record(0, 0, b"k", b"v").hex()
     '10000000026b027600'
     """
-    head = _ATTRIBUTES + _varlong(timestamp_delta) + _varint(offset_delta)
     if key is None:
         key, key_length = b"", _NULL_LENGTH
     else:
@@ -80,10 +94,19 @@ def encode_record(
         value, value_length = b"", _NULL_LENGTH
     else:
         value_length = _varint(len(value))
-    size = (
-        len(head) + len(key_length) + len(key) + len(value_length) + len(value) + len(header_block)
+    body = b"".join(
+        (
+            _ATTRIBUTES,
+            _varlong(timestamp_delta),
+            _varint(offset_delta),
+            key_length,
+            key,
+            value_length,
+            value,
+            header_block,
+        )
     )
-    return b"".join((_varint(size), head, key_length, key, value_length, value, header_block))
+    return _varint(len(body)) + body
 
 
 def encode_headers(headers: Headers) -> bytes:

@@ -11,29 +11,32 @@ import pytest
 from kafkaline.config import ProducerConfig
 
 
+def build(**settings: Any) -> ProducerConfig:
+    return ProducerConfig(**settings)
+
+
 def test_unknown_and_missing_keywords_are_type_errors_naming_them() -> None:
-    bad: Any = {"bootstrap_servers": "h:1", "lingr_ms": 5}
     with pytest.raises(TypeError, match="unexpected keyword argument 'lingr_ms'"):
-        ProducerConfig(**bad)
+        build(bootstrap_servers="h:1", lingr_ms=5)
     with pytest.raises(TypeError, match="missing 1 required keyword-only argument: 'bootstrap"):
-        ProducerConfig(**{"linger_ms": 5})
+        build(linger_ms=5)
     with pytest.raises(TypeError):
-        ProducerConfig("h:1")  # type: ignore[misc]
+        ProducerConfig("h:1")  # type: ignore[call-arg, arg-type]
 
 
 def test_fields_left_out_take_their_defaults_and_resolved_ones_are_not_arguments() -> None:
-    config = ProducerConfig(bootstrap_servers="h:1")
+    config = build(bootstrap_servers="h:1")
     assert config.linger_ms == 5 and config.transactional_id is None
     with pytest.raises(TypeError, match="'_idempotent'"):
-        ProducerConfig(**{"bootstrap_servers": "h:1", "_idempotent": False})
+        build(bootstrap_servers="h:1", _idempotent=False)
     with pytest.raises(dataclasses.FrozenInstanceError):
-        del config.linger_ms  # type: ignore[misc]
+        del config.linger_ms
 
 
 def test_equality_hash_and_repr_use_the_fields() -> None:
-    config = ProducerConfig(bootstrap_servers="h:1", acks=1)
-    same = ProducerConfig(bootstrap_servers="h:1", acks=1)
-    other = ProducerConfig(bootstrap_servers="h:1", acks=0)
+    config = build(bootstrap_servers="h:1", acks=1)
+    same = build(bootstrap_servers="h:1", acks=1)
+    other = build(bootstrap_servers="h:1", acks=0)
     assert config == same and hash(config) == hash(same)
     assert config != other and config != object()
     assert repr(config).startswith("ProducerConfig(bootstrap_servers=('h:1',), client_id='', ")

@@ -36,6 +36,7 @@ HEAVY_MODULES = {
     "kafkaline.protocol.api.create_topics": "creating topics (the CLI, tests)",
     "kafkaline.protocol.api.sasl_handshake": "SASL connections",
     "kafkaline.protocol.api.sasl_authenticate": "SASL connections",
+    "kafkaline.producer.transaction_completion": "completing a handed-over transaction",
     "kafkaline.record.reader": "reading batches back (splitting a batch too large, the CLI)",
     "kafkaline.record.control": "reading transaction markers",
 }

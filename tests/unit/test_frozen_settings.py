@@ -43,3 +43,22 @@ def test_equality_hash_and_repr_use_the_fields() -> None:
     assert "_idempotent" not in repr(config)
     assert pickle.loads(pickle.dumps(config)) == config
     assert config.with_changes(acks=0) == other
+
+
+def test_positional_arguments_where_the_class_allows_them() -> None:
+    from kafkaline.config import ExponentialBackoff
+
+    args: Any = (10, 80, 2, 0.0, 5)
+    assert ExponentialBackoff(10, 80) == ExponentialBackoff(initial_ms=10, max_ms=80)
+    assert repr(ExponentialBackoff(10, 80)) == (
+        "ExponentialBackoff(initial_ms=10, max_ms=80, multiplier=2, jitter=0.2)"
+    )
+    with pytest.raises(TypeError, match="takes 5 positional arguments but 6 were given"):
+        ExponentialBackoff(*args)
+    with pytest.raises(TypeError, match="multiple values for 'initial_ms'"):
+        ExponentialBackoff(10, **{"initial_ms": 20, "max_ms": 80})
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        ExponentialBackoff(10, 80).max_ms = 5  # type: ignore[misc]
+    backoff = ExponentialBackoff(10, 80, jitter=0.0)
+    assert pickle.loads(pickle.dumps(backoff)) == backoff
+    assert hash(backoff) == hash(ExponentialBackoff(10, 80, 2, 0.0))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar, overload
 
 T = TypeVar("T")
 
@@ -27,16 +27,33 @@ else:  # only type checkers read it
 __all__ = ["frozen_settings"]
 
 
+@overload
+def frozen_settings(cls: type[T], /) -> type[T]: ...
+
+
+@overload
+def frozen_settings(*, kw_only: bool = True) -> Callable[[type[T]], type[T]]: ...
+
+
 @dataclass_transform(
     kw_only_default=True, frozen_default=True, field_specifiers=(dataclasses.field,)
 )
-def frozen_settings(cls: type[T]) -> type[T]:
-    """Make ``cls`` a frozen, slotted dataclass with a keyword-only ``__init__`` that sets
-    every field (defaults for those left out, ``init=False`` fields their default) and then
-    calls ``__post_init__``; ``==``, ``hash()`` and ``repr()`` go over the compared and shown
-    fields, as the dataclass ones do."""
+def frozen_settings(
+    cls: type[T] | None = None, /, *, kw_only: bool = True
+) -> type[T] | Callable[[type[T]], type[T]]:
+    """Make ``cls`` a frozen, slotted dataclass with an ``__init__`` that sets every field
+    (defaults for those left out, ``init=False`` fields their default) and then calls
+    ``__post_init__``; ``==``, ``hash()`` and ``repr()`` go over the compared and shown
+    fields, as the dataclass ones do. Its arguments are keyword-only unless
+    ``@frozen_settings(kw_only=False)``."""
+    if cls is None:
+        return lambda decorated: _make(decorated, kw_only)
+    return _make(cls, kw_only)
+
+
+def _make(cls: type[T], kw_only: bool) -> type[T]:
     made: type[T] = dataclasses.dataclass(
-        frozen=True, slots=True, kw_only=True, init=False, repr=False, eq=False
+        frozen=True, slots=True, kw_only=kw_only, init=False, repr=False, eq=False
     )(cls)
     fields = dataclasses.fields(made)  # type: ignore[arg-type]
     missing = dataclasses.MISSING
@@ -55,7 +72,17 @@ def frozen_settings(cls: type[T]) -> type[T]:
     shown = tuple(field.name for field in fields if field.repr)
     post_init = getattr(made, "__post_init__", None)
 
-    def __init__(self: Any, **settings: Any) -> None:
+    def __init__(self: Any, *args: Any, **settings: Any) -> None:
+        if args:
+            if kw_only or len(args) > len(init_fields):
+                raise TypeError(
+                    f"{qualname}.__init__() takes {1 if kw_only else len(init_fields) + 1} "
+                    f"positional arguments but {len(args) + 1} were given"
+                )
+            for (name, _), value in zip(init_fields, args, strict=False):
+                if name in settings:
+                    raise TypeError(f"{qualname}.__init__() got multiple values for {name!r}")
+                settings[name] = value
         for name in settings:
             if name not in known:
                 raise TypeError(

@@ -30,6 +30,19 @@ HEAVY_MODULES = {
     "kafkaline.net.sasl": "SASL connections (security_protocol SASL_PLAINTEXT or SASL_SSL)",
     "difflib": "the 'did you mean' hint of a mistyped setting or serializer name",
     "json": "JsonSerializer",
+    "cramjam": "compressed batches (lz4, zstd, snappy), at the first one",
+    "kafkaline.protocol.api.fetch": "reading records back (the CLI consumer, tests)",
+    "kafkaline.protocol.api.list_offsets": "the CLI and tests",
+    "kafkaline.protocol.api.create_topics": "creating topics (the CLI, tests)",
+    "kafkaline.protocol.api.sasl_handshake": "SASL connections",
+    "kafkaline.protocol.api.sasl_authenticate": "SASL connections",
+    "kafkaline.protocol.api.add_partitions_to_txn": "a transactional producer's first send",
+    "kafkaline.protocol.api.add_offsets_to_txn": "send_offsets_to_transaction()",
+    "kafkaline.protocol.api.txn_offset_commit": "send_offsets_to_transaction()",
+    "kafkaline.protocol.api.end_txn": "committing or aborting a transaction",
+    "kafkaline.producer.transaction_completion": "completing a handed-over transaction",
+    "kafkaline.record.reader": "reading batches back (splitting a batch too large, the CLI)",
+    "kafkaline.record.control": "reading transaction markers",
 }
 
 # Prints one module name a line: json would load json.

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import field, replace
 from typing import TYPE_CHECKING, Literal
 
+from kafkaline.config.frozen_settings import frozen_settings
 from kafkaline.config.properties import settings_from_properties
 from kafkaline.config.rules import (
     check_security,
@@ -44,7 +45,7 @@ _log = logging.getLogger("kafkaline.config")
 # --------------------------------------------------------------------------- the config value
 
 
-@dataclass(frozen=True, slots=True, kw_only=True)
+@frozen_settings
 class ProducerConfig:
     """Every producer setting, typed and validated; see :data:`SETTINGS` for their meaning.
 

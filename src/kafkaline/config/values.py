@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import math
 import operator
-from dataclasses import dataclass, field
+from dataclasses import field
 from typing import Final, Literal, Protocol
 
+from kafkaline.config.frozen_settings import frozen_settings
 from kafkaline.errors import ConfigError
 
 __all__ = [
@@ -100,7 +101,7 @@ class TokenProvider(Protocol):
     def token(self) -> str: ...
 
 
-@dataclass(frozen=True, slots=True)
+@frozen_settings(kw_only=False)
 class ExponentialBackoff:
     """Exponential backoff with jitter, as Java's ``ExponentialBackoff``: a pure policy value.
 

@@ -32,7 +32,7 @@ from kafkaline.producer.futures import (
     ProduceRequestResult,
 )
 from kafkaline.producer.record_metadata import NO_TIMESTAMP, UNKNOWN_OFFSET
-from kafkaline.record import CompressionType, Headers, RecordBatchBuilder, read_record_batches
+from kafkaline.record import CompressionType, Headers, RecordBatchBuilder
 from kafkaline.record.batch_format import BATCH_HEADER_SIZE, NO_SEQUENCE
 
 __all__ = ["ProducerBatch"]
@@ -342,6 +342,8 @@ class ProducerBatch:
         in the buffer pool, and get consecutive sequences if this batch had one. The Sender
         splits only batches with more than one record; a single record too large fails.
         """
+        from kafkaline.record.reader import read_record_batches  # rare: not at start-up
+
         (decoded,) = read_record_batches(self.build())
         codec = self.builder.compression
         new_batches: list[ProducerBatch] = []

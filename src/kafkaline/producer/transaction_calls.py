@@ -11,7 +11,6 @@ from typing import Any
 from kafkaline.config import ProducerConfig
 from kafkaline.errors import TransactionAbortedError, TransactionStateError
 from kafkaline.producer.accumulator import RecordAccumulator
-from kafkaline.producer.transaction_completion import complete_transaction
 from kafkaline.producer.transactions.manager import TransactionManager, group_id_of, offsets_of
 from kafkaline.producer.transactions.state import TransactionIdentity, TransactionState
 
@@ -88,6 +87,9 @@ def complete(
 ) -> None:
     """Commit or abort a handed-over transaction (see
     :mod:`kafkaline.producer.transaction_completion`)."""
+    # Here, not at the top: only a handed-over transaction needs it, not every producer.
+    from kafkaline.producer.transaction_completion import complete_transaction
+
     if config is None:
         config = ProducerConfig.from_kwargs(**settings)
     elif settings:

@@ -8,11 +8,12 @@ highest version in both wins.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from kafkaline.errors import NoCompatibleVersionError
-from kafkaline.protocol.api import REQUEST_TYPES
-from kafkaline.protocol.api.api_versions import ApiVersionsResponse
+
+if TYPE_CHECKING:
+    from kafkaline.protocol.api.api_versions import ApiVersionsResponse
 
 
 class VersionRange(NamedTuple):
@@ -25,18 +26,25 @@ class VersionRange(NamedTuple):
         return f"{self.min}-{self.max}"
 
 
-def _supported_versions() -> dict[int, VersionRange]:
-    table = {}
-    for request_type in REQUEST_TYPES:
-        versions = request_type.VALID_VERSIONS
-        if versions.high is None:  # pragma: no cover - every declaration is closed
-            raise TypeError(f"{request_type.__name__} has an open version range")
-        table[request_type.API_KEY] = VersionRange(versions.low, versions.high)
-    return table
-
-
-#: API key -> the versions kafkaline can encode and decode.
-SUPPORTED_VERSIONS: Mapping[int, VersionRange] = _supported_versions()
+#: API key -> the versions kafkaline can encode and decode. Written out rather than read from
+#: the declarations so that a producer does not import every API's module at start-up; a unit
+#: test requires it to equal each request's VALID_VERSIONS (``protocol.api.REQUEST_TYPES``).
+SUPPORTED_VERSIONS: Mapping[int, VersionRange] = {
+    0: VersionRange(3, 11),  # Produce
+    1: VersionRange(4, 17),  # Fetch
+    2: VersionRange(0, 10),  # ListOffsets
+    3: VersionRange(0, 12),  # Metadata
+    10: VersionRange(0, 6),  # FindCoordinator
+    17: VersionRange(0, 1),  # SaslHandshake
+    18: VersionRange(0, 4),  # ApiVersions
+    19: VersionRange(0, 7),  # CreateTopics
+    22: VersionRange(0, 5),  # InitProducerId
+    24: VersionRange(0, 5),  # AddPartitionsToTxn
+    25: VersionRange(0, 4),  # AddOffsetsToTxn
+    26: VersionRange(0, 5),  # EndTxn
+    28: VersionRange(0, 4),  # TxnOffsetCommit
+    36: VersionRange(0, 2),  # SaslAuthenticate
+}
 
 _ADD_PARTITIONS_TO_TXN = 24
 
@@ -47,10 +55,22 @@ CLIENT_VERSIONS: Mapping[int, VersionRange] = {
     _ADD_PARTITIONS_TO_TXN: VersionRange(SUPPORTED_VERSIONS[_ADD_PARTITIONS_TO_TXN].min, 3),
 }
 
-#: API key -> Kafka's name for it, for messages.
+#: API key -> Kafka's name for it, for messages (the request class's name without "Request").
 API_NAMES: Mapping[int, str] = {
-    request_type.API_KEY: request_type.__name__.removesuffix("Request")
-    for request_type in REQUEST_TYPES
+    0: "Produce",
+    1: "Fetch",
+    2: "ListOffsets",
+    3: "Metadata",
+    10: "FindCoordinator",
+    17: "SaslHandshake",
+    18: "ApiVersions",
+    19: "CreateTopics",
+    22: "InitProducerId",
+    24: "AddPartitionsToTxn",
+    25: "AddOffsetsToTxn",
+    26: "EndTxn",
+    28: "TxnOffsetCommit",
+    36: "SaslAuthenticate",
 }
 
 

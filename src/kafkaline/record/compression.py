@@ -27,8 +27,6 @@ import enum
 import struct
 import zlib
 
-import cramjam
-
 from kafkaline.errors import CorruptRecordError, UnsupportedCodecError
 
 BytesLike = bytes | bytearray | memoryview
@@ -111,6 +109,9 @@ def compress(codec: int, data: BytesLike, level: int | None = None) -> bytes:
         return compressor.compress(data) + compressor.flush()
     if kind is CompressionType.SNAPPY:
         return snappy_xerial_encode(data)
+    # cramjam is imported at the first batch that needs it: most producers never compress.
+    import cramjam
+
     if kind is CompressionType.LZ4:
         lz4 = cramjam.lz4.Compressor(level=chosen, content_checksum=False, block_linked=False)
         lz4.compress(data)
@@ -127,6 +128,8 @@ def decompress(
     :class:`CorruptRecordError` for data that does not decompress or whose output would exceed
     ``max_output_size`` bytes.
     """
+    import cramjam
+
     kind = compression_type(codec)
     try:
         if kind is CompressionType.NONE:
@@ -151,6 +154,8 @@ def _lz4_decode_capped(data: BytesLike, bound: int, max_output_size: int) -> byt
     """LZ4 frames whose blocks are smaller than the maximum they declare (cramjam before 2.12,
     the last release for Python 3.10, writes such) have a loose bound: decompress into a
     buffer one byte larger than the cap, so the cap holds exactly and nothing grows past it."""
+    import cramjam
+
     output = bytearray(max_output_size + 1)
     try:
         written = cramjam.lz4.decompress_into(data, output)
@@ -221,6 +226,8 @@ def snappy_xerial_encode(data: BytesLike, block_size: int = XERIAL_BLOCK_SIZE) -
     Always at least one block, even for empty input: librdkafka treats a stream of just the
     16-byte header as raw snappy and fails on it.
     """
+    import cramjam
+
     view = memoryview(data)
     pieces = [_XERIAL_HEADER]
     for start in range(0, max(len(view), 1), block_size):
@@ -235,6 +242,8 @@ def snappy_decode(
 ) -> bytes:
     """Decode snappy as Kafka clients write it: xerial-framed (Java, kafka-python) or raw
     (librdkafka). Raises :class:`CorruptRecordError` on bad data or too large an output."""
+    import cramjam
+
     view = memoryview(data)
     try:
         if view[: len(XERIAL_MAGIC)] != XERIAL_MAGIC:

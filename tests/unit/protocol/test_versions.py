@@ -69,3 +69,17 @@ def test_clients_offer_add_partitions_to_txn_up_to_v3_only() -> None:
     assert SUPPORTED_VERSIONS[24] == VersionRange(0, 5)
     assert CLIENT_VERSIONS[24] == VersionRange(0, 3)
     assert choose_versions({24: VersionRange(0, 5)}) == {24: 3}
+
+
+def test_the_written_out_tables_match_every_request_declaration() -> None:
+    # versions.py writes the table out so that start-up need not import every API module.
+    from kafkaline.protocol.api import REQUEST_TYPES
+    from kafkaline.protocol.versions import API_NAMES
+
+    declared = {
+        request.API_KEY: VersionRange(request.VALID_VERSIONS.low, request.VALID_VERSIONS.high or 0)
+        for request in REQUEST_TYPES
+    }
+    assert dict(SUPPORTED_VERSIONS) == declared
+    names = {request.API_KEY: request.__name__.removesuffix("Request") for request in REQUEST_TYPES}
+    assert dict(API_NAMES) == names

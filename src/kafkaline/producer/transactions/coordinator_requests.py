@@ -33,16 +33,6 @@ from kafkaline.errors import (
 from kafkaline.net.cluster import TopicPartition
 from kafkaline.producer.transactions.idempotence import ProducerIdAndEpoch
 from kafkaline.protocol import Request, Response
-from kafkaline.protocol.api.add_offsets_to_txn import (
-    AddOffsetsToTxnRequest,
-    AddOffsetsToTxnResponse,
-)
-from kafkaline.protocol.api.add_partitions_to_txn import (
-    AddPartitionsToTxnRequest,
-    AddPartitionsToTxnResponse,
-    AddPartitionsToTxnTopic,
-)
-from kafkaline.protocol.api.end_txn import EndTxnRequest, EndTxnResponse
 from kafkaline.protocol.api.find_coordinator import (
     KEY_TYPE_GROUP,
     KEY_TYPE_TRANSACTION,
@@ -50,12 +40,6 @@ from kafkaline.protocol.api.find_coordinator import (
     FindCoordinatorResponse,
 )
 from kafkaline.protocol.api.init_producer_id import InitProducerIdRequest, InitProducerIdResponse
-from kafkaline.protocol.api.txn_offset_commit import (
-    TxnOffsetCommitRequest,
-    TxnOffsetCommitRequestPartition,
-    TxnOffsetCommitRequestTopic,
-    TxnOffsetCommitResponse,
-)
 
 if TYPE_CHECKING:
     from kafkaline.producer.transactions.manager import TransactionManager
@@ -238,6 +222,12 @@ class AddPartitionsHandler(TxnRequestHandler):
         self.partitions = partitions
 
     def build_request(self) -> Request:
+        # The transactional APIs' messages are imported when first sent: start-up needs none.
+        from kafkaline.protocol.api.add_partitions_to_txn import (
+            AddPartitionsToTxnRequest,
+            AddPartitionsToTxnTopic,
+        )
+
         pid = self.manager.current_producer_id_and_epoch()
         by_topic: dict[str, list[int]] = {}
         for tp in sorted(self.partitions):
@@ -253,6 +243,8 @@ class AddPartitionsHandler(TxnRequestHandler):
         )
 
     def handle_response(self, response: Response, api_version: int, now: float) -> None:
+        from kafkaline.protocol.api.add_partitions_to_txn import AddPartitionsToTxnResponse
+
         answer = response
         if not isinstance(answer, AddPartitionsToTxnResponse):  # pragma: no cover
             raise TypeError(f"expected AddPartitionsToTxnResponse, got {type(answer).__name__}")
@@ -294,6 +286,8 @@ class AddOffsetsHandler(TxnRequestHandler):
         self.group_id = group_id
 
     def build_request(self) -> Request:
+        from kafkaline.protocol.api.add_offsets_to_txn import AddOffsetsToTxnRequest
+
         pid = self.manager.current_producer_id_and_epoch()
         return AddOffsetsToTxnRequest(
             transactional_id=self.manager.txn_id,
@@ -303,6 +297,8 @@ class AddOffsetsHandler(TxnRequestHandler):
         )
 
     def handle_response(self, response: Response, api_version: int, now: float) -> None:
+        from kafkaline.protocol.api.add_offsets_to_txn import AddOffsetsToTxnResponse
+
         answer = response
         if not isinstance(answer, AddOffsetsToTxnResponse):  # pragma: no cover
             raise TypeError(f"expected AddOffsetsToTxnResponse, got {type(answer).__name__}")
@@ -333,6 +329,12 @@ class TxnOffsetCommitHandler(TxnRequestHandler):
         return self.group_id
 
     def build_request(self) -> Request:
+        from kafkaline.protocol.api.txn_offset_commit import (
+            TxnOffsetCommitRequest,
+            TxnOffsetCommitRequestPartition,
+            TxnOffsetCommitRequestTopic,
+        )
+
         pid = self.manager.current_producer_id_and_epoch()
         by_topic: dict[str, list[TxnOffsetCommitRequestPartition]] = {}
         for tp, offset in sorted(self.offsets.items()):
@@ -353,6 +355,8 @@ class TxnOffsetCommitHandler(TxnRequestHandler):
         )
 
     def handle_response(self, response: Response, api_version: int, now: float) -> None:
+        from kafkaline.protocol.api.txn_offset_commit import TxnOffsetCommitResponse
+
         answer = response
         if not isinstance(answer, TxnOffsetCommitResponse):  # pragma: no cover
             raise TypeError(f"expected TxnOffsetCommitResponse, got {type(answer).__name__}")
@@ -379,6 +383,8 @@ class EndTxnHandler(TxnRequestHandler):
         self.committed = committed
 
     def build_request(self) -> Request:
+        from kafkaline.protocol.api.end_txn import EndTxnRequest
+
         pid = self.manager.current_producer_id_and_epoch()
         return EndTxnRequest(
             transactional_id=self.manager.txn_id,
@@ -388,6 +394,8 @@ class EndTxnHandler(TxnRequestHandler):
         )
 
     def handle_response(self, response: Response, api_version: int, now: float) -> None:
+        from kafkaline.protocol.api.end_txn import EndTxnResponse
+
         answer = response
         if not isinstance(answer, EndTxnResponse):  # pragma: no cover
             raise TypeError(f"expected EndTxnResponse, got {type(answer).__name__}")

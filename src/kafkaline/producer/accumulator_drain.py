@@ -83,6 +83,11 @@ class SenderSide(QueueMap):
         ) = None
         self._node_latency: dict[int, _NodeLatency] = {}
         self._next_expiry_ms = math.inf
+        #: Whether the last :meth:`drain` left a batch queued in a partition of a node it
+        #: drained (a second batch, one backing off, one that did not fit the request).
+        #: Queues of the other nodes are ready()'s to time, so the Sender asks this after a
+        #: drain instead of scanning every queue (has_undrained) once per request.
+        self.drain_left_batches = False
 
     def ready(self, cluster: AccumulatorCluster, now: float) -> ReadyCheckResult:
         """The leaders with a sendable batch, when to check again, and topics whose leaders
@@ -235,6 +240,7 @@ class SenderSide(QueueMap):
         batch that cannot be encoded fails with its error instead of being returned.
         """
         drained: dict[int, list[ProducerBatch]] = {}
+        self.drain_left_batches = False
         for node in nodes:
             drained[node] = self._drain_node(cluster, node, max_request_size, now)
         return drained
@@ -253,6 +259,7 @@ class SenderSide(QueueMap):
         muted = self._muted
         transactions = self._transaction_manager
         node_queues = self._node_queues(node, parts)
+        left = False
         for index in chain(range(start, count), range(start)):
             queue = node_queues[index]
             if queue is None or not queue.batches:
@@ -260,6 +267,7 @@ class SenderSide(QueueMap):
                 # new batch, which wakes the Sender).
                 continue
             if muted and queue.tp in muted:  # most producers mute nothing: no hash per queue
+                left = True
                 continue
             with queue.lock:
                 batches = queue.batches
@@ -270,19 +278,26 @@ class SenderSide(QueueMap):
                 if first.held_by_appenders or (
                     first.attempts and now - first.last_attempt_ms < first.retry_backoff_ms
                 ):
+                    left = True
                     continue
                 if transactions is not None and transactions.should_stop_drain(first):
+                    left = True
                     continue
                 if ready and size + first.builder.estimated_size_in_bytes > max_request_size:
                     next_start = index  # it goes first next time
+                    left = True
                     break
                 batches.popleft()
                 first.builder.close_for_appends()  # ProducerBatch.close_for_appends()
+                if batches:
+                    left = True
             wire_size = self._seal_drained(first, now)
             if wire_size is not None:
                 size += wire_size
                 ready.append(first)
         self._drain_index[node] = next_start
+        if left:
+            self.drain_left_batches = True
         return ready
 
     def _seal_drained(self, batch: ProducerBatch, now: float) -> int | None:

@@ -306,6 +306,19 @@ def test_ready_without_any_batch_reports_nothing_and_then_sees_a_new_one() -> No
     assert accumulator.ready(CLUSTER, 0.0).ready_nodes == set()
 
 
+def test_drain_says_whether_it_left_a_batch_queued_on_a_drained_node() -> None:
+    accumulator = new_accumulator(linger_ms=0)
+    append(accumulator, T0)
+    append(accumulator, T2)  # led by node 2, not drained here
+    accumulator.drain(CLUSTER, {1}, 1 << 20, 0.0)
+    assert not accumulator.drain_left_batches
+    fill_batches(accumulator, T0, 1)  # a full batch and the one that overflowed
+    accumulator.drain(CLUSTER, {1}, 1 << 20, 0.0)
+    assert accumulator.drain_left_batches
+    accumulator.drain(CLUSTER, {1}, 1 << 20, 0.0)
+    assert not accumulator.drain_left_batches
+
+
 def test_drain_respects_max_request_size_but_always_sends_a_first_batch() -> None:
     accumulator = new_accumulator(batch_size=1024, linger_ms=0)
     fill_batches(accumulator, T0, 1)

@@ -428,7 +428,12 @@ class Sender:
         return expired
 
     def _expired_in_flight(self, now: float) -> list[ProducerBatch]:
-        if not self._in_flight or now < self._in_flight_expiry_ms:
+        if not self._in_flight:
+            # Answered since the bound was set: a bound left in the past would make every
+            # later poll return at once (an idle producer spinning).
+            self._in_flight_expiry_ms = math.inf
+            return []
+        if now < self._in_flight_expiry_ms:
             return []
         expired: list[ProducerBatch] = []
         next_expiry = math.inf

@@ -83,6 +83,10 @@ class SenderSide(QueueMap):
         ) = None
         self._node_latency: dict[int, _NodeLatency] = {}
         self._next_expiry_ms = math.inf
+        # Made with the ready view: each queue's place in it, the queue and its leader, and
+        # how many queues it holds (see _queues_of_incomplete).
+        self._ready_positions: dict[TopicPartition, tuple[int, PartitionQueue, int | None]] = {}
+        self._ready_queue_count = 0
         #: Whether the last :meth:`drain` left a batch queued in a partition of a node it
         #: drained (a second batch, one backing off, one that did not fit the request).
         #: Queues of the other nodes are ready()'s to time, so the Sender asks this after a
@@ -111,7 +115,24 @@ class SenderSide(QueueMap):
         # Every first batch is sendable now, whatever it waited (read once a pass: a flush
         # or close begun during the pass wakes the Sender for another).
         eager = self._pool.queued > 0 or self._closed or self._flushes_in_progress > 0
-        for topic, partitioner, queues in self._ready_view(cluster):
+        view = self._ready_view(cluster)
+        if len(self._incomplete) * 4 < self._ready_queue_count and not (
+            self._adaptive and self._sticky
+        ):
+            # Few batches for many queues (records sent one at a time, or a topic of many
+            # partitions): look only at the queues of the batches not yet completed, in the
+            # order of the full scan, so the answer is the same.
+            next_delay = self._ready_topic(
+                "",
+                None,
+                self._queues_of_incomplete(),
+                ready_nodes,
+                unknown_leader_topics,
+                eager,
+                now,
+            )[0]
+            return ReadyCheckResult(ready_nodes, next_delay, unknown_leader_topics)
+        for topic, partitioner, queues in view:
             delay, queue_states = self._ready_topic(
                 topic, partitioner, queues, ready_nodes, unknown_leader_topics, eager, now
             )
@@ -124,6 +145,20 @@ class SenderSide(QueueMap):
                     continue
                 partitioner.update_load_stats(queue_states, partition_count)
         return ReadyCheckResult(ready_nodes, next_delay, unknown_leader_topics)
+
+    def _queues_of_incomplete(self) -> list[tuple[PartitionQueue, int | None]]:
+        """The queues (with their leaders) of the batches not yet completed, in the order of
+        the ready view (the last one :meth:`_ready_view` made)."""
+        positions = self._ready_positions
+        found: dict[int, tuple[PartitionQueue, int | None]] = {}
+        # list(): a snapshot taken in one step; appending threads add to the set meanwhile.
+        for batch in list(self._incomplete):
+            entry = positions.get(batch.topic_partition)
+            if entry is not None and entry[1].batches:
+                found[entry[0]] = (entry[1], entry[2])
+        if len(found) < 2:
+            return list(found.values())
+        return [found[position] for position in sorted(found)]
 
     def _ready_topic(
         self,
@@ -163,7 +198,7 @@ class SenderSide(QueueMap):
             except IndexError:  # drained or aborted since len()
                 continue
             if leader is None:
-                unknown_leader_topics.add(topic)
+                unknown_leader_topics.add(topic or queue.tp.topic)
                 continue
             if first.held_by_appenders or (muted and queue.tp in muted):
                 continue  # a bulk append fills it now (and wakes the Sender), or muted
@@ -196,13 +231,18 @@ class SenderSide(QueueMap):
         ):
             return cached[3]
         view: ReadyView = []
+        positions: dict[TopicPartition, tuple[int, PartitionQueue, int | None]] = {}
         for topic, queues in self._queue_lists.items():
             leaders: list[tuple[PartitionQueue, int | None]] = []
             for queue in queues:
                 node = cluster.leader_for(queue.tp)
-                leaders.append((queue, None if node is None else node.node_id))
+                leader = None if node is None else node.node_id
+                positions[queue.tp] = (len(positions), queue, leader)
+                leaders.append((queue, leader))
             view.append((topic, sticky.get(topic) if self._adaptive else None, leaders))
         self._ready_cache = (cluster, made, sticky, view)
+        self._ready_positions = positions
+        self._ready_queue_count = len(positions)
         return view
 
     def _leader_stalled_ms(self, leader: int | None) -> int:

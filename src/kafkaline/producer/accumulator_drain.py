@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from itertools import chain
 
 from kafkaline.config import ExponentialBackoff, UniformRandom
@@ -87,6 +87,8 @@ class SenderSide(QueueMap):
         # how many queues it holds (see _queues_of_incomplete).
         self._ready_positions: dict[TopicPartition, tuple[int, PartitionQueue, int | None]] = {}
         self._ready_queue_count = 0
+        # Node -> each of its partitions' place in its list (see _node_queues).
+        self._drain_positions: dict[int, dict[TopicPartition, int]] = {}
         #: Whether the last :meth:`drain` left a batch queued in a partition of a node it
         #: drained (a second batch, one backing off, one that did not fit the request).
         #: Queues of the other nodes are ready()'s to time, so the Sender asks this after a
@@ -300,7 +302,14 @@ class SenderSide(QueueMap):
         transactions = self._transaction_manager
         node_queues = self._node_queues(node, parts)
         left = False
-        for index in chain(range(start, count), range(start)):
+        indices: Iterable[int]
+        if len(self._incomplete) * 4 < count:
+            # Few batches for many partitions: visit only those of incomplete batches (every
+            # queued batch is one), in the rotation's order, so the drain is the full pass's.
+            indices = self._drain_indices_of_incomplete(node, start, count)
+        else:
+            indices = chain(range(start, count), range(start))
+        for index in indices:
             queue = node_queues[index]
             if queue is None or not queue.batches:
                 # Nothing queued: no lock, as in ready() (an append to an empty queue makes a
@@ -339,6 +348,21 @@ class SenderSide(QueueMap):
         if left:
             self.drain_left_batches = True
         return ready
+
+    def _drain_indices_of_incomplete(self, node: int, start: int, count: int) -> list[int]:
+        """The places in ``node``'s partition list (as :meth:`_node_queues` made it last) of
+        the incomplete batches' partitions, in rotation order from ``start``."""
+        positions = self._drain_positions.get(node, {})
+        found: set[int] = set()
+        # list(): a snapshot taken in one step; appending threads add to the set meanwhile.
+        for batch in list(self._incomplete):
+            index = positions.get(batch.topic_partition)
+            if index is not None:
+                found.add(index)
+        if len(found) < 2:
+            return list(found)
+        rotated = sorted([index if index >= start else index + count for index in found])
+        return [index - count if index >= count else index for index in rotated]
 
     def _seal_drained(self, batch: ProducerBatch, now: float) -> int | None:
         """Encode a batch just taken from its queue (no lock held: encoding is the expensive
@@ -385,10 +409,13 @@ class SenderSide(QueueMap):
         if cached is not None and cached[0] is parts and cached[1] == made:
             return cached[2]
         node_queues: list[PartitionQueue | None] = []
+        positions: dict[TopicPartition, int] = {}
         for tp in parts:
             partitions = queues.get(tp.topic)
+            positions[tp] = len(node_queues)
             node_queues.append(None if partitions is None else partitions.get(tp.partition))
         self._drain_queues[node] = (parts, made, node_queues)
+        self._drain_positions[node] = positions
         return node_queues
 
     # ------------------------------------------------------------------ muting

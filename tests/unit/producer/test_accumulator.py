@@ -338,6 +338,25 @@ def test_ready_looks_only_at_the_queues_of_incomplete_batches() -> None:
     assert all(counted[p].asked == 0 for p in range(40) if p != 7)
 
 
+def test_drain_visits_only_the_partitions_of_incomplete_batches_in_rotation_order() -> None:
+    cluster = make_cluster({("t", p): 1 for p in range(40)})
+    accumulator = new_accumulator(linger_ms=0)
+    for p in range(40):  # a queue for every partition
+        append(accumulator, TopicPartition("t", p))
+    for batch in accumulator.drain(cluster, {1}, 1 << 20, 0.0)[1]:
+        accumulator.complete_batch(batch, 0)
+    counted = {}
+    for p in range(40):
+        queue = accumulator._queues["t"][p]
+        queue.batches = counted[p] = _CountingDeque(queue.batches)
+    for p in (33, 5, 20):
+        append(accumulator, TopicPartition("t", p))
+    # Room for one batch per request: the rotation decides which goes first.
+    order = [accumulator.drain(cluster, {1}, 1, 0.0)[1][0].partition for _ in range(3)]
+    assert order == [5, 20, 33]
+    assert all(counted[p].asked == 0 for p in range(40) if p not in (5, 20, 33))
+
+
 def test_drain_says_whether_it_left_a_batch_queued_on_a_drained_node() -> None:
     accumulator = new_accumulator(linger_ms=0)
     append(accumulator, T0)

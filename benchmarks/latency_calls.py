@@ -1,16 +1,16 @@
 """Python calls and CPU per sync round trip (``send(...).get()``, linger 0), per thread.
 
     python -m benchmarks.latency_calls [--records 3000] [--profile-records 1000]
-        [--trace-records 300] [--top 25]
+        [--trace-records 300] [--top 25] [--partitions 6] [--by-function]
 
-Starts a LocalBroker and one 6-partition topic, then runs the `latency` workload's loop
-twice after a warm-up: once timed (p50/p99, CPU per round trip of the caller's thread and of
-the I/O thread, from ``/proc/self/task/*/schedstat``), once under cProfile in both threads
-(Python function calls per round trip, and the busiest functions), once under sys.settrace
-(bytecodes executed per round trip in each thread: deterministic, unlike CPU time on a
-loaded machine). The
-side-by-side figures against confluent-kafka come from ``python -m benchmarks --workloads
-latency``; this script says where kafkaline's cost sits.
+Starts a LocalBroker and one topic (6 partitions unless told), then runs the `latency`
+workload's loop twice after a warm-up: once timed (p50/p99, CPU per round trip of the
+caller's thread and of the I/O thread, from ``/proc/self/task/*/schedstat``), once under
+cProfile in both threads (Python function calls per round trip, and the busiest functions),
+once under sys.settrace (bytecodes executed per round trip in each thread: deterministic,
+unlike CPU time on a loaded machine). The side-by-side figures against confluent-kafka come
+from ``python -m benchmarks --workloads latency``; this script says where kafkaline's cost
+sits.
 """
 
 from __future__ import annotations
@@ -69,6 +69,7 @@ def main() -> None:
     parser.add_argument("--profile-records", type=int, default=1000)
     parser.add_argument("--trace-records", type=int, default=300)
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--partitions", type=int, default=6, help="of the topic (default 6)")
     parser.add_argument(
         "--by-function",
         action="store_true",
@@ -104,7 +105,7 @@ def main() -> None:
 
     with LocalBroker() as broker:
         topic = "latency-calls"
-        broker.create_topic(topic, partitions=6)
+        broker.create_topic(topic, partitions=args.partitions)
         with Producer(bootstrap_servers=broker.bootstrap_servers, linger_ms=0, acks=1) as producer:
             _loop(producer, topic, _WARMUP)
             caller = threading.get_native_id()

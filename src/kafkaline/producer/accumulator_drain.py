@@ -89,11 +89,6 @@ class SenderSide(QueueMap):
         self._ready_queue_count = 0
         # Node -> each of its partitions' place in its list (see _node_queues).
         self._drain_positions: dict[int, dict[TopicPartition, int]] = {}
-        #: Whether the last :meth:`drain` left a batch queued in a partition of a node it
-        #: drained (a second batch, one backing off, one that did not fit the request).
-        #: Queues of the other nodes are ready()'s to time, so the Sender asks this after a
-        #: drain instead of scanning every queue (has_undrained) once per request.
-        self.drain_left_batches = False
 
     def ready(self, cluster: AccumulatorCluster, now: float) -> ReadyCheckResult:
         """The leaders with a sendable batch, when to check again, and topics whose leaders
@@ -147,6 +142,24 @@ class SenderSide(QueueMap):
                     continue
                 partitioner.update_load_stats(queue_states, partition_count)
         return ReadyCheckResult(ready_nodes, next_delay, unknown_leader_topics)
+
+    def has_queued_batches(self) -> bool:
+        """Whether any batch is queued (not yet drained): :meth:`has_undrained`, which walks
+        every queue, or, with fewer incomplete batches than queues, a look at the queues of
+        those batches only (every queued batch is one of them). The Sender asks after each
+        request it sends."""
+        incomplete = self._incomplete
+        if len(incomplete) >= self._queues_made:
+            return self.has_undrained()
+        queues = self._queues
+        # list(): a snapshot taken in one step; appending threads add to the set meanwhile.
+        for batch in list(incomplete):
+            tp = batch.topic_partition
+            partitions = queues.get(tp.topic)
+            queue = None if partitions is None else partitions.get(tp.partition)
+            if queue is not None and queue.batches:
+                return True
+        return False
 
     def _queues_of_incomplete(self) -> list[tuple[PartitionQueue, int | None]]:
         """The queues (with their leaders) of the batches not yet completed, in the order of
@@ -282,7 +295,6 @@ class SenderSide(QueueMap):
         batch that cannot be encoded fails with its error instead of being returned.
         """
         drained: dict[int, list[ProducerBatch]] = {}
-        self.drain_left_batches = False
         for node in nodes:
             drained[node] = self._drain_node(cluster, node, max_request_size, now)
         return drained
@@ -301,7 +313,6 @@ class SenderSide(QueueMap):
         muted = self._muted
         transactions = self._transaction_manager
         node_queues = self._node_queues(node, parts)
-        left = False
         indices: Iterable[int]
         if len(self._incomplete) * 4 < count:
             # Few batches for many partitions: visit only those of incomplete batches (every
@@ -316,7 +327,6 @@ class SenderSide(QueueMap):
                 # new batch, which wakes the Sender).
                 continue
             if muted and queue.tp in muted:  # most producers mute nothing: no hash per queue
-                left = True
                 continue
             with queue.lock:
                 batches = queue.batches
@@ -327,26 +337,19 @@ class SenderSide(QueueMap):
                 if first.held_by_appenders or (
                     first.attempts and now - first.last_attempt_ms < first.retry_backoff_ms
                 ):
-                    left = True
                     continue
                 if transactions is not None and transactions.should_stop_drain(first):
-                    left = True
                     continue
                 if ready and size + first.builder.estimated_size_in_bytes > max_request_size:
                     next_start = index  # it goes first next time
-                    left = True
                     break
                 batches.popleft()
                 first.builder.close_for_appends()  # ProducerBatch.close_for_appends()
-                if batches:
-                    left = True
             wire_size = self._seal_drained(first, now)
             if wire_size is not None:
                 size += wire_size
                 ready.append(first)
         self._drain_index[node] = next_start
-        if left:
-            self.drain_left_batches = True
         return ready
 
     def _drain_indices_of_incomplete(self, node: int, start: int, count: int) -> list[int]:

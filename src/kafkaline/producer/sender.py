@@ -329,10 +329,9 @@ class Sender:
         delay = self._in_flight_expiry_ms - now
         if delay < poll_timeout:
             poll_timeout = delay
-        if sent and accumulator.drain_left_batches:
+        if sent and accumulator.has_queued_batches():
             # More may be ready than one drain took (one batch per partition): come back at
-            # once, as Java does, if a drained node still has a batch queued (a later append
-            # wakes the poll; other nodes' queues were timed by ready()).
+            # once, as Java does, if a batch is still queued (a later append wakes the poll).
             poll_timeout = 0.0
         return poll_timeout if poll_timeout > 0.0 else 0.0
 

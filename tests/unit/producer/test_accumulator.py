@@ -357,17 +357,23 @@ def test_drain_visits_only_the_partitions_of_incomplete_batches_in_rotation_orde
     assert all(counted[p].asked == 0 for p in range(40) if p not in (5, 20, 33))
 
 
-def test_drain_says_whether_it_left_a_batch_queued_on_a_drained_node() -> None:
+def test_has_queued_batches_reads_only_the_queues_of_incomplete_batches() -> None:
+    cluster = make_cluster({("t", p): 1 for p in range(40)})
     accumulator = new_accumulator(linger_ms=0)
-    append(accumulator, T0)
-    append(accumulator, T2)  # led by node 2, not drained here
-    accumulator.drain(CLUSTER, {1}, 1 << 20, 0.0)
-    assert not accumulator.drain_left_batches
-    fill_batches(accumulator, T0, 1)  # a full batch and the one that overflowed
-    accumulator.drain(CLUSTER, {1}, 1 << 20, 0.0)
-    assert accumulator.drain_left_batches
-    accumulator.drain(CLUSTER, {1}, 1 << 20, 0.0)
-    assert not accumulator.drain_left_batches
+    for p in range(40):  # a queue for every partition
+        append(accumulator, TopicPartition("t", p))
+    for batch in accumulator.drain(cluster, {1}, 1 << 20, 0.0)[1]:
+        accumulator.complete_batch(batch, 0)
+    assert not accumulator.has_queued_batches()
+    counted = {}
+    for p in range(40):
+        queue = accumulator._queues["t"][p]
+        queue.batches = counted[p] = _CountingDeque(queue.batches)
+    append(accumulator, TopicPartition("t", 9))
+    assert accumulator.has_queued_batches()
+    assert len(accumulator.drain(cluster, {1}, 1 << 20, 0.0)[1]) == 1
+    assert not accumulator.has_queued_batches()  # drained, not yet answered
+    assert all(counted[p].asked == 0 for p in range(40) if p != 9)
 
 
 def test_drain_respects_max_request_size_but_always_sends_a_first_batch() -> None:

@@ -638,29 +638,6 @@ def test_node_not_ready_gets_nothing_and_the_poll_waits_for_its_reconnect(rig: R
     assert rig.client.polls[-1] == 50.0
 
 
-def test_a_batch_waiting_for_another_node_does_not_make_the_poll_spin() -> None:
-    # t-0 is led by node 1 (ready), u-0 by node 2 (connecting): after node 1's request the
-    # poll waits for node 2's reconnect rather than returning at once for a batch it
-    # cannot send.
-    cluster = ClusterMetadata(
-        [BrokerNode(1, "b1", 9092), BrokerNode(2, "b2", 9092)],
-        [PartitionMetadata(TOPIC, 0, leader=1), PartitionMetadata("u", 0, leader=2)],
-    )
-    rig = make_rig(cluster=cluster, batch_size=200)
-    rig.client.ready_nodes.discard(2)
-    rig.append(0)
-    rig.append(0, topic="u")
-    rig.run()
-    assert [sent.node for sent in rig.client.sent] == [1]
-    assert rig.client.polls[-1] == 50.0
-    # A second batch of a drained partition still brings the next pass at once.
-    rig.append(0, value=b"v" * 150, count=2)
-    rig.run()
-    assert rig.client.polls[-1] == 0.0
-    rig.run()
-    assert [sent.node for sent in rig.client.sent] == [1, 1, 1]
-
-
 def test_metadata_updates_are_reported(rig: Rig) -> None:
     seen: list[ClusterMetadata] = []
     sender = Sender(

@@ -1,16 +1,16 @@
 """Python calls and CPU per sync round trip (``send(...).get()``, linger 0), per thread.
 
     python -m benchmarks.latency_calls [--records 3000] [--profile-records 1000]
-        [--trace-records 300] [--top 25]
+        [--trace-records 300] [--top 25] [--partitions 6] [--by-function]
 
-Starts a LocalBroker and one 6-partition topic, then runs the `latency` workload's loop
-twice after a warm-up: once timed (p50/p99, CPU per round trip of the caller's thread and of
-the I/O thread, from ``/proc/self/task/*/schedstat``), once under cProfile in both threads
-(Python function calls per round trip, and the busiest functions), once under sys.settrace
-(bytecodes executed per round trip in each thread: deterministic, unlike CPU time on a
-loaded machine). The
-side-by-side figures against confluent-kafka come from ``python -m benchmarks --workloads
-latency``; this script says where kafkaline's cost sits.
+Starts a LocalBroker and one topic (6 partitions unless told), then runs the `latency`
+workload's loop twice after a warm-up: once timed (p50/p99, CPU per round trip of the
+caller's thread and of the I/O thread, from ``/proc/self/task/*/schedstat``), once under
+cProfile in both threads (Python function calls per round trip, and the busiest functions),
+once under sys.settrace (bytecodes executed per round trip in each thread: deterministic,
+unlike CPU time on a loaded machine). The side-by-side figures against confluent-kafka come
+from ``python -m benchmarks --workloads latency``; this script says where kafkaline's cost
+sits.
 """
 
 from __future__ import annotations
@@ -42,13 +42,18 @@ def _loop(producer: Producer, topic: str, count: int) -> list[float]:
     return timings
 
 
-def _opcode_counter(counter: list[int]) -> Any:
-    """A sys.settrace function adding the bytecodes executed to ``counter[0]``."""
+def _opcode_counter(counter: list[int], by_function: dict[str, int] | None = None) -> Any:
+    """A sys.settrace function adding the bytecodes executed to ``counter[0]`` (and, per
+    function, to ``by_function`` when given)."""
 
     def trace(frame: FrameType, event: str, arg: object) -> Any:
         frame.f_trace_opcodes = True
         if event == "opcode":
             counter[0] += 1
+            if by_function is not None:
+                code = frame.f_code
+                name = f"{code.co_filename.rsplit('/', 1)[-1]}:{code.co_name}"
+                by_function[name] = by_function.get(name, 0) + 1
         return trace
 
     return trace
@@ -64,18 +69,25 @@ def main() -> None:
     parser.add_argument("--profile-records", type=int, default=1000)
     parser.add_argument("--trace-records", type=int, default=300)
     parser.add_argument("--top", type=int, default=25)
+    parser.add_argument("--partitions", type=int, default=6, help="of the topic (default 6)")
+    parser.add_argument(
+        "--by-function",
+        action="store_true",
+        help="also print the I/O thread's bytecodes per round trip by function",
+    )
     args = parser.parse_args()
 
     io_profile = cProfile.Profile()
     profiling = threading.Event()
     tracing = threading.Event()
     io_opcodes = [0]
+    io_by_function: dict[str, int] | None = {} if args.by_function else None
     original_run = sender_module.Sender.run_once
 
     def profiled_run_once(self: Any, now: float | None = None) -> None:
         # Profiles the I/O thread's passes only while the profiled loop runs.
         if tracing.is_set():
-            sys.settrace(_opcode_counter(io_opcodes))
+            sys.settrace(_opcode_counter(io_opcodes, io_by_function))
             try:
                 original_run(self, now)
             finally:
@@ -93,7 +105,7 @@ def main() -> None:
 
     with LocalBroker() as broker:
         topic = "latency-calls"
-        broker.create_topic(topic, partitions=6)
+        broker.create_topic(topic, partitions=args.partitions)
         with Producer(bootstrap_servers=broker.bootstrap_servers, linger_ms=0, acks=1) as producer:
             _loop(producer, topic, _WARMUP)
             caller = threading.get_native_id()
@@ -133,6 +145,10 @@ def main() -> None:
         print(f"{name}: {count / args.trace_records:.0f} bytecodes per round trip")
     for name, profile in (("caller", caller_profile), ("I/O thread", io_profile)):
         _print_functions(name, profile, args.profile_records, args.top)
+    if io_by_function is not None:
+        print("I/O thread, bytecodes per round trip by function:")
+        for function, count in sorted(io_by_function.items(), key=lambda item: -item[1]):
+            print(f"  {count / args.trace_records:7.1f}  {function}")
 
 
 def _print_functions(name: str, profile: cProfile.Profile, per: int, top: int) -> None:

@@ -2329,6 +2329,518 @@ core_crc32c(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs
     return PyLong_FromUnsignedLong(result);
 }
 
+/* ------------------------------------------------------------------------------------------
+ * Produce response decoding (the I/O thread's fast path; kafkaline.protocol.api.produce's
+ * _decode_usual_flexible is the reference, and a test requires equal objects from both).
+ *
+ * A v9+ ProduceResponse body in its usual shape:
+ *   topics          compact count (uvarint n + 1, at most three bytes here)
+ *     name          compact string (length likewise), UTF-8
+ *     partitions    compact count
+ *       index int32, error_code int16, base_offset int64, log_append_time_ms int64,
+ *       log_start_offset int64, record_errors 0x01 (empty), error_message 0x00 (null),
+ *       tagged fields 0x00 (none)
+ *     tagged fields 0x00
+ *   throttle_time_ms int32, tagged fields 0x00, and nothing after.
+ * Anything else gives None (the generic decoder then decides, and names what is wrong).
+ * ------------------------------------------------------------------------------------------ */
+
+enum {
+    PR_INDEX, PR_ERROR_CODE, PR_BASE_OFFSET, PR_LOG_APPEND_TIME, PR_LOG_START_OFFSET,
+    PR_RECORD_ERRORS, PR_ERROR_MESSAGE, PR_CURRENT_LEADER, PR_LEADER_ID, PR_LEADER_EPOCH,
+    PR_NAME, PR_PARTITION_RESPONSES, PR_NAME_COUNT
+};
+static PyObject *pr_names[PR_NAME_COUNT];
+static PyObject *pr_str_responses, *pr_str_throttle, *pr_str_node_endpoints, *pr_empty_tuple;
+
+static int
+pr_init_names(void)
+{
+    static const char *const names[PR_NAME_COUNT] = {
+        "index", "error_code", "base_offset", "log_append_time_ms", "log_start_offset",
+        "record_errors", "error_message", "current_leader", "leader_id", "leader_epoch",
+        "name", "partition_responses"};
+    if (pr_empty_tuple != NULL)
+        return 0;
+    for (int i = 0; i < PR_NAME_COUNT; i++)
+        if ((pr_names[i] = PyUnicode_InternFromString(names[i])) == NULL)
+            return -1;
+    if ((pr_str_responses = PyUnicode_InternFromString("responses")) == NULL ||
+        (pr_str_throttle = PyUnicode_InternFromString("throttle_time_ms")) == NULL ||
+        (pr_str_node_endpoints = PyUnicode_InternFromString("node_endpoints")) == NULL ||
+        (pr_empty_tuple = PyTuple_New(0)) == NULL)
+        return -1;
+    return 0;
+}
+
+/* A compact count of at most three bytes at *pos: n (-1 for null or a longer varint, as the
+ * reference), -2 if the data ends first. */
+static Py_ssize_t
+pr_read_count(const unsigned char *data, Py_ssize_t end, Py_ssize_t *pos)
+{
+    Py_ssize_t value = 0;
+    for (int i = 0; i < 3; i++) {
+        if (*pos + i >= end)
+            return -2;
+        unsigned char byte = data[*pos + i];
+        value |= (Py_ssize_t)(byte & 0x7F) << (7 * i);
+        if (byte < 0x80) {
+            *pos += i + 1;
+            return value - 1;
+        }
+    }
+    return -1;
+}
+
+static int64_t
+pr_int(const unsigned char *p, int size)
+{
+    uint64_t value = 0;
+    for (int i = 0; i < size; i++)
+        value = (value << 8) | p[i];
+    if (size < 8 && (value >> (8 * size - 1)))
+        value |= ~(uint64_t)0 << (8 * size); /* sign-extend */
+    return (int64_t)value;
+}
+
+/* object.__new__(cls): the fields are set one by one after it, as the reference does. */
+static PyObject *
+pr_new(PyObject *cls)
+{
+    return PyBaseObject_Type.tp_new((PyTypeObject *)cls, pr_empty_tuple, NULL);
+}
+
+/* Set obj.name = value, stealing value (NULL: its allocation failed, -1 returned). */
+static int
+pr_set(PyObject *obj, PyObject *name, PyObject *value)
+{
+    if (value == NULL)
+        return -1;
+    int rc = PyObject_SetAttr(obj, name, value);
+    Py_DECREF(value);
+    return rc;
+}
+
+static PyObject *
+core_decode_produce_response(PyObject *Py_UNUSED(module), PyObject *const *args,
+                             Py_ssize_t nargs)
+{
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError,
+                        "decode_produce_response() takes data, response_type, topic_type, "
+                        "partition_type, leader_type");
+        return NULL;
+    }
+    if (pr_init_names() < 0)
+        return NULL;
+    PyObject *response_type = args[1], *topic_type = args[2], *partition_type = args[3];
+    PyObject *leader_type = args[4];
+    for (int i = 1; i < 5; i++)
+        if (!PyType_Check(args[i])) {
+            PyErr_Format(PyExc_TypeError, "decode_produce_response(): argument %d must be a "
+                         "class, not %.100s", i + 1, Py_TYPE(args[i])->tp_name);
+            return NULL;
+        }
+    Py_buffer view;
+    if (PyObject_GetBuffer(args[0], &view, PyBUF_C_CONTIGUOUS) < 0)
+        return NULL;
+    const unsigned char *data = view.buf;
+    Py_ssize_t end = view.len, pos = 0;
+    PyObject *topics = NULL, *partitions = NULL, *leader = NULL, *obj = NULL, *result = NULL;
+    int usual = 0; /* 1 once the whole body was read in the usual shape */
+
+    Py_ssize_t topic_count = pr_read_count(data, end, &pos);
+    if (topic_count < 0)
+        goto done;
+    if ((topics = PyList_New(0)) == NULL)
+        goto error;
+    for (Py_ssize_t t = 0; t < topic_count; t++) {
+        Py_ssize_t name_size = pr_read_count(data, end, &pos);
+        if (name_size < 0 || pos + name_size > end)
+            goto done;
+        PyObject *name = PyUnicode_DecodeUTF8((const char *)data + pos, name_size, NULL);
+        if (name == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
+                goto error;
+            PyErr_Clear();
+            goto done;
+        }
+        pos += name_size;
+        Py_ssize_t partition_count = pr_read_count(data, end, &pos);
+        if (partition_count < 0) {
+            Py_DECREF(name);
+            goto done;
+        }
+        /* One default current_leader per topic, shared by its partitions (as the reference). */
+        if ((leader = pr_new(leader_type)) == NULL ||
+            pr_set(leader, pr_names[PR_LEADER_ID], PyLong_FromLong(-1)) < 0 ||
+            pr_set(leader, pr_names[PR_LEADER_EPOCH], PyLong_FromLong(-1)) < 0 ||
+            (partitions = PyList_New(0)) == NULL) {
+            Py_DECREF(name);
+            goto error;
+        }
+        for (Py_ssize_t p = 0; p < partition_count; p++) {
+            if (end - pos < 33 || data[pos + 30] != 0x01 || data[pos + 31] != 0x00 ||
+                data[pos + 32] != 0x00) {
+                Py_DECREF(name);
+                goto done;
+            }
+            const unsigned char *fixed = data + pos;
+            pos += 33;
+            if ((obj = pr_new(partition_type)) == NULL ||
+                pr_set(obj, pr_names[PR_INDEX], PyLong_FromLongLong(pr_int(fixed, 4))) < 0 ||
+                pr_set(obj, pr_names[PR_ERROR_CODE],
+                       PyLong_FromLongLong(pr_int(fixed + 4, 2))) < 0 ||
+                pr_set(obj, pr_names[PR_BASE_OFFSET],
+                       PyLong_FromLongLong(pr_int(fixed + 6, 8))) < 0 ||
+                pr_set(obj, pr_names[PR_LOG_APPEND_TIME],
+                       PyLong_FromLongLong(pr_int(fixed + 14, 8))) < 0 ||
+                pr_set(obj, pr_names[PR_LOG_START_OFFSET],
+                       PyLong_FromLongLong(pr_int(fixed + 22, 8))) < 0 ||
+                pr_set(obj, pr_names[PR_RECORD_ERRORS], PyList_New(0)) < 0 ||
+                pr_set(obj, pr_names[PR_ERROR_MESSAGE], Py_NewRef(Py_None)) < 0 ||
+                pr_set(obj, pr_names[PR_CURRENT_LEADER], Py_NewRef(leader)) < 0 ||
+                PyList_Append(partitions, obj) < 0) {
+                Py_DECREF(name);
+                goto error;
+            }
+            Py_CLEAR(obj);
+        }
+        if (pos >= end || data[pos] != 0) { /* the topic's tagged fields */
+            Py_DECREF(name);
+            goto done;
+        }
+        pos += 1;
+        if ((obj = pr_new(topic_type)) == NULL) {
+            Py_DECREF(name);
+            goto error;
+        }
+        if (pr_set(obj, pr_names[PR_NAME], name) < 0 ||
+            pr_set(obj, pr_names[PR_PARTITION_RESPONSES], Py_NewRef(partitions)) < 0 ||
+            PyList_Append(topics, obj) < 0)
+            goto error;
+        Py_CLEAR(obj);
+        Py_CLEAR(partitions);
+        Py_CLEAR(leader);
+    }
+    if (end - pos != 5 || data[pos + 4] != 0) /* throttle, no tagged fields, nothing after */
+        goto done;
+    if ((obj = pr_new(response_type)) == NULL ||
+        pr_set(obj, pr_str_responses, Py_NewRef(topics)) < 0 ||
+        pr_set(obj, pr_str_throttle, PyLong_FromLongLong(pr_int(data + pos, 4))) < 0 ||
+        pr_set(obj, pr_str_node_endpoints, PyList_New(0)) < 0)
+        goto error;
+    result = obj;
+    obj = NULL;
+    usual = 1;
+done:
+    if (!usual)
+        result = Py_NewRef(Py_None);
+error:
+    Py_XDECREF(obj);
+    Py_XDECREF(leader);
+    Py_XDECREF(partitions);
+    Py_XDECREF(topics);
+    PyBuffer_Release(&view);
+    return result;
+}
+
+/* ------------------------------------------------------------------------------------------
+ * Produce request writing (the I/O thread's fast path; produce._write_usual is the reference,
+ * and a test requires the same bytes and the same deferred record sets from both).
+ *
+ * A v9+ ProduceRequest body without a transactional id:
+ *   transactional_id 0x00 (null), acks int16, timeout_ms int32,
+ *   topics compact count; per topic: name compact string, partitions compact count; per
+ *   partition: index int32, records compact bytes (referenced through `deferred` when at least
+ *   scatter_min bytes and deferred is a list), tagged fields 0x00; topic tagged fields 0x00;
+ *   request tagged fields 0x00.
+ * False (having written some) for any other shape or a value out of range: the caller takes
+ * the bytes back and the generic encoder writes the request, naming what is wrong.
+ * ------------------------------------------------------------------------------------------ */
+
+static PyObject *pw_str_topic_data, *pw_str_transactional_id, *pw_str_acks, *pw_str_timeout_ms;
+static PyObject *pw_str_partition_data, *pw_str_records;
+
+static int
+pw_init_names(void)
+{
+    if (pw_str_records != NULL)
+        return 0;
+    if ((pw_str_topic_data = PyUnicode_InternFromString("topic_data")) == NULL ||
+        (pw_str_transactional_id = PyUnicode_InternFromString("transactional_id")) == NULL ||
+        (pw_str_acks = PyUnicode_InternFromString("acks")) == NULL ||
+        (pw_str_timeout_ms = PyUnicode_InternFromString("timeout_ms")) == NULL ||
+        (pw_str_partition_data = PyUnicode_InternFromString("partition_data")) == NULL ||
+        (pw_str_records = PyUnicode_InternFromString("records")) == NULL)
+        return -1;
+    return 0;
+}
+
+/* Append n bytes to the bytearray; -1 on error. */
+static int
+pw_append(PyObject *out, const void *data, Py_ssize_t n)
+{
+    Py_ssize_t size = PyByteArray_GET_SIZE(out);
+    if (PyByteArray_Resize(out, size + n) < 0)
+        return -1;
+    memcpy(PyByteArray_AS_STRING(out) + size, data, (size_t)n);
+    return 0;
+}
+
+static int
+pw_append_uvarint(PyObject *out, uint64_t value)
+{
+    unsigned char buf[10];
+    int n = 0;
+    while (value >= 0x80) {
+        buf[n++] = (unsigned char)((value & 0x7F) | 0x80);
+        value >>= 7;
+    }
+    buf[n++] = (unsigned char)value;
+    return pw_append(out, buf, n);
+}
+
+static int
+pw_append_int(PyObject *out, int64_t value, int size)
+{
+    unsigned char buf[8];
+    for (int i = size - 1; i >= 0; i--) {
+        buf[i] = (unsigned char)(value & 0xFF);
+        value >>= 8;
+    }
+    return pw_append(out, buf, size);
+}
+
+/* The int value of obj within [low, high]: 0 and *value set; 1 if not an int or out of range
+ * (not the usual shape, no exception left); -1 on another error. */
+static int
+pw_int_in(PyObject *obj, long long low, long long high, long long *value)
+{
+    if (PyFloat_Check(obj))
+        return 1;
+    long long v = PyLong_AsLongLong(obj);
+    if (v == -1 && PyErr_Occurred()) {
+        if (PyErr_ExceptionMatches(PyExc_TypeError) ||
+            PyErr_ExceptionMatches(PyExc_OverflowError)) {
+            PyErr_Clear();
+            return 1;
+        }
+        return -1;
+    }
+    if (v < low || v > high)
+        return 1;
+    *value = v;
+    return 0;
+}
+
+/* obj.name, or NULL with no exception left when the attribute is missing (not the usual
+ * shape); NULL with an exception on another error. */
+static PyObject *
+pw_attr(PyObject *obj, PyObject *name)
+{
+    PyObject *value = PyObject_GetAttr(obj, name);
+    if (value == NULL && PyErr_ExceptionMatches(PyExc_AttributeError))
+        PyErr_Clear();
+    return value;
+}
+
+#define PW_NOT_USUAL 1
+
+static int
+pw_write_partition(PyObject *out, PyObject *partition, PyObject *deferred,
+                   PyObject *write_records, Py_ssize_t scatter_min)
+{
+    PyObject *index_obj = pw_attr(partition, pr_names[PR_INDEX]);
+    if (index_obj == NULL)
+        return PyErr_Occurred() ? -1 : PW_NOT_USUAL;
+    long long index;
+    int rc = pw_int_in(index_obj, INT32_MIN, INT32_MAX, &index);
+    Py_DECREF(index_obj);
+    if (rc != 0)
+        return rc;
+    PyObject *records = pw_attr(partition, pw_str_records);
+    if (records == NULL)
+        return PyErr_Occurred() ? -1 : PW_NOT_USUAL;
+    if (!PyBytes_Check(records) && !PyByteArray_Check(records)) {
+        if (!PyMemoryView_Check(records)) {
+            Py_DECREF(records);
+            return PW_NOT_USUAL; /* null records (or not bytes): the generic way */
+        }
+        /* A view (its size in bytes may not be its len()): the records field's own writer. */
+        if (pw_append_int(out, index, 4) < 0) {
+            Py_DECREF(records);
+            return -1;
+        }
+        PyObject *written = PyObject_CallFunctionObjArgs(write_records, out, records, NULL);
+        Py_DECREF(records);
+        if (written == NULL) {
+            if (!PyErr_ExceptionMatches(PyExc_Exception))
+                return -1;
+            PyErr_Clear(); /* the generic encoder raises the named error */
+            return PW_NOT_USUAL;
+        }
+        Py_DECREF(written);
+        return pw_append(out, "", 1) < 0 ? -1 : 0;
+    }
+    Py_ssize_t size = PyBytes_Check(records) ? PyBytes_GET_SIZE(records)
+                                             : PyByteArray_GET_SIZE(records);
+    if ((uint64_t)size >= ((uint64_t)1 << 32) - 1) {
+        Py_DECREF(records);
+        return PW_NOT_USUAL;
+    }
+    if (pw_append_int(out, index, 4) < 0 || pw_append_uvarint(out, (uint64_t)size + 1) < 0) {
+        Py_DECREF(records);
+        return -1;
+    }
+    if (deferred != Py_None && size >= scatter_min) {
+        PyObject *entry = Py_BuildValue("(nO)", PyByteArray_GET_SIZE(out), records);
+        Py_DECREF(records);
+        if (entry == NULL)
+            return -1;
+        rc = PyList_Append(deferred, entry);
+        Py_DECREF(entry);
+        if (rc < 0)
+            return -1;
+    } else {
+        /* Copied before the resize: records may be out itself only in a caller's bug, and
+         * a bytearray's buffer moves when it grows. */
+        const char *data =
+            PyBytes_Check(records) ? PyBytes_AS_STRING(records) : PyByteArray_AS_STRING(records);
+        if (records == out) {
+            Py_DECREF(records);
+            return PW_NOT_USUAL;
+        }
+        rc = pw_append(out, data, size);
+        Py_DECREF(records);
+        if (rc < 0)
+            return -1;
+    }
+    return pw_append(out, "", 1) < 0 ? -1 : 0; /* the partition's tagged fields */
+}
+
+static int
+pw_write(PyObject *out, PyObject *request, PyObject *deferred, PyObject *write_records,
+         Py_ssize_t scatter_min)
+{
+    int rc;
+    PyObject *txn = pw_attr(request, pw_str_transactional_id);
+    if (txn == NULL)
+        return PyErr_Occurred() ? -1 : PW_NOT_USUAL;
+    rc = txn == Py_None ? 0 : PW_NOT_USUAL;
+    Py_DECREF(txn);
+    if (rc != 0)
+        return rc;
+    PyObject *acks_obj = pw_attr(request, pw_str_acks);
+    if (acks_obj == NULL)
+        return PyErr_Occurred() ? -1 : PW_NOT_USUAL;
+    long long acks, timeout;
+    rc = pw_int_in(acks_obj, INT16_MIN, INT16_MAX, &acks);
+    Py_DECREF(acks_obj);
+    if (rc != 0)
+        return rc;
+    PyObject *timeout_obj = pw_attr(request, pw_str_timeout_ms);
+    if (timeout_obj == NULL)
+        return PyErr_Occurred() ? -1 : PW_NOT_USUAL;
+    rc = pw_int_in(timeout_obj, INT32_MIN, INT32_MAX, &timeout);
+    Py_DECREF(timeout_obj);
+    if (rc != 0)
+        return rc;
+    PyObject *topics = pw_attr(request, pw_str_topic_data);
+    if (topics == NULL)
+        return PyErr_Occurred() ? -1 : PW_NOT_USUAL;
+    if (!PyList_Check(topics) && !PyTuple_Check(topics)) {
+        Py_DECREF(topics);
+        return PW_NOT_USUAL;
+    }
+    if (pw_append(out, "", 1) < 0 || pw_append_int(out, acks, 2) < 0 ||
+        pw_append_int(out, timeout, 4) < 0 ||
+        pw_append_uvarint(out, (uint64_t)PySequence_Fast_GET_SIZE(topics) + 1) < 0) {
+        Py_DECREF(topics);
+        return -1;
+    }
+    rc = 0;
+    for (Py_ssize_t t = 0; rc == 0 && t < PySequence_Fast_GET_SIZE(topics); t++) {
+        /* Held while written: write_records is Python code and could change the lists. */
+        PyObject *topic = Py_NewRef(PySequence_Fast_GET_ITEM(topics, t));
+        PyObject *name = pw_attr(topic, pr_names[PR_NAME]);
+        PyObject *partitions = name == NULL ? NULL : pw_attr(topic, pw_str_partition_data);
+        Py_DECREF(topic);
+        if (name == NULL || partitions == NULL) {
+            rc = PyErr_Occurred() ? -1 : PW_NOT_USUAL;
+            Py_XDECREF(name);
+            break;
+        }
+        Py_ssize_t name_size;
+        const char *utf8 = PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, &name_size)
+                                                 : NULL;
+        if (utf8 == NULL) {
+            Py_DECREF(name);
+            Py_XDECREF(partitions);
+            if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_UnicodeError)) {
+                rc = -1;
+                break;
+            }
+            PyErr_Clear();
+            rc = PW_NOT_USUAL;
+            break;
+        }
+        if (!PyList_Check(partitions) && !PyTuple_Check(partitions)) {
+            Py_DECREF(partitions);
+            Py_DECREF(name);
+            rc = PW_NOT_USUAL;
+            break;
+        }
+        if (pw_append_uvarint(out, (uint64_t)name_size + 1) < 0 ||
+            pw_append(out, utf8, name_size) < 0 ||
+            pw_append_uvarint(out, (uint64_t)PySequence_Fast_GET_SIZE(partitions) + 1) < 0)
+            rc = -1;
+        Py_DECREF(name);
+        for (Py_ssize_t p = 0; rc == 0 && p < PySequence_Fast_GET_SIZE(partitions); p++) {
+            PyObject *partition = Py_NewRef(PySequence_Fast_GET_ITEM(partitions, p));
+            rc = pw_write_partition(out, partition, deferred, write_records, scatter_min);
+            Py_DECREF(partition);
+        }
+        Py_DECREF(partitions);
+        if (rc == 0 && pw_append(out, "", 1) < 0) /* the topic's tagged fields */
+            rc = -1;
+    }
+    Py_DECREF(topics);
+    if (rc == 0 && pw_append(out, "", 1) < 0) /* the request's tagged fields */
+        rc = -1;
+    return rc;
+}
+
+static PyObject *
+core_write_produce_request(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 5) {
+        PyErr_SetString(PyExc_TypeError, "write_produce_request() takes out, request, "
+                                         "deferred, write_records, scatter_min");
+        return NULL;
+    }
+    PyObject *out = args[0], *deferred = args[2];
+    if (!PyByteArray_Check(out)) {
+        PyErr_Format(PyExc_TypeError, "write_produce_request(): out must be a bytearray, not "
+                     "%.100s", Py_TYPE(out)->tp_name);
+        return NULL;
+    }
+    if (deferred != Py_None && !PyList_Check(deferred)) {
+        PyErr_Format(PyExc_TypeError, "write_produce_request(): deferred must be a list or "
+                     "None, not %.100s", Py_TYPE(deferred)->tp_name);
+        return NULL;
+    }
+    Py_ssize_t scatter_min = PyLong_AsSsize_t(args[4]);
+    if (scatter_min == -1 && PyErr_Occurred())
+        return NULL;
+    if (pr_init_names() < 0 || pw_init_names() < 0)
+        return NULL;
+    int rc = pw_write(out, args[1], deferred, args[3], scatter_min);
+    if (rc < 0)
+        return NULL;
+    return Py_NewRef(rc == 0 ? Py_True : Py_False);
+}
+
 static PyMethodDef core_methods[] = {
     {"murmur2", (PyCFunction)core_murmur2, METH_O,
      "Kafka's murmur2 hash of data, a signed 32-bit int."},
@@ -2338,6 +2850,11 @@ static PyMethodDef core_methods[] = {
      METH_FASTCALL, "Input positions per murmur2 partition of the keys (None keys: None)."},
     {"crc32c", (PyCFunction)(void (*)(void))core_crc32c, METH_FASTCALL,
      "CRC-32C of data, continuing from crc."},
+    {"decode_produce_response", (PyCFunction)(void (*)(void))core_decode_produce_response,
+     METH_FASTCALL,
+     "A v9+ ProduceResponse body in its usual shape as the given classes' objects, or None."},
+    {"write_produce_request", (PyCFunction)(void (*)(void))core_write_produce_request,
+     METH_FASTCALL, "Append a usual v9+ ProduceRequest body to out; False if not usual."},
     {NULL, NULL, 0, NULL},
 };
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 import logging
 import math
 import threading
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Iterable, Sequence
 from itertools import chain
 
 from kafkaline.config import ExponentialBackoff, UniformRandom
@@ -83,6 +83,12 @@ class SenderSide(QueueMap):
         ) = None
         self._node_latency: dict[int, _NodeLatency] = {}
         self._next_expiry_ms = math.inf
+        # Made with the ready view: each queue's place in it, the queue and its leader, and
+        # how many queues it holds (see _queues_of_incomplete).
+        self._ready_positions: dict[TopicPartition, tuple[int, PartitionQueue, int | None]] = {}
+        self._ready_queue_count = 0
+        # Node -> each of its partitions' place in its list (see _node_queues).
+        self._drain_positions: dict[int, dict[TopicPartition, int]] = {}
 
     def ready(self, cluster: AccumulatorCluster, now: float) -> ReadyCheckResult:
         """The leaders with a sendable batch, when to check again, and topics whose leaders
@@ -106,7 +112,24 @@ class SenderSide(QueueMap):
         # Every first batch is sendable now, whatever it waited (read once a pass: a flush
         # or close begun during the pass wakes the Sender for another).
         eager = self._pool.queued > 0 or self._closed or self._flushes_in_progress > 0
-        for topic, partitioner, queues in self._ready_view(cluster):
+        view = self._ready_view(cluster)
+        if len(self._incomplete) * 4 < self._ready_queue_count and not (
+            self._adaptive and self._sticky
+        ):
+            # Few batches for many queues (records sent one at a time, or a topic of many
+            # partitions): look only at the queues of the batches not yet completed, in the
+            # order of the full scan, so the answer is the same.
+            next_delay = self._ready_topic(
+                "",
+                None,
+                self._queues_of_incomplete(),
+                ready_nodes,
+                unknown_leader_topics,
+                eager,
+                now,
+            )[0]
+            return ReadyCheckResult(ready_nodes, next_delay, unknown_leader_topics)
+        for topic, partitioner, queues in view:
             delay, queue_states = self._ready_topic(
                 topic, partitioner, queues, ready_nodes, unknown_leader_topics, eager, now
             )
@@ -119,6 +142,38 @@ class SenderSide(QueueMap):
                     continue
                 partitioner.update_load_stats(queue_states, partition_count)
         return ReadyCheckResult(ready_nodes, next_delay, unknown_leader_topics)
+
+    def has_queued_batches(self) -> bool:
+        """Whether any batch is queued (not yet drained): :meth:`has_undrained`, which walks
+        every queue, or, with fewer incomplete batches than queues, a look at the queues of
+        those batches only (every queued batch is one of them). The Sender asks after each
+        request it sends."""
+        incomplete = self._incomplete
+        if len(incomplete) >= self._queues_made:
+            return self.has_undrained()
+        queues = self._queues
+        # list(): a snapshot taken in one step; appending threads add to the set meanwhile.
+        for batch in list(incomplete):
+            tp = batch.topic_partition
+            partitions = queues.get(tp.topic)
+            queue = None if partitions is None else partitions.get(tp.partition)
+            if queue is not None and queue.batches:
+                return True
+        return False
+
+    def _queues_of_incomplete(self) -> list[tuple[PartitionQueue, int | None]]:
+        """The queues (with their leaders) of the batches not yet completed, in the order of
+        the ready view (the last one :meth:`_ready_view` made)."""
+        positions = self._ready_positions
+        found: dict[int, tuple[PartitionQueue, int | None]] = {}
+        # list(): a snapshot taken in one step; appending threads add to the set meanwhile.
+        for batch in list(self._incomplete):
+            entry = positions.get(batch.topic_partition)
+            if entry is not None and entry[1].batches:
+                found[entry[0]] = (entry[1], entry[2])
+        if len(found) < 2:
+            return list(found.values())
+        return [found[position] for position in sorted(found)]
 
     def _ready_topic(
         self,
@@ -158,7 +213,7 @@ class SenderSide(QueueMap):
             except IndexError:  # drained or aborted since len()
                 continue
             if leader is None:
-                unknown_leader_topics.add(topic)
+                unknown_leader_topics.add(topic or queue.tp.topic)
                 continue
             if first.held_by_appenders or (muted and queue.tp in muted):
                 continue  # a bulk append fills it now (and wakes the Sender), or muted
@@ -191,13 +246,18 @@ class SenderSide(QueueMap):
         ):
             return cached[3]
         view: ReadyView = []
+        positions: dict[TopicPartition, tuple[int, PartitionQueue, int | None]] = {}
         for topic, queues in self._queue_lists.items():
             leaders: list[tuple[PartitionQueue, int | None]] = []
             for queue in queues:
                 node = cluster.leader_for(queue.tp)
-                leaders.append((queue, None if node is None else node.node_id))
+                leader = None if node is None else node.node_id
+                positions[queue.tp] = (len(positions), queue, leader)
+                leaders.append((queue, leader))
             view.append((topic, sticky.get(topic) if self._adaptive else None, leaders))
         self._ready_cache = (cluster, made, sticky, view)
+        self._ready_positions = positions
+        self._ready_queue_count = len(positions)
         return view
 
     def _leader_stalled_ms(self, leader: int | None) -> int:
@@ -253,7 +313,14 @@ class SenderSide(QueueMap):
         muted = self._muted
         transactions = self._transaction_manager
         node_queues = self._node_queues(node, parts)
-        for index in chain(range(start, count), range(start)):
+        indices: Iterable[int]
+        if len(self._incomplete) * 4 < count:
+            # Few batches for many partitions: visit only those of incomplete batches (every
+            # queued batch is one), in the rotation's order, so the drain is the full pass's.
+            indices = self._drain_indices_of_incomplete(node, start, count)
+        else:
+            indices = chain(range(start, count), range(start))
+        for index in indices:
             queue = node_queues[index]
             if queue is None or not queue.batches:
                 # Nothing queued: no lock, as in ready() (an append to an empty queue makes a
@@ -284,6 +351,21 @@ class SenderSide(QueueMap):
                 ready.append(first)
         self._drain_index[node] = next_start
         return ready
+
+    def _drain_indices_of_incomplete(self, node: int, start: int, count: int) -> list[int]:
+        """The places in ``node``'s partition list (as :meth:`_node_queues` made it last) of
+        the incomplete batches' partitions, in rotation order from ``start``."""
+        positions = self._drain_positions.get(node, {})
+        found: set[int] = set()
+        # list(): a snapshot taken in one step; appending threads add to the set meanwhile.
+        for batch in list(self._incomplete):
+            index = positions.get(batch.topic_partition)
+            if index is not None:
+                found.add(index)
+        if len(found) < 2:
+            return list(found)
+        rotated = sorted([index if index >= start else index + count for index in found])
+        return [index - count if index >= count else index for index in rotated]
 
     def _seal_drained(self, batch: ProducerBatch, now: float) -> int | None:
         """Encode a batch just taken from its queue (no lock held: encoding is the expensive
@@ -330,10 +412,13 @@ class SenderSide(QueueMap):
         if cached is not None and cached[0] is parts and cached[1] == made:
             return cached[2]
         node_queues: list[PartitionQueue | None] = []
+        positions: dict[TopicPartition, int] = {}
         for tp in parts:
             partitions = queues.get(tp.topic)
+            positions[tp] = len(node_queues)
             node_queues.append(None if partitions is None else partitions.get(tp.partition))
         self._drain_queues[node] = (parts, made, node_queues)
+        self._drain_positions[node] = positions
         return node_queues
 
     # ------------------------------------------------------------------ muting

@@ -329,7 +329,7 @@ class Sender:
         delay = self._in_flight_expiry_ms - now
         if delay < poll_timeout:
             poll_timeout = delay
-        if sent and accumulator.has_undrained():
+        if sent and accumulator.has_queued_batches():
             # More may be ready than one drain took (one batch per partition): come back at
             # once, as Java does, if a batch is still queued (a later append wakes the poll).
             poll_timeout = 0.0
@@ -427,7 +427,12 @@ class Sender:
         return expired
 
     def _expired_in_flight(self, now: float) -> list[ProducerBatch]:
-        if not self._in_flight or now < self._in_flight_expiry_ms:
+        if not self._in_flight:
+            # Answered since the bound was set: a bound left in the past would make every
+            # later poll return at once (an idle producer spinning).
+            self._in_flight_expiry_ms = math.inf
+            return []
+        if now < self._in_flight_expiry_ms:
             return []
         expired: list[ProducerBatch] = []
         next_expiry = math.inf

@@ -12,6 +12,7 @@ import math
 import random
 import threading
 import time
+from collections import deque
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -304,6 +305,75 @@ def test_ready_without_any_batch_reports_nothing_and_then_sees_a_new_one() -> No
     (batch,) = drain_all(accumulator, 0.0)
     accumulator.complete_batch(batch, 0)
     assert accumulator.ready(CLUSTER, 0.0).ready_nodes == set()
+
+
+class _CountingDeque(deque[ProducerBatch]):
+    """A queue's deque counting how often its length is asked."""
+
+    asked = 0
+
+    def __len__(self) -> int:
+        self.asked += 1
+        return super().__len__()
+
+
+def test_ready_looks_only_at_the_queues_of_incomplete_batches() -> None:
+    # 40 partitions with a queue each; one record is waiting: the other queues are not read.
+    cluster = make_cluster({("t", p): 1 + p % 2 for p in range(40)})
+    accumulator = new_accumulator(linger_ms=10)
+    for p in range(40):
+        append(accumulator, TopicPartition("t", p))
+    ready = accumulator.ready(cluster, 10.0).ready_nodes
+    for batches in accumulator.drain(cluster, ready, 1 << 20, 10.0).values():
+        for batch in batches:
+            accumulator.complete_batch(batch, 0)
+    counted = {}
+    for p in range(40):
+        queue = accumulator._queues["t"][p]
+        queue.batches = counted[p] = _CountingDeque(queue.batches)
+    append(accumulator, TopicPartition("t", 7), now=20.0)
+    early = accumulator.ready(cluster, 25.0)
+    assert (early.ready_nodes, early.next_ready_check_delay_ms) == (set(), 5.0)
+    assert accumulator.ready(cluster, 30.0).ready_nodes == {2}
+    assert all(counted[p].asked == 0 for p in range(40) if p != 7)
+
+
+def test_drain_visits_only_the_partitions_of_incomplete_batches_in_rotation_order() -> None:
+    cluster = make_cluster({("t", p): 1 for p in range(40)})
+    accumulator = new_accumulator(linger_ms=0)
+    for p in range(40):  # a queue for every partition
+        append(accumulator, TopicPartition("t", p))
+    for batch in accumulator.drain(cluster, {1}, 1 << 20, 0.0)[1]:
+        accumulator.complete_batch(batch, 0)
+    counted = {}
+    for p in range(40):
+        queue = accumulator._queues["t"][p]
+        queue.batches = counted[p] = _CountingDeque(queue.batches)
+    for p in (33, 5, 20):
+        append(accumulator, TopicPartition("t", p))
+    # Room for one batch per request: the rotation decides which goes first.
+    order = [accumulator.drain(cluster, {1}, 1, 0.0)[1][0].partition for _ in range(3)]
+    assert order == [5, 20, 33]
+    assert all(counted[p].asked == 0 for p in range(40) if p not in (5, 20, 33))
+
+
+def test_has_queued_batches_reads_only_the_queues_of_incomplete_batches() -> None:
+    cluster = make_cluster({("t", p): 1 for p in range(40)})
+    accumulator = new_accumulator(linger_ms=0)
+    for p in range(40):  # a queue for every partition
+        append(accumulator, TopicPartition("t", p))
+    for batch in accumulator.drain(cluster, {1}, 1 << 20, 0.0)[1]:
+        accumulator.complete_batch(batch, 0)
+    assert not accumulator.has_queued_batches()
+    counted = {}
+    for p in range(40):
+        queue = accumulator._queues["t"][p]
+        queue.batches = counted[p] = _CountingDeque(queue.batches)
+    append(accumulator, TopicPartition("t", 9))
+    assert accumulator.has_queued_batches()
+    assert len(accumulator.drain(cluster, {1}, 1 << 20, 0.0)[1]) == 1
+    assert not accumulator.has_queued_batches()  # drained, not yet answered
+    assert all(counted[p].asked == 0 for p in range(40) if p != 9)
 
 
 def test_drain_respects_max_request_size_but_always_sends_a_first_batch() -> None:

@@ -591,6 +591,18 @@ def test_in_flight_batches_expire_and_a_late_answer_is_ignored() -> None:
     assert isinstance(futures[0].exception(0), DeliveryTimeoutError)
 
 
+def test_an_idle_producer_does_not_spin_once_an_answered_batch_would_have_expired() -> None:
+    rig = make_rig(delivery_timeout_ms=1000)
+    futures = rig.append(0)
+    rig.run()
+    rig.client.respond(0)
+    assert futures[0].get(0).offset == 100
+    rig.advance(5000)  # past the answered batch's delivery deadline, nothing in flight
+    rig.run()
+    rig.run()
+    assert rig.client.polls[-1] > 0  # it waits (here for the next scan of the queues)
+
+
 # ---------------------------------------------------------------------- ordering, metadata
 
 

@@ -26,8 +26,9 @@ A request with ``acks=0`` gets no response at all.
 
 from __future__ import annotations
 
+import os
 import struct
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 
 from kafkaline.errors import EncodeError
 from kafkaline.protocol.primitives import (
@@ -135,7 +136,18 @@ class ProduceResponse(Response):
         # Records sent one at a time and each waited for (linger 0): the generic walk makes several
         # times more Python calls per response (see docs/performance.md, Notes moved from the code).
         if version >= 9:
-            fast = _decode_usual_flexible(data)
+            compiled = _COMPILED_DECODE
+            fast = (
+                _decode_usual_flexible(data)
+                if compiled is None
+                else compiled(
+                    data,
+                    ProduceResponse,
+                    TopicProduceResponse,
+                    PartitionProduceResponse,
+                    LeaderIdAndEpoch,
+                )
+            )
             if fast is not None:
                 return fast
         return decode_message(cls, Reader(data), version)
@@ -152,6 +164,28 @@ _PARTITION_FIXED = struct.Struct(">ihqqq")  # index .. log_start_offset (v5+)
 # tagged fields (0).
 _PARTITION_USUAL_TAIL = b"\x01\x00\x00"
 _INT32 = struct.Struct(">i")
+
+
+def compiled_function(name: str) -> Callable[..., object] | None:
+    """The compiled core's function ``name`` (``decode_produce_response``: the same objects
+    as :func:`_decode_usual_flexible`; ``write_produce_request``: the same bytes as
+    :func:`_write_usual`; the Python ones stay the reference), or None when the pure-Python
+    build is forced (``KAFKALINE_PURE_PYTHON``) or the core is not built. Chosen here, not
+    through ``kafkaline.record.core``: protocol/ imports nothing else of the package, and
+    the extension module is a leaf."""
+    if os.environ.get("KAFKALINE_PURE_PYTHON", "") not in ("", "0"):
+        return None
+    try:
+        from kafkaline import _record_core
+    except ImportError:
+        return None
+    function: Callable[..., object] | None = getattr(_record_core, name, None)
+    return function
+
+
+def compiled_decoder() -> Callable[..., ProduceResponse | None] | None:
+    """The compiled ``decode_produce_response`` (see :func:`compiled_function`), or None."""
+    return compiled_function("decode_produce_response")  # type: ignore[return-value]
 
 
 def _read_count(view: bytes | memoryview, pos: int) -> tuple[int, int]:
@@ -249,6 +283,11 @@ def _decode_usual_flexible(data: Buffer) -> ProduceResponse | None:
     response.throttle_time_ms = throttle_time_ms
     response.node_endpoints = []
     return response
+
+
+#: The response's usual shape read by the compiled core (one call instead of a Python loop
+#: per topic and partition, on the I/O thread once per request), or None: the Python above.
+_COMPILED_DECODE = compiled_decoder()
 
 
 # --------------------------------------------------------------------------- request
@@ -363,7 +402,13 @@ class _UsualFlexibleRequestWriter:
         start = len(out)
         deferred = out.deferred if type(out) is ScatterFrame else None
         deferred_count = 0 if deferred is None else len(deferred)
-        if not _write_usual(out, request, deferred, self._write_records):
+        compiled = _COMPILED_WRITE
+        usual = (
+            _write_usual(out, request, deferred, self._write_records)
+            if compiled is None
+            else compiled(out, request, deferred, self._write_records, SCATTER_MIN_BYTES)
+        )
+        if not usual:
             del out[start:]
             if deferred is not None:
                 del deferred[deferred_count:]
@@ -453,3 +498,10 @@ def _write_usual(
     except (AttributeError, TypeError, struct.error, UnicodeError, EncodeError):
         return False
     return True
+
+
+#: The usual request body written by the compiled core (one call instead of a Python loop per
+#: topic and partition, once per request), or None: _write_usual.
+_COMPILED_WRITE: Callable[..., bool] | None = compiled_function(  # type: ignore[assignment]
+    "write_produce_request"
+)

@@ -13,30 +13,15 @@ True
 
 from __future__ import annotations
 
-import os
 from types import ModuleType
 from typing import TYPE_CHECKING
 
+from kafkaline.core_choice import PURE_PYTHON_ENV, load_compiled_core
 from kafkaline.record import builder as _python_builder
 
 __all__ = ["PURE_PYTHON_ENV", "RecordBatchBuilder", "compiled_core", "core_build"]
 
-#: The environment variable that forces the pure-Python record core when set to anything but
-#: ``""`` or ``"0"``.
-PURE_PYTHON_ENV = "KAFKALINE_PURE_PYTHON"
-
-
-def _compiled_core() -> ModuleType | None:
-    if os.environ.get(PURE_PYTHON_ENV, "") not in ("", "0"):
-        return None
-    try:
-        from kafkaline import _record_core
-    except ImportError:  # built without a C compiler: the pure-Python core
-        return None
-    return _record_core
-
-
-_CORE = _compiled_core()
+_CORE = load_compiled_core()
 
 if TYPE_CHECKING:
     # The pure-Python builder is the interface both implement.

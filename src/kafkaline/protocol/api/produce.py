@@ -26,7 +26,6 @@ A request with ``acks=0`` gets no response at all.
 
 from __future__ import annotations
 
-import os
 import struct
 from collections.abc import Callable, Mapping, Sequence
 
@@ -170,16 +169,14 @@ def compiled_function(name: str) -> Callable[..., object] | None:
     """The compiled core's function ``name`` (``decode_produce_response``: the same objects
     as :func:`_decode_usual_flexible`; ``write_produce_request``: the same bytes as
     :func:`_write_usual`; the Python ones stay the reference), or None when the pure-Python
-    build is forced (``KAFKALINE_PURE_PYTHON``) or the core is not built. Chosen here, not
-    through ``kafkaline.record.core``: protocol/ imports nothing else of the package, and
-    the extension module is a leaf."""
-    if os.environ.get("KAFKALINE_PURE_PYTHON", "") not in ("", "0"):
-        return None
-    try:
-        from kafkaline import _record_core
-    except ImportError:
-        return None
-    function: Callable[..., object] | None = getattr(_record_core, name, None)
+    build is forced (``KAFKALINE_PURE_PYTHON``) or the core is not built (as
+    :mod:`kafkaline.core_choice` says, the one place that decides)."""
+    # Imported here: at module level it would tie this module into a cycle through the
+    # package root, in which mypy cannot infer the API classes' attributes.
+    from kafkaline.core_choice import load_compiled_core
+
+    core = load_compiled_core()
+    function: Callable[..., object] | None = getattr(core, name, None)
     return function
 
 

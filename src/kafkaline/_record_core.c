@@ -41,6 +41,7 @@
 #define ATTR_TRANSACTIONAL 0x10
 #define ATTR_CONTROL 0x20
 #define INITIAL_CAPACITY 512
+#define GROWN_CAPACITY 4096
 
 /* ------------------------------------------------------------------------------ CRC-32C */
 
@@ -378,20 +379,39 @@ typedef struct {
     PyObject *bad_timestamp;   /* str: why seal() must fail, for a timestamp outside int64 */
 } Builder;
 
+/* The buffer's next capacity for `need` bytes: small batches grow by doubling up to
+ * GROWN_CAPACITY (a batch of a few small records stays small, as with many partitions),
+ * then take batch_size at once, as do batches whose first record is bigger than
+ * INITIAL_CAPACITY: growing a large batch by doubling copied it about once more. Past
+ * batch_size (compressed batches, or one big record) it doubles up to the batch's limit. */
+static Py_ssize_t
+builder_capacity_for(const Builder *self, Py_ssize_t need)
+{
+    Py_ssize_t capacity = self->capacity;
+    if (capacity == 0 && need <= INITIAL_CAPACITY)
+        return INITIAL_CAPACITY;
+    if (capacity != 0 && capacity < GROWN_CAPACITY) {
+        while (capacity < need && capacity < GROWN_CAPACITY)
+            capacity *= 2;
+        if (capacity >= need)
+            return capacity;
+    }
+    if (capacity < self->size_limit)
+        capacity = self->size_limit;
+    while (capacity < need && capacity <= PY_SSIZE_T_MAX / 2)
+        capacity *= 2;
+    if (capacity > self->limit)
+        capacity = self->limit;
+    return capacity < need ? need : capacity;
+}
+
 static int
 builder_reserve(Builder *self, Py_ssize_t extra)
 {
     Py_ssize_t need = self->used + extra;
     if (need <= self->capacity)
         return 0;
-    Py_ssize_t capacity = self->capacity ? self->capacity : INITIAL_CAPACITY;
-    while (capacity < need) {
-        if (capacity > PY_SSIZE_T_MAX / 2) {
-            capacity = need;
-            break;
-        }
-        capacity *= 2;
-    }
+    Py_ssize_t capacity = builder_capacity_for(self, need);
     if (self->buffer == NULL) {
         self->buffer = PyBytes_FromStringAndSize(NULL, capacity);
         if (self->buffer == NULL)
@@ -2329,7 +2349,22 @@ core_crc32c(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs
     return PyLong_FromUnsignedLong(result);
 }
 
+/* buffer_capacity(builder): the bytes its buffer has room for, to check in tests that
+ * a batch's buffer is sized once rather than grown record by record. */
+static PyObject *
+core_buffer_capacity(PyObject *Py_UNUSED(module), PyObject *builder)
+{
+    if (!Py_IS_TYPE(builder, &BuilderType)) {
+        PyErr_Format(PyExc_TypeError, "buffer_capacity() takes a RecordBatchBuilder, not %s",
+                     Py_TYPE(builder)->tp_name);
+        return NULL;
+    }
+    return PyLong_FromSsize_t(((Builder *)builder)->capacity);
+}
+
 static PyMethodDef core_methods[] = {
+    {"buffer_capacity", (PyCFunction)core_buffer_capacity, METH_O,
+     "buffer_capacity(builder): bytes the builder's buffer has room for."},
     {"murmur2", (PyCFunction)core_murmur2, METH_O,
      "Kafka's murmur2 hash of data, a signed 32-bit int."},
     {"partition_for_key", (PyCFunction)(void (*)(void))core_partition_for_key, METH_FASTCALL,

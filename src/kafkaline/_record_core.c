@@ -395,10 +395,11 @@ typedef struct {
 } Builder;
 
 /* The buffer's next capacity for `need` bytes: small batches grow by doubling up to
- * GROWN_CAPACITY (a batch of a few small records stays small, as with many partitions),
- * then take batch_size at once, as do batches whose first record is bigger than
- * INITIAL_CAPACITY: growing a large batch by doubling copied it about once more. Past
- * batch_size (compressed batches, or one big record) it doubles up to the batch's limit. */
+ * GROWN_CAPACITY (a batch of a few small records stays small, as with many partitions);
+ * past that, or at once when the first record is bigger than INITIAL_CAPACITY, it takes
+ * the buffer memory its batch holds (memory_cap), up to the batch's limit: growing a large
+ * batch by doubling copied it about once more, and a buffer larger than the memory held
+ * would let the process outgrow buffer_memory. */
 static Py_ssize_t
 builder_capacity_for(const Builder *self, Py_ssize_t need)
 {
@@ -411,13 +412,8 @@ builder_capacity_for(const Builder *self, Py_ssize_t need)
         if (capacity >= need)
             return capacity;
     }
-    if (capacity < self->size_limit)
-        capacity = self->size_limit;
-    while (capacity < need && capacity <= PY_SSIZE_T_MAX / 2)
-        capacity *= 2;
-    if (capacity > self->limit)
-        capacity = self->limit;
-    return capacity < need ? need : capacity;
+    Py_ssize_t target = self->memory_cap < self->limit ? self->memory_cap : self->limit;
+    return target > need ? target : need;
 }
 
 static int

@@ -144,6 +144,20 @@ def test_a_batch_of_large_records_sizes_its_buffer_once() -> None:
 
 
 @needs_core
+def test_a_batch_buffer_stays_within_the_buffer_memory_its_batch_holds() -> None:
+    # The accumulator lets a new batch hold what its first record needs (memory_cap); a
+    # buffer of the whole batch_size would let many partitions outgrow buffer_memory.
+    batch_size = 64 * 1024
+    builder = _record_core.RecordBatchBuilder(batch_size)
+    builder.memory_cap = 12_000
+    builder.append(BASE_TS, b"k", bytes(10_000))
+    assert builder.appended_size <= _record_core.buffer_capacity(builder) <= 12_000
+    builder.memory_cap = batch_size  # took the whole limit from the pool: grows once to it
+    builder.append(BASE_TS, b"k", bytes(10_000))
+    assert _record_core.buffer_capacity(builder) == batch_size
+
+
+@needs_core
 def test_a_batch_of_small_records_grows_small_then_to_batch_size() -> None:
     batch_size = 64 * 1024
     builder = _record_core.RecordBatchBuilder(batch_size)

@@ -398,8 +398,8 @@ typedef struct {
  * GROWN_CAPACITY (a batch of a few small records stays small, as with many partitions);
  * past that, or at once when the first record is bigger than INITIAL_CAPACITY, it takes
  * the buffer memory its batch holds (memory_cap), up to the batch's limit: growing a large
- * batch by doubling copied it about once more, and a buffer larger than the memory held
- * would let the process outgrow buffer_memory. */
+ * batch by doubling copied it about once more, and a buffer much larger than the memory
+ * held would let the process outgrow buffer_memory. */
 static Py_ssize_t
 builder_capacity_for(const Builder *self, Py_ssize_t need)
 {
@@ -413,6 +413,11 @@ builder_capacity_for(const Builder *self, Py_ssize_t need)
             return capacity;
     }
     Py_ssize_t target = self->memory_cap < self->limit ? self->memory_cap : self->limit;
+    /* At least double (up to the limit): a pool smaller than batch_size tops a batch up by
+     * what each record needs, and growing to just that would copy the batch every time. */
+    Py_ssize_t doubled = capacity <= self->limit / 2 ? capacity * 2 : self->limit;
+    if (target < doubled)
+        target = doubled;
     return target > need ? target : need;
 }
 

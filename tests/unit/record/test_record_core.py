@@ -158,6 +158,20 @@ def test_a_batch_buffer_stays_within_the_buffer_memory_its_batch_holds() -> None
 
 
 @needs_core
+def test_a_buffer_topped_up_record_by_record_still_grows_by_doubling() -> None:
+    # A pool smaller than batch_size gives a batch only what each record needs; growing
+    # the buffer to exactly that each time would copy the batch at every record.
+    builder = _record_core.RecordBatchBuilder(1 << 20)
+    capacities = []
+    for _ in range(200):
+        builder.memory_cap = builder.appended_size + 1_100
+        builder.append(BASE_TS, b"k", bytes(1_000))
+        capacities.append(_record_core.buffer_capacity(builder))
+    assert len(set(capacities)) <= 12
+    assert capacities[-1] >= builder.appended_size
+
+
+@needs_core
 def test_a_batch_of_small_records_grows_small_then_to_batch_size() -> None:
     batch_size = 64 * 1024
     builder = _record_core.RecordBatchBuilder(batch_size)

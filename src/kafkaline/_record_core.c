@@ -1341,6 +1341,19 @@ static PyTypeObject BuilderType = {
     .tp_as_sequence = &Builder_as_sequence,
 };
 
+/* buffer_capacity(builder): the bytes its buffer has room for, to check in tests that
+ * a batch's buffer is sized once rather than grown record by record. */
+static PyObject *
+core_buffer_capacity(PyObject *Py_UNUSED(module), PyObject *builder)
+{
+    if (!Py_IS_TYPE(builder, &BuilderType)) {
+        PyErr_Format(PyExc_TypeError, "buffer_capacity() takes a RecordBatchBuilder, not %s",
+                     Py_TYPE(builder)->tp_name);
+        return NULL;
+    }
+    return PyLong_FromSsize_t(((Builder *)builder)->capacity);
+}
+
 /* ------------------------------------------------------------------------------ QueueLock */
 
 /* A partition queue's lock: threading.Lock's interface (acquire, release, locked, `with`), so
@@ -2363,19 +2376,6 @@ core_crc32c(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs
     uint32_t result = crc32c((uint32_t)crc, view.buf, (size_t)view.len);
     PyBuffer_Release(&view);
     return PyLong_FromUnsignedLong(result);
-}
-
-/* buffer_capacity(builder): the bytes its buffer has room for, to check in tests that
- * a batch's buffer is sized once rather than grown record by record. */
-static PyObject *
-core_buffer_capacity(PyObject *Py_UNUSED(module), PyObject *builder)
-{
-    if (!Py_IS_TYPE(builder, &BuilderType)) {
-        PyErr_Format(PyExc_TypeError, "buffer_capacity() takes a RecordBatchBuilder, not %s",
-                     Py_TYPE(builder)->tp_name);
-        return NULL;
-    }
-    return PyLong_FromSsize_t(((Builder *)builder)->capacity);
 }
 
 static PyMethodDef core_methods[] = {

@@ -41,6 +41,7 @@
 #define ATTR_TRANSACTIONAL 0x10
 #define ATTR_CONTROL 0x20
 #define INITIAL_CAPACITY 512
+#define GROWN_CAPACITY 4096
 
 /* ------------------------------------------------------------------------------ CRC-32C */
 
@@ -96,6 +97,21 @@ __attribute__((target("sse4.2"))) static uint32_t
 crc_hw(uint32_t crc, const unsigned char *p, size_t n)
 {
     uint64_t c = ~crc;
+    /* Unrolled: a batch is tens of KiB, and the loop's own compare and branch cost as
+     * much as the crc32 instruction it repeats. */
+    while (n >= 32) {
+        uint64_t w0, w1, w2, w3;
+        memcpy(&w0, p, 8);
+        memcpy(&w1, p + 8, 8);
+        memcpy(&w2, p + 16, 8);
+        memcpy(&w3, p + 24, 8);
+        c = _mm_crc32_u64(c, w0);
+        c = _mm_crc32_u64(c, w1);
+        c = _mm_crc32_u64(c, w2);
+        c = _mm_crc32_u64(c, w3);
+        p += 32;
+        n -= 32;
+    }
     while (n >= 8) {
         uint64_t word;
         memcpy(&word, p, 8);
@@ -378,20 +394,40 @@ typedef struct {
     PyObject *bad_timestamp;   /* str: why seal() must fail, for a timestamp outside int64 */
 } Builder;
 
+/* The buffer's next capacity for `need` bytes: small batches grow by doubling up to
+ * GROWN_CAPACITY (a batch of a few small records stays small, as with many partitions);
+ * past that, or at once when the first record is bigger than INITIAL_CAPACITY, it takes
+ * the buffer memory its batch holds (memory_cap), up to the batch's limit: growing a large
+ * batch by doubling copied it about once more, and a buffer much larger than the memory
+ * held would let the process outgrow buffer_memory. */
+static Py_ssize_t
+builder_capacity_for(const Builder *self, Py_ssize_t need)
+{
+    Py_ssize_t capacity = self->capacity;
+    if (capacity == 0 && need <= INITIAL_CAPACITY)
+        return INITIAL_CAPACITY;
+    if (capacity != 0 && capacity < GROWN_CAPACITY) {
+        while (capacity < need && capacity < GROWN_CAPACITY)
+            capacity *= 2;
+        if (capacity >= need)
+            return capacity;
+    }
+    Py_ssize_t target = self->memory_cap < self->limit ? self->memory_cap : self->limit;
+    /* At least double (up to the limit): a pool smaller than batch_size tops a batch up by
+     * what each record needs, and growing to just that would copy the batch every time. */
+    Py_ssize_t doubled = capacity <= self->limit / 2 ? capacity * 2 : self->limit;
+    if (target < doubled)
+        target = doubled;
+    return target > need ? target : need;
+}
+
 static int
 builder_reserve(Builder *self, Py_ssize_t extra)
 {
     Py_ssize_t need = self->used + extra;
     if (need <= self->capacity)
         return 0;
-    Py_ssize_t capacity = self->capacity ? self->capacity : INITIAL_CAPACITY;
-    while (capacity < need) {
-        if (capacity > PY_SSIZE_T_MAX / 2) {
-            capacity = need;
-            break;
-        }
-        capacity *= 2;
-    }
+    Py_ssize_t capacity = builder_capacity_for(self, need);
     if (self->buffer == NULL) {
         self->buffer = PyBytes_FromStringAndSize(NULL, capacity);
         if (self->buffer == NULL)
@@ -1304,6 +1340,19 @@ static PyTypeObject BuilderType = {
     .tp_getset = Builder_getset,
     .tp_as_sequence = &Builder_as_sequence,
 };
+
+/* buffer_capacity(builder): the bytes its buffer has room for, to check in tests that
+ * a batch's buffer is sized once rather than grown record by record. */
+static PyObject *
+core_buffer_capacity(PyObject *Py_UNUSED(module), PyObject *builder)
+{
+    if (!Py_IS_TYPE(builder, &BuilderType)) {
+        PyErr_Format(PyExc_TypeError, "buffer_capacity() takes a RecordBatchBuilder, not %s",
+                     Py_TYPE(builder)->tp_name);
+        return NULL;
+    }
+    return PyLong_FromSsize_t(((Builder *)builder)->capacity);
+}
 
 /* ------------------------------------------------------------------------------ QueueLock */
 
@@ -2842,6 +2891,8 @@ core_write_produce_request(PyObject *Py_UNUSED(module), PyObject *const *args, P
 }
 
 static PyMethodDef core_methods[] = {
+    {"buffer_capacity", (PyCFunction)core_buffer_capacity, METH_O,
+     "buffer_capacity(builder): bytes the builder's buffer has room for."},
     {"murmur2", (PyCFunction)core_murmur2, METH_O,
      "Kafka's murmur2 hash of data, a signed 32-bit int."},
     {"partition_for_key", (PyCFunction)(void (*)(void))core_partition_for_key, METH_FASTCALL,

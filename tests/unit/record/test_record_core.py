@@ -129,6 +129,76 @@ def test_rebuild_after_new_producer_state_leaves_the_returned_bytes_alone() -> N
 
 
 @needs_core
+def test_a_batch_of_large_records_sizes_its_buffer_once() -> None:
+    # Growing by doubling copied a batch of 10 KB records about once more on the way.
+    batch_size = 64 * 1024
+    builder = _record_core.RecordBatchBuilder(batch_size)
+    values = [bytes([n]) * 10_000 for n in range(6)]
+    builder.append(BASE_TS, b"k", values[0])
+    assert _record_core.buffer_capacity(builder) == batch_size
+    for value in values[1:]:
+        builder.append(BASE_TS, b"k", value)
+    assert _record_core.buffer_capacity(builder) == batch_size
+    (batch,) = read_record_batches(builder.build_buffer())
+    assert [r.value for r in batch.records] == values
+
+
+@needs_core
+def test_a_batch_buffer_stays_within_the_buffer_memory_its_batch_holds() -> None:
+    # The accumulator lets a new batch hold what its first record needs (memory_cap); a
+    # buffer of the whole batch_size would let many partitions outgrow buffer_memory.
+    batch_size = 64 * 1024
+    builder = _record_core.RecordBatchBuilder(batch_size)
+    builder.memory_cap = 12_000
+    builder.append(BASE_TS, b"k", bytes(10_000))
+    assert builder.appended_size <= _record_core.buffer_capacity(builder) <= 12_000
+    builder.memory_cap = batch_size  # took the whole limit from the pool: grows once to it
+    builder.append(BASE_TS, b"k", bytes(10_000))
+    assert _record_core.buffer_capacity(builder) == batch_size
+
+
+@needs_core
+def test_a_buffer_topped_up_record_by_record_still_grows_by_doubling() -> None:
+    # A pool smaller than batch_size gives a batch only what each record needs; growing
+    # the buffer to exactly that each time would copy the batch at every record.
+    builder = _record_core.RecordBatchBuilder(1 << 20)
+    capacities = []
+    for _ in range(200):
+        builder.memory_cap = builder.appended_size + 1_100
+        builder.append(BASE_TS, b"k", bytes(1_000))
+        capacities.append(_record_core.buffer_capacity(builder))
+    assert len(set(capacities)) <= 12
+    assert capacities[-1] >= builder.appended_size
+
+
+@needs_core
+def test_a_batch_of_small_records_grows_small_then_to_batch_size() -> None:
+    batch_size = 64 * 1024
+    builder = _record_core.RecordBatchBuilder(batch_size)
+    builder.append(BASE_TS, b"k", b"v" * 100)
+    assert _record_core.buffer_capacity(builder) == 512
+    capacities = set()
+    for _ in range(60):
+        builder.append(BASE_TS, b"k", b"v" * 100)
+        capacities.add(_record_core.buffer_capacity(builder))
+    # A few KiB by doubling, then the whole batch at once (no copies at 8, 16, 32 KiB).
+    assert capacities == {512, 1024, 2048, 4096, batch_size}
+
+
+@needs_core
+def test_a_compressed_batch_buffer_grows_past_batch_size_to_its_limit() -> None:
+    builder = _record_core.RecordBatchBuilder(
+        16_384, compression=CompressionType.GZIP, estimated_compression_ratio=0.25
+    )
+    limit = builder.appended_limit
+    for n in range(6):
+        builder.append(BASE_TS, None, bytes([n]) * 10_000)
+    assert 16_384 < builder.appended_size <= _record_core.buffer_capacity(builder) <= limit
+    with pytest.raises(TypeError, match="RecordBatchBuilder"):
+        _record_core.buffer_capacity(object())  # type: ignore[arg-type]
+
+
+@needs_core
 def test_log_append_time_batch_matches_the_reference() -> None:
     batches = []
     for make in (PythonBuilder, _record_core.RecordBatchBuilder):

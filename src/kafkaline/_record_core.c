@@ -1615,11 +1615,17 @@ RecordFuture_clear(RecordFuture *self)
 
 /* The dealloc of RecordFutureType and of a registered subtype (in place of subtype_dealloc:
  * such a subtype adds no slots, __dict__, __weakref__ or finalizer, see
- * register_future_type). Also reached through subtype_dealloc from further subclasses. */
+ * register_future_type). Also reached through subtype_dealloc from other subclasses, which
+ * drops the instance's reference to its type itself when the nearest base with this dealloc
+ * is RecordFutureType (a static type), and leaves it to this dealloc when that base is a
+ * registered (heap) subtype. */
 static void
 RecordFuture_dealloc(RecordFuture *self)
 {
     PyTypeObject *type = Py_TYPE(self);
+    PyTypeObject *own = type;
+    while (own->tp_dealloc != (destructor)RecordFuture_dealloc)
+        own = own->tp_base;
     PyObject_GC_UnTrack(self);
     Py_CLEAR(self->batch_result);
     Py_CLEAR(self->given);
@@ -1627,7 +1633,7 @@ RecordFuture_dealloc(RecordFuture *self)
         future_free[future_free_count++] = (PyObject *)self;
     else
         type->tp_free((PyObject *)self);
-    if (type->tp_flags & Py_TPFLAGS_HEAPTYPE)
+    if (own->tp_flags & Py_TPFLAGS_HEAPTYPE)
         Py_DECREF(type);
 }
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import copy
 import gc
 import pickle
+import sys
 import weakref
 from typing import Any
 
@@ -122,6 +123,34 @@ def test_the_compiled_future_keeps_its_fields_in_the_core_type() -> None:
     future = new_future(ProduceRequestResult("events", 0), 1, 2, 3, TS)
     assert isinstance(future, core.RecordFuture)
     assert not isinstance(future, tuple)
+
+
+@needs_core
+def test_subclasses_of_the_core_type_registered_or_not_are_freed_once() -> None:
+    # Each instance holds a reference to its (heap) class: dropped exactly once, whether
+    # the class's dealloc is subtype_dealloc or, registered, the core's.
+    core = compiled_core()
+    assert core is not None
+    base: Any = core.RecordFuture
+
+    class Unregistered(base):  # type: ignore[misc]
+        __slots__ = ()
+
+    class Registered(base):  # type: ignore[misc]
+        __slots__ = ()
+
+    core.register_future_type(Registered)
+
+    class Below(Registered):
+        pass
+
+    result = ProduceRequestResult("events", 0)
+    for cls in (Unregistered, Registered, Below, base):
+        before = sys.getrefcount(cls)
+        made = [cls(result, i, 1, 1, TS) for i in range(1000)]
+        del made
+        gc.collect()
+        assert sys.getrefcount(cls) == before, cls
 
 
 @needs_core

@@ -1562,6 +1562,237 @@ static PyTypeObject QueueLockType = {
     .tp_methods = QueueLock_methods,
 };
 
+/* ---------------------------------------------------------------- RecordFuture */
+
+/* The per-record handle send() returns: the batch's ProduceRequestResult and the record's
+ * offset delta, serialized key and value sizes and timestamp, kept as C ints (an int object
+ * is made only when Python reads one). kafkaline.producer.futures.FutureRecordMetadata
+ * subclasses it with the future's methods and no slots of its own, and registers itself
+ * (register_future_type), so that its instances skip subtype_dealloc and come from, and go
+ * back to, a free list: a discarded future is the common case. Compared by identity (the
+ * default), as the pure build's FutureRecordMetadata is. */
+typedef struct {
+    PyObject_HEAD
+    PyObject *batch_result;
+    long long offset_delta;
+    long long key_size;
+    long long value_size;
+    long long timestamp;
+    /* NULL, or when constructed from Python with a field that is not an int of 64 bits
+     * (a timestamp out of range fails its batch later, not here): the four fields as given. */
+    PyObject *given;
+} RecordFuture;
+
+static PyTypeObject RecordFutureType;
+static void RecordFuture_dealloc(RecordFuture *self);
+
+/* Freed futures kept for reuse: the memory of objects of RecordFutureType or a registered
+ * subtype (all the same size), untracked, with no references held. */
+#define FUTURE_FREE_MAX 256
+static PyObject *future_free[FUTURE_FREE_MAX];
+static int future_free_count;
+
+/* A new future of `type`, RecordFutureType or a subtype, tracked by the GC; batch_result
+ * gets a new reference. The free list serves only the types whose dealloc fills it (the
+ * base and registered subtypes): a further subclass may need other memory (a managed
+ * __dict__ lives before the object). */
+static PyObject *
+future_make(PyTypeObject *type, PyObject *batch_result, long long offset_delta,
+            long long key_size, long long value_size, long long timestamp)
+{
+    RecordFuture *f;
+    int reused = future_free_count > 0 && type->tp_dealloc == (destructor)RecordFuture_dealloc;
+    if (reused) {
+        f = (RecordFuture *)future_free[--future_free_count];
+        PyObject_Init((PyObject *)f, type); /* a reference to a heap type, as tp_alloc */
+    }
+    else if ((f = (RecordFuture *)type->tp_alloc(type, 0)) == NULL) {
+        return NULL;
+    }
+    f->batch_result = Py_NewRef(batch_result);
+    f->offset_delta = offset_delta;
+    f->key_size = key_size;
+    f->value_size = value_size;
+    f->timestamp = timestamp;
+    f->given = NULL;
+    if (reused)
+        PyObject_GC_Track(f); /* tp_alloc tracks */
+    return (PyObject *)f;
+}
+
+static PyObject *
+RecordFuture_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"batch_result",          "offset_delta", "serialized_key_size",
+                             "serialized_value_size", "timestamp",    NULL};
+    PyObject *batch_result, *given[4];
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOOOO:FutureRecordMetadata", kwlist,
+                                     &batch_result, &given[0], &given[1], &given[2], &given[3]))
+        return NULL;
+    long long ints[4] = {0, 0, 0, 0};
+    int plain = 1;
+    for (int i = 0; i < 4 && plain; i++) {
+        int overflow = 0;
+        if (PyLong_CheckExact(given[i]))
+            ints[i] = PyLong_AsLongLongAndOverflow(given[i], &overflow);
+        plain = PyLong_CheckExact(given[i]) && !overflow;
+    }
+    RecordFuture *f = (RecordFuture *)future_make(type, batch_result, ints[0], ints[1],
+                                                  ints[2], ints[3]);
+    if (f != NULL && !plain &&
+        (f->given = PyTuple_Pack(4, given[0], given[1], given[2], given[3])) == NULL)
+        Py_CLEAR(f);
+    return (PyObject *)f;
+}
+
+static int
+RecordFuture_traverse(RecordFuture *self, visitproc visit, void *arg)
+{
+    /* A subtype's own reference to its type is visited by subtype_traverse. */
+    Py_VISIT(self->batch_result);
+    Py_VISIT(self->given);
+    return 0;
+}
+
+static int
+RecordFuture_clear(RecordFuture *self)
+{
+    Py_CLEAR(self->batch_result);
+    Py_CLEAR(self->given);
+    return 0;
+}
+
+/* The dealloc of RecordFutureType and of a registered subtype (in place of subtype_dealloc:
+ * such a subtype adds no slots, __dict__, __weakref__ or finalizer, see
+ * register_future_type). Also reached through subtype_dealloc from other subclasses, which
+ * drops the instance's reference to its type itself when the nearest base with this dealloc
+ * is RecordFutureType (a static type), and leaves it to this dealloc when that base is a
+ * registered (heap) subtype. */
+static void
+RecordFuture_dealloc(RecordFuture *self)
+{
+    PyTypeObject *type = Py_TYPE(self);
+    PyTypeObject *own = type;
+    while (own->tp_dealloc != (destructor)RecordFuture_dealloc)
+        own = own->tp_base;
+    PyObject_GC_UnTrack(self);
+    Py_CLEAR(self->batch_result);
+    Py_CLEAR(self->given);
+    if (future_free_count < FUTURE_FREE_MAX && type->tp_dealloc == (destructor)RecordFuture_dealloc)
+        future_free[future_free_count++] = (PyObject *)self;
+    else
+        type->tp_free((PyObject *)self);
+    if (own->tp_flags & Py_TPFLAGS_HEAPTYPE)
+        Py_DECREF(type);
+}
+
+/* Field i (0: offset_delta, 1: key size, 2: value size, 3: timestamp) as Python sees it. */
+static PyObject *
+future_field(RecordFuture *self, int i)
+{
+    if (self->given != NULL)
+        return Py_NewRef(PyTuple_GET_ITEM(self->given, i));
+    long long value = i == 0   ? self->offset_delta
+                      : i == 1 ? self->key_size
+                      : i == 2 ? self->value_size
+                               : self->timestamp;
+    return PyLong_FromLongLong(value);
+}
+
+static PyObject *
+RecordFuture_get_field(RecordFuture *self, void *closure)
+{
+    return future_field(self, (int)(intptr_t)closure);
+}
+
+static PyObject *
+RecordFuture_get_batch_result(RecordFuture *self, void *Py_UNUSED(closure))
+{
+    if (self->batch_result == NULL) { /* cleared by the GC, breaking a cycle */
+        PyErr_SetString(PyExc_AttributeError, "batch_result");
+        return NULL;
+    }
+    return Py_NewRef(self->batch_result);
+}
+
+static PyObject *
+RecordFuture_reduce(RecordFuture *self, PyObject *Py_UNUSED(ignored))
+{
+    /* As the pure build's NamedTuple: copy.copy() gives a new handle on the same result;
+     * pickling fails on the result (its lock), as there. */
+    PyObject *fields[4] = {NULL, NULL, NULL, NULL};
+    PyObject *reduced = NULL;
+    for (int i = 0; i < 4; i++)
+        if ((fields[i] = future_field(self, i)) == NULL)
+            goto done;
+    reduced = Py_BuildValue("O(OOOOO)", Py_TYPE(self),
+                            self->batch_result ? self->batch_result : Py_None, fields[0],
+                            fields[1], fields[2], fields[3]);
+done:
+    for (int i = 0; i < 4; i++)
+        Py_XDECREF(fields[i]);
+    return reduced;
+}
+
+static PyMethodDef RecordFuture_methods[] = {
+    {"__reduce__", (PyCFunction)RecordFuture_reduce, METH_NOARGS, NULL},
+    {NULL, NULL, 0, NULL},
+};
+
+static PyGetSetDef RecordFuture_getset[] = {
+    {"batch_result", (getter)RecordFuture_get_batch_result, NULL,
+     "The ProduceRequestResult of the batch the record was appended to.", NULL},
+    {"offset_delta", (getter)RecordFuture_get_field, NULL,
+     "The record's offset delta in that batch.", (void *)0},
+    {"serialized_key_size", (getter)RecordFuture_get_field, NULL,
+     "The key's size in bytes, -1 without key.", (void *)1},
+    {"serialized_value_size", (getter)RecordFuture_get_field, NULL,
+     "The value's size in bytes, -1 without value.", (void *)2},
+    {"timestamp", (getter)RecordFuture_get_field, NULL,
+     "The record's timestamp (ms since the epoch).", (void *)3},
+    {NULL, NULL, NULL, NULL, NULL},
+};
+
+static PyTypeObject RecordFutureType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "kafkaline._record_core.RecordFuture",
+    .tp_doc = "The fields of a record's future; see kafkaline.producer.FutureRecordMetadata.",
+    .tp_basicsize = sizeof(RecordFuture),
+    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_BASETYPE | Py_TPFLAGS_HAVE_GC,
+    .tp_new = RecordFuture_new,
+    .tp_dealloc = (destructor)RecordFuture_dealloc,
+    .tp_traverse = (traverseproc)RecordFuture_traverse,
+    .tp_clear = (inquiry)RecordFuture_clear,
+    .tp_methods = RecordFuture_methods,
+    .tp_getset = RecordFuture_getset,
+};
+
+/* register_future_type(cls): cls, a direct Python subclass of RecordFuture adding only
+ * methods (`__slots__ = ()`), gets RecordFuture's dealloc instead of subtype_dealloc (which
+ * would look for the slots, dict, weakrefs and finalizer it does not have). */
+static PyObject *
+core_register_future_type(PyObject *Py_UNUSED(module), PyObject *cls)
+{
+    if (!PyType_Check(cls)) {
+        PyErr_Format(PyExc_TypeError, "register_future_type() takes a class, not %.200s",
+                     Py_TYPE(cls)->tp_name);
+        return NULL;
+    }
+    PyTypeObject *type = (PyTypeObject *)cls;
+    if (type->tp_base != &RecordFutureType || !(type->tp_flags & Py_TPFLAGS_HEAPTYPE) ||
+        type->tp_basicsize != sizeof(RecordFuture) || type->tp_itemsize != 0 ||
+        type->tp_dictoffset != 0 || type->tp_weaklistoffset != 0 || type->tp_finalize != NULL ||
+        type->tp_del != NULL) {
+        PyErr_Format(PyExc_TypeError,
+                     "register_future_type() takes a direct subclass of RecordFuture with "
+                     "__slots__ = () and no finalizer, not %.200s",
+                     type->tp_name);
+        return NULL;
+    }
+    type->tp_dealloc = (destructor)RecordFuture_dealloc;
+    Py_RETURN_NONE;
+}
+
 /* ---------------------------------------------------------------- OpenBatchSender */
 
 /* Producer.send()'s common case in one call: sender(topic, value, key, headers, partition,
@@ -1611,8 +1842,6 @@ typedef struct {
      * cached_queue(). */
     PyObject *cache_queues, *cache_topic, **cache_queue;
     Py_ssize_t cache_size;
-    PyObject *last_timestamp_int; /* see timestamp_int() */
-    long long last_timestamp;
 } Sender;
 
 static PyObject *Sender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
@@ -1636,8 +1865,9 @@ Sender_init(Sender *self, PyObject *args, PyObject *kwds)
         return -1;
     if (Sender_set_fallback(self, fallback, NULL) < 0)
         return -1;
-    if (!PyType_IsSubtype((PyTypeObject *)future_type, &PyTuple_Type)) {
-        PyErr_SetString(PyExc_TypeError, "future_type must be a tuple subclass");
+    if (!PyType_IsSubtype((PyTypeObject *)future_type, &RecordFutureType)) {
+        PyErr_Format(PyExc_TypeError, "future_type must be a subclass of RecordFuture, not %.200s",
+                     ((PyTypeObject *)future_type)->tp_name);
         return -1;
     }
     PyObject *counts = PyDict_New();
@@ -1698,7 +1928,6 @@ Sender_clear(Sender *self)
     Py_CLEAR(self->lock_release);
     Py_CLEAR(self->fallback);
     Py_CLEAR(self->accumulator_dict);
-    Py_CLEAR(self->last_timestamp_int);
     queue_cache_clear(self);
     return 0;
 }
@@ -1905,21 +2134,6 @@ cached_queue(Sender *self, PyObject *queues, PyObject *topic, long long partitio
     return Py_NewRef(queue);
 }
 
-/* timestamp as an int (a new reference): the last one made again while it is the same, as
- * it is for the records sent within the same millisecond. */
-static PyObject *
-timestamp_int(Sender *self, long long timestamp)
-{
-    if (self->last_timestamp_int == NULL || self->last_timestamp != timestamp) {
-        PyObject *made = PyLong_FromLongLong(timestamp);
-        if (made == NULL)
-            return NULL;
-        Py_XSETREF(self->last_timestamp_int, made);
-        self->last_timestamp = timestamp;
-    }
-    return Py_NewRef(self->last_timestamp_int);
-}
-
 /* A non-negative int up to hi, exactly int (not bool, not a subclass): 0 and *out, else 1. */
 static int
 plain_int(PyObject *obj, long long hi, long long *out)
@@ -1989,7 +2203,8 @@ sender_try(Sender *self, PyObject *const *args)
     }
 
     PyObject *result = NULL, *partitioner = NULL, *sticky = NULL, *queue = NULL;
-    PyObject *lock = NULL, *batches = NULL, *batch_result = NULL, *offset = NULL;
+    PyObject *lock = NULL, *batches = NULL, *batch_result = NULL;
+    long long offset_delta = -1;
     Py_ssize_t sticky_limit = 0, record_size = 0;
     if (partition < 0) {
         PyObject *by_topic = accumulator_attr(self, str_sticky);
@@ -2074,8 +2289,8 @@ sender_try(Sender *self, PyObject *const *args)
             }
         }
         if (appended) {
-            offset = PyLong_FromLongLong(b->count - 1);
-            batch_result = offset ? read_slot(batch, str_result, &self->batch_result) : NULL;
+            offset_delta = b->count - 1;
+            batch_result = read_slot(batch, str_result, &self->batch_result);
         }
     }
     Py_XDECREF(builder);
@@ -2092,26 +2307,10 @@ sender_try(Sender *self, PyObject *const *args)
         PyErr_Restore(exc_type, exc_value, exc_tb);
         goto done;
     }
-    if (offset == NULL || batch_result == NULL)
+    if (batch_result == NULL)
         goto none;
-    result = self->future_type->tp_alloc(self->future_type, 5);
-    if (result == NULL)
-        goto done;
-    PyObject *fields[3] = {PyLong_FromSsize_t(key_size), PyLong_FromSsize_t(value_size),
-                           timestamp_int(self, timestamp)};
-    if (fields[0] == NULL || fields[1] == NULL || fields[2] == NULL) {
-        Py_XDECREF(fields[0]);
-        Py_XDECREF(fields[1]);
-        Py_XDECREF(fields[2]);
-        Py_CLEAR(result);
-        goto done;
-    }
-    PyTuple_SET_ITEM(result, 0, batch_result);
-    PyTuple_SET_ITEM(result, 1, offset);
-    PyTuple_SET_ITEM(result, 2, fields[0]);
-    PyTuple_SET_ITEM(result, 3, fields[1]);
-    PyTuple_SET_ITEM(result, 4, fields[2]);
-    batch_result = offset = NULL;
+    result = future_make(self->future_type, batch_result, offset_delta, key_size, value_size,
+                         timestamp);
     goto done;
 none_or_error:
     if (PyErr_Occurred())
@@ -2120,7 +2319,6 @@ none:
     result = Py_NewRef(Py_None);
 done:
     Py_XDECREF(batch_result);
-    Py_XDECREF(offset);
     Py_XDECREF(lock);
     Py_XDECREF(batches);
     Py_XDECREF(queue);
@@ -2906,6 +3104,8 @@ static PyMethodDef core_methods[] = {
      "A v9+ ProduceResponse body in its usual shape as the given classes' objects, or None."},
     {"write_produce_request", (PyCFunction)(void (*)(void))core_write_produce_request,
      METH_FASTCALL, "Append a usual v9+ ProduceRequest body to out; False if not usual."},
+    {"register_future_type", (PyCFunction)core_register_future_type, METH_O,
+     "Have a subclass of RecordFuture with __slots__ = () freed as RecordFuture is."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -2922,7 +3122,7 @@ PyInit__record_core(void)
 {
     crc_init();
     if (PyType_Ready(&BuilderType) < 0 || PyType_Ready(&SenderType) < 0 ||
-        PyType_Ready(&QueueLockType) < 0)
+        PyType_Ready(&QueueLockType) < 0 || PyType_Ready(&RecordFutureType) < 0)
         return NULL;
     if ((str_queues = PyUnicode_InternFromString("_queues")) == NULL ||
         (str_lock = PyUnicode_InternFromString("lock")) == NULL ||
@@ -2946,6 +3146,7 @@ PyInit__record_core(void)
     if (PyModule_AddObjectRef(module, "RecordBatchBuilder", (PyObject *)&BuilderType) < 0 ||
         PyModule_AddObjectRef(module, "OpenBatchSender", (PyObject *)&SenderType) < 0 ||
         PyModule_AddObjectRef(module, "QueueLock", (PyObject *)&QueueLockType) < 0 ||
+        PyModule_AddObjectRef(module, "RecordFuture", (PyObject *)&RecordFutureType) < 0 ||
         PyModule_AddStringConstant(module, "BUILD", "compiled") < 0) {
         Py_DECREF(module);
         return NULL;

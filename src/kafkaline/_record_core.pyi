@@ -14,7 +14,7 @@ class OpenBatchSender:
     def __init__(
         self,
         accumulator: object,
-        future_type: type[tuple[object, ...]],
+        future_type: type[object],  # a subclass of RecordFuture
         payload_limit: int,
         record_overhead: int,
         fallback: Callable[..., object] | None = None,
@@ -43,3 +43,25 @@ class QueueLock:
     def locked(self) -> bool: ...
     def __enter__(self) -> bool: ...
     def __exit__(self, *args: object) -> None: ...
+
+class RecordFuture:
+    @property
+    def batch_result(self) -> object: ...
+    @property
+    def offset_delta(self) -> int: ...
+    @property
+    def serialized_key_size(self) -> int: ...
+    @property
+    def serialized_value_size(self) -> int: ...
+    @property
+    def timestamp(self) -> int: ...
+    def __new__(
+        cls,
+        batch_result: object,
+        offset_delta: int,
+        serialized_key_size: int,
+        serialized_value_size: int,
+        timestamp: int,
+    ) -> RecordFuture: ...
+
+def register_future_type(cls: type[RecordFuture], /) -> None: ...

@@ -7,9 +7,12 @@ batch, as in Java. Each record gets only a handle: the batch's result, the recor
 delta in the batch, its serialized key and value sizes and its timestamp. A record's offset is
 ``base_offset + offset_delta``.
 
-The handle is a tuple (a :class:`~typing.NamedTuple` subclass without ``__dict__``), which the
-compiled core also makes directly. Nothing per record is allocated besides the handle: callbacks
-are kept by the batch's result, and a ``threading.Event`` is only made when a thread waits.
+With the compiled core the handle's fields live in its C base type
+(``kafkaline._record_core.RecordFuture``: C ints, a free list), which its send() makes
+directly; the pure-Python build's handle is a tuple (a :class:`~typing.NamedTuple` subclass
+without ``__dict__``). The methods are the same Python code on either base. Nothing per record
+is allocated besides the handle: callbacks are kept by the batch's result, and a
+``threading.Event`` is only made when a thread waits.
 
 Splitting a batch (MESSAGE_TOO_LARGE, KIP-126) re-appends its records to new batches; the old
 result is then *redirected*: it maps each old offset delta to (new result, new offset delta),
@@ -48,6 +51,7 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kafkaline.errors import IllegalStateError, KafkaTimeoutError
 from kafkaline.producer.record_metadata import NO_TIMESTAMP, UNKNOWN_OFFSET, RecordMetadata
+from kafkaline.record.core import compiled_core
 
 if TYPE_CHECKING:
     import asyncio
@@ -417,13 +421,21 @@ class _RecordHandle(NamedTuple):
     timestamp: int
 
 
-class FutureRecordMetadata(_RecordHandle):
+_core = compiled_core()
+if TYPE_CHECKING:
+    _HandleBase = _RecordHandle
+else:
+    # Compiled: the same fields, read-only, as C ints (see the module docstring).
+    _HandleBase = _RecordHandle if _core is None else _core.RecordFuture
+
+
+class FutureRecordMetadata(_HandleBase):
     """The future of one sent record: ``get()`` returns its :class:`RecordMetadata`.
 
     Fields: the batch's :class:`ProduceRequestResult`, the record's offset delta in that
     batch, the serialized key and value sizes (-1 when None) and the record's timestamp.
-    A tuple underneath, for speed (see the module docstring), but compared by identity.
-    Await it from asyncio code::
+    A tuple in the pure-Python build and a small C object in the compiled one, for speed (see
+    the module docstring); compared by identity in both. Await it from asyncio code::
 
         metadata = await producer.send("events", b"v")
     """
@@ -556,6 +568,12 @@ class FutureRecordMetadata(_RecordHandle):
         result, delta = self._resolve()
         state = "pending" if result.state is None else result.state.value
         return f"<FutureRecordMetadata {result.topic}-{result.partition} #{delta} {state}>"
+
+
+if _core is not None:
+    # Freed as its C base is (no slots or __dict__ to look for): a discarded future is the
+    # common case.
+    _core.register_future_type(FutureRecordMetadata)
 
 
 def _set_waiter_done(waiter: asyncio.Future[None]) -> None:

@@ -98,7 +98,7 @@ class OneRecord:
             return None
         self.future = future
         self.done = True
-        return self.size_bound() - BATCH_HEADER_SIZE
+        return record_size_bound(self.key, self.value, self.headers)
 
     def size_bound(self) -> int:
         if self._size < 0:

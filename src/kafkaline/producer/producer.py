@@ -144,7 +144,6 @@ class Producer:
         self._lock = threading.Lock()
         self._gate: _State | None = _State.NOT_STARTED
         self._closed = False
-        self._client: NetworkClient | None = None
         self._sender: Sender | None = None
         self._wakeup: Callable[[], None] = nothing
         self._owner_pid = 0
@@ -215,7 +214,6 @@ class Producer:
         except BaseException:
             client.close()  # never polled: safe from this thread
             raise
-        self._client = client
         self._sender = sender
         self._topics.client = client
         self._topics.cluster = client.metadata.cluster

@@ -174,8 +174,9 @@ class AppendSide(QueueMap):
         if not queue.batches:  # (the Sender may have drained it since the caller looked)
             return _FULL, pooled
         batch = queue.batches[-1]
-        extra = self._memory_needed(batch, records)
         held = batch.pooled_bytes
+        # Past its first few KiB a batch holds its whole limit: most records need no more.
+        extra = 0 if held >= batch.builder.appended_limit else self._memory_needed(batch, records)
         if extra:
             if batch.builder.is_full:  # no memory for a batch that takes nothing more
                 return _FULL, pooled
@@ -217,12 +218,11 @@ class AppendSide(QueueMap):
         more records than that is likely to fill, and every trip to the pool is a call of
         the compiled appender that ends in append() (see docs/performance.md). Split batches
         are outside the pool, as in Java."""
+        if batch.is_split_batch:
+            return 0
         builder = batch.builder
         limit = builder.appended_limit
         held = batch.pooled_bytes
-        # Holding its whole limit (most records of a batch past its first few KiB), or split.
-        if held >= limit or batch.is_split_batch:
-            return 0
         pool = self._pool
         if records.fills_batch:
             need = limit

@@ -83,14 +83,16 @@ class AppendSide(QueueMap):
                 else:  # the sticky partitioner's current partition
                     sticky = partitioner.peek_current(cluster)
                     queue = self._queue(topic, sticky.partition)
-                tried: int | None = _FULL  # an empty queue has no last batch: no lock round
+                tried = _FULL  # an empty queue has no last batch: no lock round
                 if queue.batches:
-                    tried, pooled, full = self._try_last_batch(
-                        queue, records, pooled, partitioner, sticky, cluster
-                    )
-                    sendable = sendable or full
-                if tried is None or records.done:
-                    continue  # the sticky partition changed, or all went into the last batch
+                    with queue.lock:
+                        if sticky is not None and self._sticky_changed(partitioner, sticky):
+                            continue  # start over on the new sticky partition
+                        tried, pooled = self._try_last(queue, records, pooled, sticky, cluster)
+                        if tried <= 0 and (not records.done or len(queue.batches) > 1):
+                            sendable = True  # the last batch filled, or has batches before it
+                if records.done:
+                    continue
                 # Bytes for the last batch to take, or for a new batch: taken with no lock
                 # held, as it may block until the Sender frees memory.
                 want = tried if tried > 0 else self._first_reservation(topic, records)
@@ -109,27 +111,6 @@ class AppendSide(QueueMap):
             if pooled:
                 self._pool.deallocate(pooled)
         return sendable, created
-
-    def _try_last_batch(
-        self,
-        queue: PartitionQueue,
-        records: PendingRecords,
-        pooled: int,
-        partitioner: BuiltInPartitioner | None,
-        sticky: StickyPartition | None,
-        cluster: ClusterPartitions | None,
-    ) -> tuple[int | None, int, bool]:
-        """The protocol's first step: :meth:`_try_last` under the queue's lock. Returns
-        ``(what it reports or None when the sticky partition changed: start over, pooled
-        left, whether a batch became sendable)``."""
-        with queue.lock:
-            if sticky is not None and self._sticky_changed(partitioner, sticky):
-                return None, pooled, False
-            tried, pooled = self._try_last(queue, records, pooled, sticky, cluster)
-            if tried == _APPENDED and records.done:
-                return tried, pooled, len(queue.batches) > 1
-            # Appended a part, or found the last batch full: that batch can go.
-            return tried, pooled, tried <= 0
 
     def _append_or_new_batch(
         self,
@@ -190,14 +171,15 @@ class AppendSide(QueueMap):
         the caller's, or from the pool if free now). Returns ``(_APPENDED, pooled left)``;
         ``(_FULL, pooled)`` when there is no last batch or it took nothing; or ``(bytes,
         pooled)``: take that much from the pool first, then try again."""
-        if not queue.batches:
+        if not queue.batches:  # (the Sender may have drained it since the caller looked)
             return _FULL, pooled
         batch = queue.batches[-1]
-        if batch.builder.is_full:
-            return _FULL, pooled
-        extra = self._memory_needed(batch, records)
         held = batch.pooled_bytes
+        # Past its first few KiB a batch holds its whole limit: most records need no more.
+        extra = 0 if held >= batch.builder.appended_limit else self._memory_needed(batch, records)
         if extra:
+            if batch.builder.is_full:  # no memory for a batch that takes nothing more
+                return _FULL, pooled
             if extra > pooled:
                 if not self._pool.try_allocate(extra - pooled):
                     return extra, pooled
@@ -239,9 +221,9 @@ class AppendSide(QueueMap):
         if batch.is_split_batch:
             return 0
         builder = batch.builder
-        pool = self._pool
         limit = builder.appended_limit
         held = batch.pooled_bytes
+        pool = self._pool
         if records.fills_batch:
             need = limit
         else:

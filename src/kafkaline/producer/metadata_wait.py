@@ -1,5 +1,6 @@
-"""Waiting for a topic's metadata on the first send to it (``max_block_ms``), and saying
-why when no broker answered."""
+"""The topic metadata a producer keeps for send(): the partition counts of the topics it sends
+to, waited for on the first send to each (``max_block_ms``), saying why when no broker
+answered."""
 
 from __future__ import annotations
 
@@ -11,7 +12,55 @@ from kafkaline.net.cluster import ClusterMetadata
 from kafkaline.producer.futures import on_io_thread
 from kafkaline.producer.validation import check_topic_name
 
-__all__ = ["last_connection_error", "wait_on_metadata"]
+__all__ = ["TopicMetadata", "last_connection_error", "wait_on_metadata"]
+
+
+class TopicMetadata:
+    """The partition counts of the topics a producer sends to, for the current metadata:
+    send()'s only metadata lookup (``counts.get(topic)``). The Sender replaces ``counts``
+    (never changes it) on each metadata update, see :meth:`update`."""
+
+    def __init__(self, max_block_ms: float) -> None:
+        self.max_block_ms = max_block_ms
+        self.counts: dict[str, int] = {}
+        #: The metadata as of the last wait or update (None before the producer starts).
+        self.cluster: ClusterMetadata | None = None
+        #: The producer's client, once it started.
+        self.client: NetworkClient | None = None
+
+    def partition_count(self, topic: str) -> tuple[int, float]:
+        """The topic's partition count (waiting for its metadata on the first call) and the
+        ``max_block_ms`` left."""
+        count = self.counts.get(topic)
+        if count is None:
+            return self.wait(topic)
+        return count, self.max_block_ms
+
+    def wait(self, topic: str) -> tuple[int, float]:
+        """The topic's partition count, waiting for its metadata if needed (the first send
+        to a topic); also the time left of ``max_block_ms``."""
+        client = self.client
+        if client is None:  # pragma: no cover - the producer starts before it sends
+            check_topic_name(topic)
+            raise IllegalStateError("the producer is not started")
+        cluster, remaining = wait_on_metadata(client, topic, self.max_block_ms)
+        count = cluster.partition_count(topic)
+        self.cluster = client.metadata.cluster
+        self.counts[topic] = count
+        return count, remaining
+
+    def update(self, cluster: ClusterMetadata) -> dict[str, int]:
+        """On the Sender's thread, after each metadata update: new counts for the known
+        topics, returned. A topic gone from the metadata is dropped, so that its next send
+        waits for it again."""
+        counts = {
+            topic: cluster.partition_count(topic)
+            for topic in list(self.counts)  # list(): other threads may add
+            if cluster.has_topic(topic)
+        }
+        self.cluster = cluster
+        self.counts = counts
+        return counts
 
 
 def wait_on_metadata(

@@ -78,7 +78,7 @@ class PendingRecords(Protocol):
 class OneRecord:
     """A serialized record of :meth:`Producer.send`; its future once appended."""
 
-    __slots__ = ("_size", "done", "fills_batch", "future", "headers", "key", "timestamp", "value")
+    __slots__ = ("_bound", "done", "fills_batch", "future", "headers", "key", "timestamp", "value")
 
     def __init__(
         self, timestamp: int, key: bytes | None, value: bytes | None, headers: Headers | None
@@ -90,7 +90,8 @@ class OneRecord:
         self.future: FutureRecordMetadata | None = None
         self.done = False
         self.fills_batch = False
-        self._size = -1  # its size bound, once asked
+        # Once, up front: a batch's memory check and the sticky partitioner both read it.
+        self._bound = record_size_bound(key, value, headers)
 
     def append_to(self, batch: ProducerBatch) -> int | None:
         future = batch.try_append(self.timestamp, self.key, self.value, self.headers)
@@ -98,12 +99,10 @@ class OneRecord:
             return None
         self.future = future
         self.done = True
-        return self.size_bound() - BATCH_HEADER_SIZE
+        return self._bound
 
     def size_bound(self) -> int:
-        if self._size < 0:
-            self._size = BATCH_HEADER_SIZE + record_size_bound(self.key, self.value, self.headers)
-        return self._size
+        return BATCH_HEADER_SIZE + self._bound
 
     def closed_error(self) -> ProducerClosedError:
         return ProducerClosedError("the producer was closed while a send was in progress")

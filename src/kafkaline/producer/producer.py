@@ -48,7 +48,7 @@ from kafkaline.producer.lifecycle import (
     stop_sender,
     transactions_for,
 )
-from kafkaline.producer.metadata_wait import wait_on_metadata
+from kafkaline.producer.metadata_wait import TopicMetadata
 from kafkaline.producer.metrics import ProducerMetrics, SenderCounters
 from kafkaline.producer.partitioner import Partitioner
 from kafkaline.producer.send_steps import (
@@ -70,7 +70,6 @@ from kafkaline.producer.validation import (
     check_headers,
     check_payload_size,
     check_timestamp,
-    check_topic_name,
 )
 from kafkaline.record import Headers
 
@@ -114,6 +113,7 @@ class Producer:
         keyed = config.partitioner is None and not config.partitioner_ignore_keys
         self._key_partition = key_partitioner() if keyed else None
         self._max_block_ms = float(config.max_block_ms)
+        self._topics = TopicMetadata(self._max_block_ms)
         # Key + value bytes above which send() checks the record's full size bound.
         self._payload_limit = min(config.max_request_size, config.buffer_memory) - (
             RECORD_SIZE_OVERHEAD
@@ -144,13 +144,8 @@ class Producer:
         self._lock = threading.Lock()
         self._gate: _State | None = _State.NOT_STARTED
         self._closed = False
-        self._client: NetworkClient | None = None
         self._sender: Sender | None = None
         self._wakeup: Callable[[], None] = nothing
-        # Partition counts of the topics sent to, for the current metadata: the hot path's
-        # only metadata lookup. Replaced (not changed) by the Sender on a metadata update.
-        self._partition_counts: dict[str, int] = {}
-        self._cluster: ClusterMetadata | None = None
         self._owner_pid = 0
         self._core_send = self._bind_core_send()
 
@@ -167,7 +162,7 @@ class Producer:
             return None
         core_send = self._accumulator.open_batch_sender(self._payload_limit)
         if core_send is not None:
-            core_send.partition_counts = self._partition_counts
+            core_send.partition_counts = self._topics.counts
             if type(self).send is Producer.send:  # (a subclass's own send() stays)
                 # producer.send is then the compiled call itself, no Python frame first; what
                 # it declines goes to the class's send(), the general path.
@@ -219,9 +214,9 @@ class Producer:
         except BaseException:
             client.close()  # never polled: safe from this thread
             raise
-        self._client = client
         self._sender = sender
-        self._cluster = client.metadata.cluster
+        self._topics.client = client
+        self._topics.cluster = client.metadata.cluster
         self._wakeup = sender.wakeup
         if self._transactional is not None:
             self._transactional.set_wakeup(sender.wakeup)
@@ -263,15 +258,7 @@ class Producer:
                 self._set_gate(gate)
 
     def _on_metadata_update(self, cluster: ClusterMetadata) -> None:
-        # The Sender's thread, after each metadata update: new counts for the known topics.
-        # A topic gone from the metadata is dropped, so its next send waits for it again.
-        counts = {
-            topic: cluster.partition_count(topic)
-            for topic in list(self._partition_counts)  # list(): other threads may add
-            if cluster.has_topic(topic)
-        }
-        self._cluster = cluster
-        self._partition_counts = counts
+        counts = self._topics.update(cluster)
         if self._core_send is not None:
             self._core_send.partition_counts = counts
 
@@ -298,17 +285,14 @@ class Producer:
         if sender is not None:
             stop_sender(sender, timeout)
         if first:
-            self._close_user_objects()
-
-    def _close_user_objects(self) -> None:
-        close_user_objects(
-            self._interceptors,
-            (
-                ("key_serializer", self._key_serializer),
-                ("value_serializer", self._value_serializer),
-                ("partitioner", self._partitioner),
-            ),
-        )
+            close_user_objects(
+                self._interceptors,
+                (
+                    ("key_serializer", self._key_serializer),
+                    ("value_serializer", self._value_serializer),
+                    ("partitioner", self._partitioner),
+                ),
+            )
 
     def __enter__(self) -> Producer:
         return self
@@ -340,8 +324,7 @@ class Producer:
         ``max_block_ms``) only for a topic's first metadata and a full ``buffer_memory``. Bad
         input raises at once, naming it (docs/producer.md, "What happens on errors").
 
-        >>> future = producer.send("events", b"v", key=b"k")  # doctest: +SKIP
-        >>> future.get(timeout=10).offset                       # doctest: +SKIP
+        >>> producer.send("events", b"v", key=b"k").get(timeout=10).offset  # doctest: +SKIP
         42
         """
         if self._gate is not None:  # (the compiled core's send() declined this record)
@@ -364,21 +347,10 @@ class Producer:
             size = (0 if key is None else len(key)) + (0 if value is None else len(value))
             if headers is not None or size > self._payload_limit:
                 self._check_size(topic, size, headers)
-            if partition is not None:
-                check_partition_argument(partition)
-            count = self._partition_counts.get(topic)
-            max_block_ms = self._max_block_ms
-            if count is None:
-                count, max_block_ms = self._wait_on_metadata(topic)
-            if partition is None and key is not None and self._key_partition is not None:
-                partition = self._key_partition(key, count)
-            elif partition is not None or self._partitioner is not None:
-                partition = choose_partition(
-                    topic, partition, key, value, count, self._partitioner, self._cluster
-                )
+            partition, wait_ms = self._partition(topic, partition, key, value)
             now = _monotonic() * 1000.0
             future, batch_is_full, new_batch = self._accumulator.append(
-                topic, partition, timestamp, key, value, headers, max_block_ms, now, self._cluster
+                topic, partition, timestamp, key, value, headers, wait_ms, now, self._topics.cluster
             )
         except Exception as error:
             replacement = self._send_failed(error, topic, partition, interceptors)
@@ -390,6 +362,27 @@ class Producer:
         if interceptors is not None:
             _acknowledge_to(interceptors, future)
         return future
+
+    def _partition(
+        self, topic: str, partition: int | None, key: bytes | None, value: bytes | None
+    ) -> tuple[int | None, float]:
+        """Java's ``partition()``: the record's partition (None: the topic's sticky partition,
+        chosen when appending), once the topic's metadata is known (waited for on the first
+        send to it); and the ``max_block_ms`` left."""
+        if partition is not None:  # checked before any wait for metadata
+            check_partition_argument(partition)
+        topics = self._topics
+        count = topics.counts.get(topic)
+        max_block_ms = self._max_block_ms
+        if count is None:
+            count, max_block_ms = topics.wait(topic)
+        if partition is None and key is not None and self._key_partition is not None:
+            return self._key_partition(key, count), max_block_ms
+        if partition is not None or self._partitioner is not None:
+            partition = choose_partition(
+                topic, partition, key, value, count, self._partitioner, topics.cluster
+            )
+        return partition, max_block_ms
 
     def send_batch(
         self,
@@ -446,8 +439,8 @@ class Producer:
             key_serializer=self._key_serializer,
             value_serializer=self._value_serializer,
             key_partition=self._key_partition,
-            partition_count=self._partition_count,
-            cluster=lambda: self._cluster,
+            partition_count=self._topics.partition_count,
+            cluster=lambda: self._topics.cluster,
             wakeup=lambda: self._wakeup(),  # (the Sender's, once started)
             translate_error=lambda error, topic, partition: self._send_failed(
                 error, topic, partition, None
@@ -456,27 +449,6 @@ class Producer:
             send_one=None if self._interceptors is None else self.send,
         )
 
-    def _partition_count(self, topic: str) -> tuple[int, float]:
-        """The topic's partition count (waiting for its metadata on the first call) and the
-        ``max_block_ms`` left."""
-        count = self._partition_counts.get(topic)
-        if count is None:
-            return self._wait_on_metadata(topic)
-        return count, self._max_block_ms
-
-    def _wait_on_metadata(self, topic: str) -> tuple[int, float]:
-        """The topic's partition count, waiting for its metadata if needed (the first send
-        to a topic); also the time left of ``max_block_ms``."""
-        client = self._client
-        if client is None:  # pragma: no cover - the gate started it
-            check_topic_name(topic)
-            raise IllegalStateError("the producer is not started")
-        cluster, remaining = wait_on_metadata(client, topic, self._max_block_ms)
-        count = cluster.partition_count(topic)
-        self._cluster = client.metadata.cluster
-        self._partition_counts[topic] = count
-        return count, remaining
-
     def _send_failed(
         self,
         error: Exception,
@@ -484,17 +456,10 @@ class Producer:
         partition: int | None,
         interceptors: InterceptorChain | None,
     ) -> Exception | None:
-        """Tell the interceptors; return a clearer error to raise when the producer was
-        closed, failed or forked meanwhile (a wait for metadata or memory ended by it)."""
-        named = record_failed(error, topic, partition, interceptors)
-        if named is not None:
-            return named
+        """See :func:`~kafkaline.producer.send_steps.record_failed`."""
         gate = self._gate
-        if isinstance(error, IllegalStateError) and gate is not None:
-            replacement = self._gate_error(gate)
-            if type(replacement) is not type(error):
-                return replacement
-        return None
+        gate_error = None if gate is None else self._gate_error(gate)
+        return record_failed(error, topic, partition, interceptors, gate_error)
 
     # ------------------------------------------------------------------ flushing, metadata
 
@@ -614,13 +579,13 @@ class Producer:
         if self._gate is not None:
             self._pass_gate()
         try:
-            self._wait_on_metadata(topic)
+            self._topics.wait(topic)
         except Exception as error:
             replacement = self._send_failed(error, topic, None, None)
             if replacement is not None:
                 raise replacement from error
             raise
-        cluster = self._cluster
+        cluster = self._topics.cluster
         return () if cluster is None else cluster.partitions_for(topic)
 
     def metrics(self) -> dict[str, float]:

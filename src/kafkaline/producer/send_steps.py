@@ -128,10 +128,16 @@ def choose_partition(
 
 
 def record_failed(
-    error: Exception, topic: str, partition: int | None, interceptors: InterceptorChain | None
-) -> InvalidTopicNameError | None:
-    """Tell the interceptors that a record failed in send(); for a topic that is not a str,
-    return the error naming it (send() looks an unhashable topic up before naming it)."""
+    error: Exception,
+    topic: str,
+    partition: int | None,
+    interceptors: InterceptorChain | None,
+    gate_error: Exception | None,
+) -> Exception | None:
+    """Tell the interceptors that a record failed in send(); return a clearer error to raise
+    instead, if any: the one naming a topic that is not a str (send() looks an unhashable
+    topic up before naming it), or ``gate_error``, the producer's once it was closed, failed
+    or forked meanwhile (a wait for metadata or memory ended by it)."""
     if interceptors is not None and isinstance(topic, str) and topic:
         interceptors.on_send_error(ProducerRecord(topic), partition, error)
     if not isinstance(topic, str):
@@ -139,6 +145,8 @@ def record_failed(
             check_topic_name(topic)
         except InvalidTopicNameError as named:
             return named
+    if gate_error is not None and isinstance(error, IllegalStateError):
+        return gate_error if type(gate_error) is not type(error) else None
     return None
 
 

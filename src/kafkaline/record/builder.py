@@ -254,14 +254,16 @@ class RecordBatchBuilder:
             record = encode_record(count, delta, key, value, header_block)
         except ValueError:  # a key or value length past int32
             raise _too_large(key, value, header_block) from None
-        if count == 0 and BATCH_HEADER_SIZE + len(record) > MAX_BATCH_SIZE:
-            raise _too_large(key, value, header_block)
-        if count and self._size + len(record) > self._settings.appended_limit:
+        size = self._size + len(record)
+        if count == 0:
+            if size > MAX_BATCH_SIZE:  # (an empty builder holds the header only)
+                raise _too_large(key, value, header_block)
+        elif size > self._settings.appended_limit:
             return None
         if timestamp > self._max_timestamp:
             self._max_timestamp = timestamp
         self._records.append(record)
-        self._size += len(record)
+        self._size = size
         self._count = count + 1
         return count
 

@@ -24,8 +24,7 @@ layout in C (a differential test requires identical bytes).
 from __future__ import annotations
 
 import operator
-from collections.abc import Sequence
-from functools import lru_cache
+from collections.abc import Callable, Sequence
 
 from kafkaline.record.batch_format import Headers
 from kafkaline.record.varint import INT64_MAX, INT64_MIN, encode_varint, encode_varlong
@@ -51,25 +50,26 @@ NO_HEADERS = b"\x00"
 _NULL_LENGTH = b"\x01"  # varint(-1)
 _ATTRIBUTES = b"\x00"
 
-# Lengths, offset deltas and timestamp deltas are mostly small: the varints of 0 .. 8191 (one
-# or two bytes) are made once and looked up; larger ones go through a small cache, since
-# records of one batch tend to repeat their sizes.
-_SMALL_VARINT_LIMIT = 8192
-_SMALL_VARINTS = tuple(encode_varint(n) for n in range(_SMALL_VARINT_LIMIT))
-_cached_varint = lru_cache(maxsize=1024)(encode_varint)
-_cached_varlong = lru_cache(maxsize=1024)(encode_varlong)
+
+class _EncodedCache(dict[int, bytes]):
+    """Varints by value, each encoded on its first use: lengths, offset deltas and timestamp
+    deltas repeat within a batch and from batch to batch, so most are a dict lookup."""
+
+    def __init__(self, encode: Callable[[int], bytes], max_entries: int) -> None:
+        super().__init__()
+        self._encode = encode
+        self._max_entries = max_entries
+
+    def __missing__(self, value: int) -> bytes:
+        encoded = self._encode(value)  # ValueError outside its range, as the encoder's
+        if len(self) >= self._max_entries:
+            self.clear()  # bounded: values that do not repeat do not pile up
+        self[value] = encoded
+        return encoded
 
 
-def _varint(value: int) -> bytes:
-    if 0 <= value < _SMALL_VARINT_LIMIT:
-        return _SMALL_VARINTS[value]
-    return _cached_varint(value)
-
-
-def _varlong(value: int) -> bytes:
-    if 0 <= value < _SMALL_VARINT_LIMIT:
-        return _SMALL_VARINTS[value]
-    return _cached_varlong(value)
+_VARINTS = _EncodedCache(encode_varint, max_entries=1 << 15)
+_VARLONGS = _EncodedCache(encode_varlong, max_entries=1 << 12)
 
 
 def encode_record(
@@ -86,19 +86,20 @@ def encode_record(
     >>> encode_record(0, 0, b"k", b"v").hex()
     '10000000026b027600'
     """
+    varints = _VARINTS
     if key is None:
         key, key_length = b"", _NULL_LENGTH
     else:
-        key_length = _varint(len(key))
+        key_length = varints[len(key)]
     if value is None:
         value, value_length = b"", _NULL_LENGTH
     else:
-        value_length = _varint(len(value))
+        value_length = varints[len(value)]
     body = b"".join(
         (
             _ATTRIBUTES,
-            _varlong(timestamp_delta),
-            _varint(offset_delta),
+            _VARLONGS[timestamp_delta],
+            varints[offset_delta],
             key_length,
             key,
             value_length,
@@ -106,7 +107,7 @@ def encode_record(
             header_block,
         )
     )
-    return _varint(len(body)) + body
+    return varints[len(body)] + body
 
 
 def encode_headers(headers: Headers) -> bytes:

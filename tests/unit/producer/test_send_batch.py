@@ -347,7 +347,7 @@ def test_send_arrow_checks_partitions_against_the_topic(monkeypatch: pytest.Monk
     pa = pytest.importorskip("pyarrow")
     with_nobody = Producer(bootstrap_servers=f"127.0.0.1:{closed_port()}")
     # as if the metadata said the topic has 3 partitions
-    monkeypatch.setattr(with_nobody, "_wait_on_metadata", lambda topic: (3, 1000.0))
+    monkeypatch.setattr(with_nobody._topics, "wait", lambda topic: (3, 1000.0))
     try:
         batch = pa.record_batch(
             [pa.array([b"v0", b"v1"]), pa.array([1, 3], pa.int64())], names=["value", "part"]
@@ -456,7 +456,7 @@ def test_send_arrow_encodes_as_the_bulk_encoder_setting_says(
     pa = pytest.importorskip("pyarrow")
     with_nobody = Producer(bootstrap_servers=f"127.0.0.1:{closed_port()}", bulk_encoder=setting)
     # as if the metadata said the topic has 3 partitions
-    monkeypatch.setattr(with_nobody, "_wait_on_metadata", lambda topic: (3, 1000.0))
+    monkeypatch.setattr(with_nobody._topics, "wait", lambda topic: (3, 1000.0))
     try:
         result = with_nobody.send_arrow("t", keyed_arrow_batch(pa, 300))
         assert result.encoder == encoder
@@ -486,7 +486,7 @@ def test_send_batch_over_lists_takes_the_records_encoder_whatever_the_shape(
     with_nobody = Producer(
         bootstrap_servers=f"127.0.0.1:{closed_port()}", bulk_encoder=setting, linger_ms=60_000
     )
-    monkeypatch.setattr(with_nobody, "_wait_on_metadata", lambda topic: (3, 1000.0))
+    monkeypatch.setattr(with_nobody._topics, "wait", lambda topic: (3, 1000.0))
     try:
         result = with_nobody.send_batch("t", values, keys=keys, headers=headers, partition=1)
         assert result.encoder == "records"
@@ -512,7 +512,7 @@ def test_bulk_calls_with_interceptors_go_record_by_record(
             pass
 
     with_nobody = Producer(bootstrap_servers=f"127.0.0.1:{closed_port()}", interceptors=[Seeing()])
-    monkeypatch.setattr(with_nobody, "_wait_on_metadata", lambda topic: (3, 1000.0))
+    monkeypatch.setattr(with_nobody._topics, "wait", lambda topic: (3, 1000.0))
     try:
         result = with_nobody.send_batch("t", [b"a", b"b"], partition=0)
         assert result.encoder == "per-record" and seen == [b"a", b"b"]
@@ -527,7 +527,7 @@ def test_columnar_bulk_encoder_without_numpy_says_what_to_install(
     from kafkaline.producer.bulk.sender import columnar_module
 
     with_nobody = Producer(bootstrap_servers=f"127.0.0.1:{closed_port()}", bulk_encoder="columnar")
-    monkeypatch.setattr(with_nobody, "_wait_on_metadata", lambda topic: (3, 1000.0))
+    monkeypatch.setattr(with_nobody._topics, "wait", lambda topic: (3, 1000.0))
     columnar_module.cache_clear()
     monkeypatch.setitem(sys.modules, "numpy", None)  # as if it were not installed
     try:

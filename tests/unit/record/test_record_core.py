@@ -330,11 +330,11 @@ def _offline_producer(partitions: int, seed: int, **settings: object) -> Produce
     runs. Sticky choices come from a random generator seeded with ``seed``."""
     producer = Producer(bootstrap_servers="127.0.0.1:1", **settings)
     producer._accumulator._rng = random.Random(seed)
-    producer._cluster = ClusterMetadata(
+    producer._topics.cluster = ClusterMetadata(
         [BrokerNode(1, "b1", 9092)],
         [PartitionMetadata("t", p, leader=1) for p in range(partitions)],
     )
-    producer._partition_counts["t"] = partitions
+    producer._topics.counts["t"] = partitions
     producer._set_gate(None)
     return producer
 
@@ -500,7 +500,7 @@ def test_core_send_checks_its_arguments_itself() -> None:
         assert core_send("t", b"v", b"k", None, True, None) is None
         assert core_send("t", b"v", b"k", None, None, True) is None
         assert core_send(type("Topic", (str,), {})("t"), b"v", b"k", None, None, None) is None
-        producer._partition_counts["t"] = 2.0  # type: ignore[assignment]
+        producer._topics.counts["t"] = 2.0  # type: ignore[assignment]
         assert core_send("t", b"v", b"k", None, None, None) is None
     finally:
         producer.close(0)
@@ -692,7 +692,7 @@ def test_a_subclass_send_is_kept() -> None:
 
     producer = Counting(bootstrap_servers="127.0.0.1:1")
     try:
-        producer._partition_counts["t"] = 1
+        producer._topics.counts["t"] = 1
         producer._set_gate(None)
         with pytest.raises(TypeError, match="key"):
             producer.send("t", b"v", key="text")

@@ -7,6 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from kafkaline.errors import CorruptRecordError
+from kafkaline.record.record_encoder import _VARINTS, encode_record
 from kafkaline.record.varint import (
     INT32_MAX,
     INT32_MIN,
@@ -147,3 +148,17 @@ def test_varints_at_each_length_boundary_match_the_byte_by_byte_encoding(value: 
 @given(st.integers(INT64_MIN, INT64_MAX))
 def test_varlongs_match_the_byte_by_byte_encoding(value: int) -> None:
     assert encode_varlong(value) == _reference_unsigned(zigzag_encode(value))
+
+
+def test_encode_record_varints_stay_right_past_the_cache_bound() -> None:
+    """encode_record's varint caches are cleared when full: every length still encodes as
+    encode_varint does, before and after a clear."""
+    for size in (0, 1, 63, 64, 8191, 8192, 70_000, 1 << 20):
+        value = bytes(size)
+        record = encode_record(0, 0, None, value)
+        body = b"\x00" + encode_varint(0) + encode_varint(0) + b"\x01"
+        body += encode_varint(size) + value + b"\x00"
+        assert record == encode_varint(len(body)) + body
+    for length in range(40_000):  # more distinct lengths than the cache holds
+        assert _VARINTS[length] == encode_varint(length)
+    assert len(_VARINTS) <= 1 << 15

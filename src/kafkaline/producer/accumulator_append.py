@@ -202,14 +202,18 @@ class AppendSide(QueueMap):
 
     def _first_reservation(self, topic: str, records: PendingRecords) -> int:
         """Buffer memory a new batch takes for ``records``: a few KiB (it takes more as it
-        fills), or what a run of records may fill it with (the unused part is given back)."""
+        fills), or its whole limit when a run of records may fill it (the unused part is
+        given back) or the records outgrow the few KiB, as :meth:`_memory_needed` has a
+        batch do when it outgrows them (Java takes the whole batch size for every batch)."""
         bound = records.size_bound()
-        if not records.fills_batch:
-            return max(self._first_batch_memory, bound)
+        if not records.fills_batch and bound <= self._first_batch_memory:
+            return self._first_batch_memory
         limit = self._batch_size
         if self._compression is not _NO_COMPRESSION:
             ratio = self._estimator.estimate(topic)
             limit = BATCH_HEADER_SIZE + RecordBatchBuilder.records_room(limit, ratio)
+        if not records.fills_batch and limit > self._pool.total_memory:
+            return bound  # the whole limit could never be free: what the records need
         return max(limit, bound)
 
     def _memory_needed(self, batch: ProducerBatch, records: PendingRecords) -> int:

@@ -37,6 +37,7 @@ from kafkaline.net.cluster import (
     TopicPartition,
 )
 from kafkaline.producer.accumulator import AccumulatorCluster, RecordAccumulator
+from kafkaline.producer.accumulator_append import FIRST_BATCH_MEMORY
 from kafkaline.producer.batch import ProducerBatch
 from kafkaline.producer.buffer_pool import BufferPool
 from kafkaline.producer.futures import FutureRecordMetadata
@@ -145,6 +146,22 @@ def test_memory_is_taken_per_batch_and_given_back_when_it_completes() -> None:
         accumulator.complete_batch(batch, base_offset=0)
     assert pool.available_memory == 10_000 and not accumulator.has_incomplete()
     assert big.get(0).offset == 0
+
+
+def test_a_first_record_past_the_first_few_kib_takes_the_whole_batch_limit() -> None:
+    accumulator = new_accumulator(batch_size=65_536, buffer_memory=1 << 20)
+    pool = accumulator.buffer_pool
+    append(accumulator, T0)  # a small record: the batch takes its first few KiB
+    assert pool.available_memory == (1 << 20) - FIRST_BATCH_MEMORY
+    append(accumulator, T1, value=b"x" * 10_000)  # a big one: the whole limit at once
+    assert pool.available_memory == (1 << 20) - FIRST_BATCH_MEMORY - 65_536
+
+
+def test_a_big_first_record_takes_only_its_size_when_the_limit_could_never_be_free() -> None:
+    accumulator = new_accumulator(batch_size=65_536, buffer_memory=32_768)
+    append(accumulator, T1, value=b"x" * 10_000)
+    taken = 32_768 - accumulator.buffer_pool.available_memory
+    assert 10_000 < taken < 10_200
 
 
 def test_a_bad_record_type_is_refused_and_its_memory_given_back() -> None:

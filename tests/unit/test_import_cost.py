@@ -43,6 +43,10 @@ HEAVY_MODULES = {
     "kafkaline.producer.transaction_completion": "completing a handed-over transaction",
     "kafkaline.record.reader": "reading batches back (splitting a batch too large, the CLI)",
     "kafkaline.record.control": "reading transaction markers",
+    "kafkaline.producer.bulk.sender": "send_batch()/send_arrow(), at the first call",
+    "kafkaline.producer.bulk.lists": "send_batch() over lists",
+    "kafkaline.producer.bulk.arrow": "send_arrow()",
+    "kafkaline.producer.bulk.columnar_path": "the columnar bulk encoder",
 }
 
 # Prints one module name a line: json would load json.

@@ -25,7 +25,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from kafkaline.config import ProducerConfig
 from kafkaline.errors import IllegalStateError, KafkaError, SenderFailedError
@@ -34,7 +34,6 @@ from kafkaline.net.cluster import ClusterMetadata, PartitionMetadata
 from kafkaline.producer import transaction_calls
 from kafkaline.producer.accumulator import OpenBatchSender, RecordAccumulator
 from kafkaline.producer.bulk.result import BatchSendResult
-from kafkaline.producer.bulk.sender import BulkSender
 from kafkaline.producer.futures import FutureRecordMetadata
 from kafkaline.producer.interceptors import InterceptorChain
 from kafkaline.producer.interceptors import acknowledge_to as _acknowledge_to
@@ -72,6 +71,9 @@ from kafkaline.producer.validation import (
     check_timestamp,
 )
 from kafkaline.record import Headers
+
+if TYPE_CHECKING:
+    from kafkaline.producer.bulk.sender import BulkSender
 
 __all__ = ["Producer"]
 
@@ -134,7 +136,6 @@ class Producer:
         self._accumulator = RecordAccumulator.from_config(
             config, transaction_manager=self._transactions
         )
-        self._bulk = self._bulk_sender()
         self._metrics = ProducerMetrics(
             self._counters,
             start_ms=_monotonic() * 1000.0,
@@ -430,8 +431,11 @@ class Producer:
             self._pass_gate()
         return self._bulk.send_arrow(topic, data, key, value, headers, partition, timestamp)
 
-    def _bulk_sender(self) -> BulkSender:
-        """send_batch()'s and send_arrow()'s sender, given what it needs of this producer."""
+    @functools.cached_property
+    def _bulk(self) -> BulkSender:
+        """send_batch()'s and send_arrow()'s sender, made (and imported) at the first one."""
+        from kafkaline.producer.bulk.sender import BulkSender
+
         transactional = self._transactional
         return BulkSender(
             self._config,

@@ -56,6 +56,20 @@ def _make(cls: type[T], kw_only: bool) -> type[T]:
         frozen=True, slots=True, kw_only=kw_only, init=False, repr=False, eq=False
     )(cls)
     fields = dataclasses.fields(made)  # type: ignore[arg-type]
+    compared = tuple(field.name for field in fields if field.compare)
+    shown = tuple(field.name for field in fields if field.repr)
+    methods = (_init_method(made, fields, kw_only), *_value_methods(compared, shown))
+    for method in methods:
+        method.__qualname__ = f"{made.__qualname__}.{method.__name__}"
+        setattr(made, method.__name__, method)
+    return made
+
+
+def _init_method(
+    made: type, fields: tuple[dataclasses.Field[Any], ...], kw_only: bool
+) -> Callable[..., None]:
+    """The ``__init__`` of ``made``: its init fields by keyword (or position, unless
+    ``kw_only``), the others set to their defaults, then ``__post_init__`` if any."""
     missing = dataclasses.MISSING
     qualname = made.__qualname__
     # (name, default) of the init fields; the default is MISSING for a required one.
@@ -68,8 +82,6 @@ def _make(cls: type[T], kw_only: bool) -> type[T]:
         raise TypeError(f"{qualname}: a default_factory is not supported here")
     known = frozenset(name for name, _ in init_fields)
     other_fields = tuple((field.name, field.default) for field in fields if not field.init)
-    compared = tuple(field.name for field in fields if field.compare)
-    shown = tuple(field.name for field in fields if field.repr)
     post_init = getattr(made, "__post_init__", None)
 
     def __init__(self: Any, *args: Any, **settings: Any) -> None:
@@ -101,6 +113,14 @@ def _make(cls: type[T], kw_only: bool) -> type[T]:
         if post_init is not None:
             post_init(self)
 
+    return __init__
+
+
+def _value_methods(
+    compared: tuple[str, ...], shown: tuple[str, ...]
+) -> tuple[Callable[..., Any], ...]:
+    """``__repr__`` over the ``shown`` fields, ``__eq__`` and ``__hash__`` over ``compared``."""
+
     def __repr__(self: Any) -> str:
         shown_fields = ", ".join(f"{name}={getattr(self, name)!r}" for name in shown)
         return f"{type(self).__qualname__}({shown_fields})"
@@ -114,7 +134,4 @@ def _make(cls: type[T], kw_only: bool) -> type[T]:
     def __hash__(self: Any) -> int:
         return hash(tuple(getattr(self, name) for name in compared))
 
-    for method in (__init__, __repr__, __eq__, __hash__):
-        method.__qualname__ = f"{qualname}.{method.__name__}"
-        setattr(made, method.__name__, method)
-    return made
+    return __repr__, __eq__, __hash__

@@ -59,6 +59,8 @@ class ChildLaunch:
     wrapper: tuple[str, ...] = ()
     #: Records the child makes (it sends the workload's count of them); None: as many as sent.
     input_records: int | None = None
+    #: Environment changes for the child: (name, value), or (name, None) to unset it.
+    env: tuple[tuple[str, str | None], ...] = ()
 
 
 @dataclass
@@ -175,6 +177,16 @@ def run_once(
         broker.delete_topic(topic)
 
 
+def _child_environment(client: str, launch: ChildLaunch) -> dict[str, str]:
+    env = {**os.environ, **client_environment(client)}
+    for name, value in launch.env:
+        if value is None:
+            env.pop(name, None)
+        else:
+            env[name] = value
+    return env
+
+
 def _run_child(
     plan: Plan,
     broker: LocalBroker,
@@ -216,7 +228,7 @@ def _run_child(
             completed = subprocess.run(
                 argv,
                 cwd=PROJECT_ROOT,
-                env={**os.environ, **client_environment(client)},
+                env=_child_environment(client, launch),
                 stdin=subprocess.DEVNULL,
                 stdout=log,
                 stderr=subprocess.STDOUT,

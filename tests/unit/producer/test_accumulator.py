@@ -334,6 +334,17 @@ class _CountingDeque(deque[ProducerBatch]):
         return super().__len__()
 
 
+def _count_queue_reads(
+    accumulator: RecordAccumulator, topic: str, partitions: int
+) -> dict[int, _CountingDeque]:
+    """Swap each partition queue's deque for a counting one; the counters by partition."""
+    counted = {}
+    for p in range(partitions):
+        queue = accumulator._queues[topic][p]
+        queue.batches = counted[p] = _CountingDeque(queue.batches)
+    return counted
+
+
 def test_ready_looks_only_at_the_queues_of_incomplete_batches() -> None:
     # 40 partitions with a queue each; one record is waiting: the other queues are not read.
     cluster = make_cluster({("t", p): 1 + p % 2 for p in range(40)})
@@ -344,10 +355,7 @@ def test_ready_looks_only_at_the_queues_of_incomplete_batches() -> None:
     for batches in accumulator.drain(cluster, ready, 1 << 20, 10.0).values():
         for batch in batches:
             accumulator.complete_batch(batch, 0)
-    counted = {}
-    for p in range(40):
-        queue = accumulator._queues["t"][p]
-        queue.batches = counted[p] = _CountingDeque(queue.batches)
+    counted = _count_queue_reads(accumulator, "t", 40)
     append(accumulator, TopicPartition("t", 7), now=20.0)
     early = accumulator.ready(cluster, 25.0)
     assert (early.ready_nodes, early.next_ready_check_delay_ms) == (set(), 5.0)
@@ -362,10 +370,7 @@ def test_drain_visits_only_the_partitions_of_incomplete_batches_in_rotation_orde
         append(accumulator, TopicPartition("t", p))
     for batch in accumulator.drain(cluster, {1}, 1 << 20, 0.0)[1]:
         accumulator.complete_batch(batch, 0)
-    counted = {}
-    for p in range(40):
-        queue = accumulator._queues["t"][p]
-        queue.batches = counted[p] = _CountingDeque(queue.batches)
+    counted = _count_queue_reads(accumulator, "t", 40)
     for p in (33, 5, 20):
         append(accumulator, TopicPartition("t", p))
     # Room for one batch per request: the rotation decides which goes first.
@@ -382,10 +387,7 @@ def test_has_queued_batches_reads_only_the_queues_of_incomplete_batches() -> Non
     for batch in accumulator.drain(cluster, {1}, 1 << 20, 0.0)[1]:
         accumulator.complete_batch(batch, 0)
     assert not accumulator.has_queued_batches()
-    counted = {}
-    for p in range(40):
-        queue = accumulator._queues["t"][p]
-        queue.batches = counted[p] = _CountingDeque(queue.batches)
+    counted = _count_queue_reads(accumulator, "t", 40)
     append(accumulator, TopicPartition("t", 9))
     assert accumulator.has_queued_batches()
     assert len(accumulator.drain(cluster, {1}, 1 << 20, 0.0)[1]) == 1

@@ -59,6 +59,7 @@ from kafkaline.net.settings import NetworkSettings
 from kafkaline.net.transport import (
     EVENT_READ,
     EVENT_WRITE,
+    AddressRotation,
     ResolvedAddress,
     Transport,
     TransportFactory,
@@ -129,7 +130,6 @@ class BrokerConnection:
         self._settings = settings
         self._transport_factory = transport_factory
         self._authenticator_factory = authenticator_factory
-        self._resolver = resolver
         self._rng = rng
 
         self._state = ConnectionState.DISCONNECTED
@@ -147,8 +147,7 @@ class BrokerConnection:
 
         self._requests = RequestQueue()
 
-        self._addresses: list[ResolvedAddress] = []
-        self._next_address = 0
+        self._addresses = AddressRotation(host, port, resolver)
         self._setup_deadline = math.inf
         self._last_activity = 0.0
         self._failed_attempts = 0
@@ -296,7 +295,7 @@ class BrokerConnection:
         self._setup_deadline = now + self._settings.connection_setup_timeout_ms
         self._last_activity = now
         try:
-            address = self._next_resolved_address()
+            address = self._addresses.next_address()
             self._transport = self._transport_factory(self.host, self.port, address)
             _log.debug("connecting to %s (%s)", self.description, address)
             connected = self._transport.connect()
@@ -306,17 +305,6 @@ class BrokerConnection:
                 self._write_if_queued(now, completed)
         except KafkaError as error:
             self._close(now, completed, error)
-
-    def _next_resolved_address(self) -> ResolvedAddress:
-        # Each attempt takes the next address the name resolved to (so a host whose first
-        # address is unreachable, e.g. IPv6 "localhost" to an IPv4-only broker, still
-        # connects); once all were tried, resolve again (the broker may have moved).
-        if self._next_address >= len(self._addresses):
-            self._addresses = self._resolver(self.host, self.port)
-            self._next_address = 0
-        address = self._addresses[self._next_address]
-        self._next_address += 1
-        return address
 
     def _on_transport_connected(self, now: float) -> None:
         self._transport_connected = True

@@ -85,6 +85,33 @@ def resolve_broker_address(host: str, port: int) -> list[ResolvedAddress]:
     return addresses
 
 
+class AddressRotation:
+    """The addresses one broker's host name resolves to, taken in turn, one per attempt.
+
+    A host whose first address is unreachable (IPv6 ``localhost`` to an IPv4-only broker)
+    still connects on a later attempt; once every address was tried, the name is resolved
+    again, since the broker may have moved.
+    """
+
+    def __init__(
+        self, host: str, port: int, resolver: Callable[[str, int], list[ResolvedAddress]]
+    ) -> None:
+        self._host = host
+        self._port = port
+        self._resolver = resolver
+        self._addresses: list[ResolvedAddress] = []
+        self._next = 0
+
+    def next_address(self) -> ResolvedAddress:
+        """The address for the next attempt; raises as the resolver does."""
+        if self._next >= len(self._addresses):
+            self._addresses = self._resolver(self._host, self._port)
+            self._next = 0
+        address = self._addresses[self._next]
+        self._next += 1
+        return address
+
+
 class Transport(Protocol):
     """A non-blocking byte stream to one broker, registered with the client's selector."""
 

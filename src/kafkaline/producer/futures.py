@@ -50,6 +50,7 @@ from collections.abc import Callable, Generator, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kafkaline.errors import IllegalStateError, KafkaTimeoutError
+from kafkaline.producer.loop_waker import LoopWaker
 from kafkaline.producer.record_metadata import NO_TIMESTAMP, UNKNOWN_OFFSET, RecordMetadata
 from kafkaline.record.core import compiled_core
 
@@ -165,7 +166,7 @@ class ProduceRequestResult:
         self._hooks: list[_Hook] = []
         self._lock = threading.Lock()
         # One held lock per waiting thread, released on completion (see wait()).
-        self._waiters: list[_Waiter | _LoopWaker] | None = None
+        self._waiters: list[_Waiter | LoopWaker] | None = None
 
     # ------------------------------------------------------------------ state
 
@@ -237,7 +238,7 @@ class ProduceRequestResult:
                 return False
         return True
 
-    def add_waiter(self, waiter: _Waiter | _LoopWaker) -> bool:
+    def add_waiter(self, waiter: _Waiter | LoopWaker) -> bool:
         """Have ``waiter.release()`` called once the batch is done (its callbacks ran, or it
         was split); return ``False``, keeping nothing, if it is already."""
         with self._lock:
@@ -545,7 +546,7 @@ class FutureRecordMetadata(_HandleBase):
 
                 loop = asyncio.get_running_loop()
                 waiter: asyncio.Future[None] = loop.create_future()
-                if result.add_waiter(_LoopWaker(loop, waiter)):
+                if result.add_waiter(LoopWaker(loop, waiter)):
                     yield from waiter
             target = result.redirected(delta)
             if target is None:
@@ -574,29 +575,6 @@ if _core is not None:
     # Freed as its C base is (no slots or __dict__ to look for): a discarded future is the
     # common case.
     _core.register_future_type(FutureRecordMetadata)
-
-
-def _set_waiter_done(waiter: asyncio.Future[None]) -> None:
-    if not waiter.done():  # the awaiting task may have been cancelled
-        waiter.set_result(None)
-
-
-class _LoopWaker:
-    """A waiter of a :class:`ProduceRequestResult` (as the locks :meth:`wait` uses) that
-    wakes an awaiting task in its event loop."""
-
-    __slots__ = ("_loop", "_waiter")
-
-    def __init__(self, loop: asyncio.AbstractEventLoop, waiter: asyncio.Future[None]) -> None:
-        self._loop = loop
-        self._waiter = waiter
-
-    def release(self) -> None:
-        try:
-            self._loop.call_soon_threadsafe(_set_waiter_done, self._waiter)
-        except RuntimeError:
-            # The loop was closed while the record was in flight: nobody awaits.
-            _log.debug("event loop closed before a record it awaited completed")
 
 
 def new_future(

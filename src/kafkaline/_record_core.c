@@ -1027,6 +1027,19 @@ Builder_close_for_appends(Builder *self, PyObject *Py_UNUSED(ignored))
     Py_RETURN_NONE;
 }
 
+/* The records of a buffer as a read-only memoryview for the codec: no copy, and the view
+ * keeps the buffer alive should the codec hold on to it. */
+static PyObject *
+records_view(PyObject *buffer, Py_ssize_t used)
+{
+    PyObject *whole = PyMemoryView_FromObject(buffer);
+    if (whole == NULL)
+        return NULL;
+    PyObject *view = PySequence_GetSlice(whole, HEADER_SIZE, used);
+    Py_DECREF(whole);
+    return view;
+}
+
 static int
 builder_seal(Builder *self)
 {
@@ -1045,8 +1058,7 @@ builder_seal(Builder *self)
     self->closed = 1;
     Py_ssize_t records = self->used - HEADER_SIZE;
     if (self->compression_id) {
-        PyObject *data = PyBytes_FromStringAndSize(PyBytes_AS_STRING(self->buffer) + HEADER_SIZE,
-                                                   records);
+        PyObject *data = records_view(self->buffer, self->used);
         if (data == NULL)
             return -1;
         PyObject *payload = PyObject_CallFunctionObjArgs(compress_fn, self->compression, data,

@@ -94,21 +94,34 @@ def resolve_compression_level(codec: CompressionType, level: int | None) -> int:
     return level
 
 
-def compress(codec: int, data: BytesLike, level: int | None = None) -> bytes:
+def compress(
+    codec: int, data: BytesLike, level: int | None = None, *, header_room: int = 0
+) -> bytes:
     """Compress a records section with codec id ``codec``.
 
     ``level`` is the codec's compression level (gzip 1..9, lz4 1..17, zstd -131072..22;
     ``None`` for the default); snappy and none take no level. NONE returns the data unchanged.
+    ``header_room`` zero bytes come first, before the compressed data: room for the caller to
+    write a header in place (the compiled core's seal asks for the batch header's).
 
     >>> decompress(CompressionType.ZSTD, compress(CompressionType.ZSTD, b"abc" * 100))[:6]
     b'abcabc'
     """
     kind = compression_type(codec)
     chosen = resolve_compression_level(kind, level)
+    if header_room < 0:
+        raise ValueError(f"header_room must be 0 or more, not {header_room}")
+    if kind is CompressionType.LZ4 and chosen < LZ4_HC_MIN_LEVEL:
+        return lz4_frame_encode(data, header_room=header_room)
+    compressed = _compress(kind, chosen, data)
+    return bytes(header_room) + compressed if header_room else compressed
+
+
+def _compress(kind: CompressionType, level: int, data: BytesLike) -> bytes:
     if kind is CompressionType.NONE:
         return bytes(data)
     if kind is CompressionType.GZIP:
-        compressor = zlib.compressobj(chosen, zlib.DEFLATED, 31)  # wbits 16+15: gzip wrapper
+        compressor = zlib.compressobj(level, zlib.DEFLATED, 31)  # wbits 16+15: gzip wrapper
         return compressor.compress(data) + compressor.flush()
     if kind is CompressionType.SNAPPY:
         return snappy_xerial_encode(data)
@@ -116,12 +129,10 @@ def compress(codec: int, data: BytesLike, level: int | None = None) -> bytes:
     import cramjam
 
     if kind is CompressionType.LZ4:
-        if chosen < LZ4_HC_MIN_LEVEL:
-            return lz4_frame_encode(data)
-        lz4 = cramjam.lz4.Compressor(level=chosen, content_checksum=False, block_linked=False)
+        lz4 = cramjam.lz4.Compressor(level=level, content_checksum=False, block_linked=False)
         lz4.compress(data)
         return bytes(lz4.finish())
-    return bytes(cramjam.zstd.compress(data, level=chosen))
+    return bytes(cramjam.zstd.compress(data, level=level))
 
 
 def decompress(
@@ -347,9 +358,10 @@ _LZ4_END_MARK = bytes(4)
 _lz4_scratch = threading.local()
 
 
-def lz4_frame_encode(data: BytesLike) -> bytes:
+def lz4_frame_encode(data: BytesLike, *, header_room: int = 0) -> bytes:
     """An LZ4 frame of independent 64 KiB blocks, compressed in fast mode (level 1); a block
-    that does not shrink is stored raw. Standard output any LZ4 frame reader accepts:
+    that does not shrink is stored raw, after ``header_room`` zero bytes. Standard output any
+    LZ4 frame reader accepts:
 
     >>> decompress(CompressionType.LZ4, lz4_frame_encode(b"abc" * 100))[:6]
     b'abcabc'
@@ -360,9 +372,9 @@ def lz4_frame_encode(data: BytesLike) -> bytes:
     size = len(view)
     blocks = -(-size // _LZ4_BLOCK_SIZE)
     bound = cramjam.lz4.compress_block_bound(view[:_LZ4_BLOCK_SIZE])
-    scratch = _lz4_scratch_buffer(len(_LZ4_FRAME_HEADER) + blocks * (4 + bound) + 4)
-    out = memoryview(scratch)
-    pos = len(_LZ4_FRAME_HEADER)
+    pos = header_room + len(_LZ4_FRAME_HEADER)
+    out = memoryview(_lz4_scratch_buffer(pos + blocks * (4 + bound) + 4))
+    out[:pos] = bytes(header_room) + _LZ4_FRAME_HEADER
     for start in range(0, size, _LZ4_BLOCK_SIZE):
         block = view[start : start + _LZ4_BLOCK_SIZE]
         written = cramjam.lz4.compress_block_into(block, out[pos + 4 :], store_size=False)
@@ -381,7 +393,6 @@ def _lz4_scratch_buffer(size: int) -> bytearray:
     scratch: bytearray | None = getattr(_lz4_scratch, "buffer", None)
     if scratch is None or len(scratch) < size:
         scratch = bytearray(size)
-        scratch[: len(_LZ4_FRAME_HEADER)] = _LZ4_FRAME_HEADER
         _lz4_scratch.buffer = scratch
     return scratch
 

@@ -91,6 +91,7 @@ def test_mixed_blocks_each_take_their_own_form() -> None:
 def test_round_trip_through_both_readers(data: bytes) -> None:
     frame = compress(CompressionType.LZ4, bytearray(data))
     assert frame == lz4_frame_encode(data)
+    assert compress(CompressionType.LZ4, data, header_room=61) == bytes(61) + frame
     assert decompress(CompressionType.LZ4, frame) == data
     assert lz4_frame.decompress(frame) == data
 
@@ -128,7 +129,9 @@ def test_lz4_batches_of_one_to_several_blocks_read_back(count: int) -> None:
     values = [TEXT[i * 100 : i * 100 + 100 + i % 7] for i in range(count)]
     for i, value in enumerate(values):
         assert builder.append(1_700_000_000_000 + i, b"k%d" % i, value, ()) == i
+    builder.seal()
     wire = builder.build()
+    assert builder.estimated_size_in_bytes == len(wire)  # exact once sealed
     (batch,) = read_record_batches(wire)
     assert [record.value for record in batch.records] == values
     if count == 3000:

@@ -356,6 +356,9 @@ _LZ4_END_MARK = bytes(4)
 # The frame is written into a scratch buffer kept per thread (the Sender seals on one thread)
 # and copied out once, rather than built from pieces.
 _lz4_scratch = threading.local()
+# A rare huge batch (records up to its limit / estimated ratio) gets a buffer of its own
+# rather than one every thread keeps.
+_LZ4_SCRATCH_KEPT = 4 << 20
 
 
 def lz4_frame_encode(data: BytesLike, *, header_room: int = 0) -> bytes:
@@ -393,7 +396,8 @@ def _lz4_scratch_buffer(size: int) -> bytearray:
     scratch: bytearray | None = getattr(_lz4_scratch, "buffer", None)
     if scratch is None or len(scratch) < size:
         scratch = bytearray(size)
-        _lz4_scratch.buffer = scratch
+        if size <= _LZ4_SCRATCH_KEPT:
+            _lz4_scratch.buffer = scratch
     return scratch
 
 

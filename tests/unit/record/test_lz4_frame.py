@@ -136,3 +136,14 @@ def test_lz4_batches_of_one_to_several_blocks_read_back(count: int) -> None:
     assert [record.value for record in batch.records] == values
     if count == 3000:
         assert builder.uncompressed_records_size > 3 * BLOCK
+
+
+def test_a_huge_frame_does_not_leave_its_buffer_behind() -> None:
+    from kafkaline.record import compression
+
+    lz4_frame_encode(TEXT)
+    kept = compression._lz4_scratch.buffer
+    huge = TEXT * 20  # over the kept size
+    assert len(huge) > compression._LZ4_SCRATCH_KEPT
+    assert lz4_frame.decompress(lz4_frame_encode(huge)) == huge
+    assert compression._lz4_scratch.buffer is kept

@@ -259,10 +259,13 @@ def test_lz4_batches_of_several_blocks_read_back_bit_exact(
     broker: LocalBroker, make_topic: TopicFactory
 ) -> None:
     # Batches of 256 KiB of records: several 64 KiB lz4 blocks each, compressed ones from
-    # text and raw ones from runs of random values that do not shrink.
+    # text and raw ones from runs of random values (140 KB: at least one whole block) that
+    # do not shrink.
     topic = make_topic(partitions=1)
     text = b"".join(b"record %d of many, the quick brown fox; " % i for i in range(100))
-    values = [os.urandom(2000) if i % 80 < 40 else text[i % 50 : i % 50 + 2000] for i in range(400)]
+    values = [
+        os.urandom(2000) if i % 140 < 70 else text[i % 50 : i % 50 + 2000] for i in range(400)
+    ]
     with producer_for(
         broker, compression_type="lz4", batch_size=256 * 1024, linger_ms=200
     ) as producer:

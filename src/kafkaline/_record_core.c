@@ -181,6 +181,8 @@ static PyObject *compression_type_fn;
 static PyObject *resolve_level_fn;
 static PyObject *compress_fn;
 static PyObject *compression_none;
+static PyObject *header_room;         /* int HEADER_SIZE */
+static PyObject *header_room_kwnames; /* ("header_room",) */
 
 static PyObject *
 import_attr(const char *module, const char *name)
@@ -214,6 +216,10 @@ ensure_python_side(void)
     compression_none = PyObject_GetAttrString(ctype, "NONE");
     Py_DECREF(ctype);
     if (compression_none == NULL)
+        return -1;
+    if ((header_room = PyLong_FromLong(HEADER_SIZE)) == NULL)
+        return -1;
+    if ((header_room_kwnames = Py_BuildValue("(s)", "header_room")) == NULL)
         return -1;
     if ((compress_fn = import_attr("kafkaline.record.compression", "compress")) == NULL)
         return -1;
@@ -388,7 +394,7 @@ typedef struct {
     int16_t producer_epoch;
     int32_t base_sequence;
     int16_t attributes;
-    PyObject *payload;         /* compressed records, after seal() */
+    PyObject *payload;         /* header room + compressed records, after seal() */
     Py_ssize_t uncompressed_size;
     PyObject *built;           /* cached build_buffer() result */
     PyObject *bad_timestamp;   /* str: why seal() must fail, for a timestamp outside int64 */
@@ -1027,6 +1033,49 @@ Builder_close_for_appends(Builder *self, PyObject *Py_UNUSED(ignored))
     Py_RETURN_NONE;
 }
 
+/* The records of a buffer as a read-only memoryview for the codec: no copy, and the view
+ * keeps the buffer alive should the codec hold on to it. */
+static PyObject *
+records_view(PyObject *buffer, Py_ssize_t used)
+{
+    PyObject *whole = PyMemoryView_FromObject(buffer);
+    if (whole == NULL)
+        return NULL;
+    PyObject *view = PySequence_GetSlice(whole, HEADER_SIZE, used);
+    Py_DECREF(whole);
+    return view;
+}
+
+/* compress(codec, records, level, header_room=HEADER_SIZE): the batch's wire bytes with the
+ * header still to write, so build_buffer() writes it in place instead of copying the
+ * compressed records behind it. Only a bytes object no one else holds is written into. */
+static PyObject *
+compress_with_header_room(Builder *self, PyObject *records)
+{
+    PyObject *args[] = {self->compression, records, self->compression_level, header_room};
+    PyObject *payload = PyObject_Vectorcall(compress_fn, args, 3, header_room_kwnames);
+    if (payload == NULL)
+        return NULL;
+    if (!PyBytes_CheckExact(payload) || Py_REFCNT(payload) != 1) {
+        /* Not bytes, or held elsewhere too: write into a copy. */
+        Py_buffer view;
+        int got = PyObject_GetBuffer(payload, &view, PyBUF_C_CONTIGUOUS);
+        Py_DECREF(payload);
+        if (got < 0)
+            return NULL;
+        payload = PyBytes_FromStringAndSize(view.buf, view.len);
+        PyBuffer_Release(&view);
+        if (payload == NULL)
+            return NULL;
+    }
+    if (PyBytes_GET_SIZE(payload) < HEADER_SIZE) {
+        PyErr_SetString(PyExc_RuntimeError, "compress() returned no room for the batch header");
+        Py_DECREF(payload);
+        return NULL;
+    }
+    return payload;
+}
+
 static int
 builder_seal(Builder *self)
 {
@@ -1045,25 +1094,17 @@ builder_seal(Builder *self)
     self->closed = 1;
     Py_ssize_t records = self->used - HEADER_SIZE;
     if (self->compression_id) {
-        PyObject *data = PyBytes_FromStringAndSize(PyBytes_AS_STRING(self->buffer) + HEADER_SIZE,
-                                                   records);
+        PyObject *data = records_view(self->buffer, self->used);
         if (data == NULL)
             return -1;
-        PyObject *payload = PyObject_CallFunctionObjArgs(compress_fn, self->compression, data,
-                                                         self->compression_level, NULL);
+        PyObject *payload = compress_with_header_room(self, data);
         Py_DECREF(data);
         if (payload == NULL)
             return -1;
-        if (!PyBytes_Check(payload)) {
-            Py_SETREF(payload, PyBytes_FromObject(payload));
-            if (payload == NULL)
-                return -1;
-        }
-        if (HEADER_SIZE + (int64_t)PyBytes_GET_SIZE(payload) > MAX_BATCH_SIZE) {
+        if ((int64_t)PyBytes_GET_SIZE(payload) > MAX_BATCH_SIZE) {
             PyErr_Format(record_too_large_error,
                          "record batch of %lld bytes exceeds the %lld-byte maximum",
-                         (long long)(HEADER_SIZE + PyBytes_GET_SIZE(payload)),
-                         (long long)MAX_BATCH_SIZE);
+                         (long long)PyBytes_GET_SIZE(payload), (long long)MAX_BATCH_SIZE);
             Py_DECREF(payload);
             return -1;
         }
@@ -1133,12 +1174,16 @@ Builder_build_buffer(Builder *self, PyObject *Py_UNUSED(ignored))
     if (builder_seal(self) < 0)
         return NULL;
     PyObject *wire;
-    if (self->payload != NULL) {
-        Py_ssize_t size = PyBytes_GET_SIZE(self->payload);
-        wire = PyBytes_FromStringAndSize(NULL, HEADER_SIZE + size);
+    if (self->payload != NULL && !self->buffer_returned) {
+        /* The compressed records behind their header room: no copy either. */
+        wire = Py_NewRef(self->payload);
+        self->buffer_returned = 1;
+    }
+    else if (self->payload != NULL) {
+        wire = PyBytes_FromStringAndSize(PyBytes_AS_STRING(self->payload),
+                                         PyBytes_GET_SIZE(self->payload));
         if (wire == NULL)
             return NULL;
-        memcpy(PyBytes_AS_STRING(wire) + HEADER_SIZE, PyBytes_AS_STRING(self->payload), size);
     }
     else if (!self->buffer_returned) {
         /* The buffer itself, trimmed: no copy of the records. */
@@ -1201,7 +1246,7 @@ static PyObject *
 Builder_get_estimated_size(Builder *self, void *Py_UNUSED(c))
 {
     if (self->payload != NULL)
-        return PyLong_FromSsize_t(HEADER_SIZE + PyBytes_GET_SIZE(self->payload));
+        return PyLong_FromSsize_t(PyBytes_GET_SIZE(self->payload));
     if (self->sealed)
         return PyLong_FromSsize_t(self->used);
     Py_ssize_t records = self->used - HEADER_SIZE;

@@ -11,7 +11,9 @@ What each codec writes, and why:
   the Java framing is the one every client accepts. We read both too.
 * lz4 (3): the LZ4 *frame* format with independent blocks. Java's ``Lz4BlockInputStream``
   decompresses each block on its own, so linked blocks (cramjam's default) would break Java
-  consumers on batches over one 64 KiB block.
+  consumers on batches over one 64 KiB block. The fast levels (1-2) write the frame here
+  around cramjam's block compressor (:func:`lz4_frame_encode`); HC levels (3-17) use
+  cramjam's frame compressor.
 * zstd (4): a standard zstd frame.
 
 Decompression is bounded: before inflating, the frame structure is walked (cheap, no
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import enum
 import struct
+import threading
 import zlib
 
 from kafkaline.errors import CorruptRecordError, UnsupportedCodecError
@@ -91,21 +94,34 @@ def resolve_compression_level(codec: CompressionType, level: int | None) -> int:
     return level
 
 
-def compress(codec: int, data: BytesLike, level: int | None = None) -> bytes:
+def compress(
+    codec: int, data: BytesLike, level: int | None = None, *, header_room: int = 0
+) -> bytes:
     """Compress a records section with codec id ``codec``.
 
     ``level`` is the codec's compression level (gzip 1..9, lz4 1..17, zstd -131072..22;
     ``None`` for the default); snappy and none take no level. NONE returns the data unchanged.
+    ``header_room`` zero bytes come first, before the compressed data: room for the caller to
+    write a header in place (the compiled core's seal asks for the batch header's).
 
     >>> decompress(CompressionType.ZSTD, compress(CompressionType.ZSTD, b"abc" * 100))[:6]
     b'abcabc'
     """
     kind = compression_type(codec)
     chosen = resolve_compression_level(kind, level)
+    if header_room < 0:
+        raise ValueError(f"header_room must be 0 or more, not {header_room}")
+    if kind is CompressionType.LZ4 and chosen < LZ4_HC_MIN_LEVEL:
+        return lz4_frame_encode(data, header_room=header_room)
+    compressed = _compress(kind, chosen, data)
+    return bytes(header_room) + compressed if header_room else compressed
+
+
+def _compress(kind: CompressionType, level: int, data: BytesLike) -> bytes:
     if kind is CompressionType.NONE:
         return bytes(data)
     if kind is CompressionType.GZIP:
-        compressor = zlib.compressobj(chosen, zlib.DEFLATED, 31)  # wbits 16+15: gzip wrapper
+        compressor = zlib.compressobj(level, zlib.DEFLATED, 31)  # wbits 16+15: gzip wrapper
         return compressor.compress(data) + compressor.flush()
     if kind is CompressionType.SNAPPY:
         return snappy_xerial_encode(data)
@@ -113,10 +129,10 @@ def compress(codec: int, data: BytesLike, level: int | None = None) -> bytes:
     import cramjam
 
     if kind is CompressionType.LZ4:
-        lz4 = cramjam.lz4.Compressor(level=chosen, content_checksum=False, block_linked=False)
+        lz4 = cramjam.lz4.Compressor(level=level, content_checksum=False, block_linked=False)
         lz4.compress(data)
         return bytes(lz4.finish())
-    return bytes(cramjam.zstd.compress(data, level=chosen))
+    return bytes(cramjam.zstd.compress(data, level=level))
 
 
 def decompress(
@@ -288,6 +304,101 @@ _SKIPPABLE_MAGIC = 0x184D2A50  # lz4 and zstd share the skippable-frame magic ra
 _UINT32_LE = struct.Struct("<I")
 _LZ4_BLOCK_MAX_SIZES = {4: 64 << 10, 5: 256 << 10, 6: 1 << 20, 7: 4 << 20}
 _LZ4_UNCOMPRESSED_BIT = 0x80000000
+
+
+#: The lowest lz4 level that is HC; below it the frame API compresses in fast mode, as
+#: :func:`lz4_frame_encode` does.
+LZ4_HC_MIN_LEVEL = 3
+_LZ4_BLOCK_SIZE = 64 << 10
+
+
+def _xxh32_short(data: bytes, seed: int = 0) -> int:
+    """xxHash32 of fewer than 16 bytes (the frame header checksum's input; longer inputs take
+    a four-lane loop that this does not need)."""
+    p1, p2, p3, p4, p5 = 2654435761, 2246822519, 3266489917, 668265263, 374761393
+    mask = 0xFFFFFFFF
+
+    def rotl(x: int, r: int) -> int:
+        return ((x << r) | (x >> (32 - r))) & mask
+
+    if len(data) >= 16:
+        raise ValueError("_xxh32_short takes fewer than 16 bytes")
+    h = (seed + p5 + len(data)) & mask
+    pos = 0
+    while pos + 4 <= len(data):
+        h = rotl((h + int.from_bytes(data[pos : pos + 4], "little") * p3) & mask, 17) * p4 & mask
+        pos += 4
+    for byte in data[pos:]:
+        h = rotl((h + byte * p5) & mask, 11) * p1 & mask
+    h = ((h ^ (h >> 15)) * p2) & mask
+    h = ((h ^ (h >> 13)) * p3) & mask
+    return h ^ (h >> 16)
+
+
+# The frame lz4_frame_encode writes (LZ4 frame format, which Kafka's lz4 is since KIP-57);
+# integers little-endian:
+#
+#   magic        u32   0x184D2204
+#   FLG          u8    0x60: version 01, blocks independent, no block checksums,
+#                      no content size, no content checksum, no dictionary id
+#   BD           u8    0x40: block maximum size 64 KiB
+#   HC           u8    (xxh32(FLG BD, seed 0) >> 8) & 0xFF
+#   blocks             each: u32 size, then that many bytes; the size's high bit set means
+#                      the bytes are stored raw (the block did not shrink)
+#   end mark     u32   0
+_LZ4_DESCRIPTOR = bytes((0x60, 0x40))
+_LZ4_FRAME_HEADER = (
+    _UINT32_LE.pack(_LZ4_FRAME_MAGIC)
+    + _LZ4_DESCRIPTOR
+    + bytes(((_xxh32_short(_LZ4_DESCRIPTOR) >> 8) & 0xFF,))
+)
+_LZ4_END_MARK = bytes(4)
+# The frame is written into a scratch buffer kept per thread (the Sender seals on one thread)
+# and copied out once, rather than built from pieces.
+_lz4_scratch = threading.local()
+# A rare huge batch (records up to its limit / estimated ratio) gets a buffer of its own
+# rather than one every thread keeps.
+_LZ4_SCRATCH_KEPT = 4 << 20
+
+
+def lz4_frame_encode(data: BytesLike, *, header_room: int = 0) -> bytes:
+    """An LZ4 frame of independent 64 KiB blocks, compressed in fast mode (level 1); a block
+    that does not shrink is stored raw, after ``header_room`` zero bytes. Standard output any
+    LZ4 frame reader accepts:
+
+    >>> decompress(CompressionType.LZ4, lz4_frame_encode(b"abc" * 100))[:6]
+    b'abcabc'
+    """
+    import cramjam
+
+    view = memoryview(data)
+    size = len(view)
+    blocks = -(-size // _LZ4_BLOCK_SIZE)
+    bound = cramjam.lz4.compress_block_bound(view[:_LZ4_BLOCK_SIZE])
+    pos = header_room + len(_LZ4_FRAME_HEADER)
+    out = memoryview(_lz4_scratch_buffer(pos + blocks * (4 + bound) + 4))
+    out[:pos] = bytes(header_room) + _LZ4_FRAME_HEADER
+    for start in range(0, size, _LZ4_BLOCK_SIZE):
+        block = view[start : start + _LZ4_BLOCK_SIZE]
+        written = cramjam.lz4.compress_block_into(block, out[pos + 4 :], store_size=False)
+        if written >= len(block):
+            written = len(block)
+            out[pos + 4 : pos + 4 + written] = block
+            _UINT32_LE.pack_into(out, pos, written | _LZ4_UNCOMPRESSED_BIT)
+        else:
+            _UINT32_LE.pack_into(out, pos, written)
+        pos += 4 + written
+    out[pos : pos + 4] = _LZ4_END_MARK
+    return bytes(out[: pos + 4])
+
+
+def _lz4_scratch_buffer(size: int) -> bytearray:
+    scratch: bytearray | None = getattr(_lz4_scratch, "buffer", None)
+    if scratch is None or len(scratch) < size:
+        scratch = bytearray(size)
+        if size <= _LZ4_SCRATCH_KEPT:
+            _lz4_scratch.buffer = scratch
+    return scratch
 
 
 def _lz4_frame_output_bound(data: BytesLike) -> int:

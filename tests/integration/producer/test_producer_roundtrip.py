@@ -255,6 +255,34 @@ def test_every_codec_reads_back_bit_exact(
         assert metrics["compression-rate-avg"] < 1.0
 
 
+def test_lz4_batches_of_several_blocks_read_back_bit_exact(
+    broker: LocalBroker, make_topic: TopicFactory
+) -> None:
+    # Batches of 256 KiB of records: several 64 KiB lz4 blocks each, compressed ones from
+    # text and raw ones from runs of random values (140 KB: at least one whole block) that
+    # do not shrink.
+    topic = make_topic(partitions=1)
+    text = b"".join(b"record %d of many, the quick brown fox; " % i for i in range(100))
+    values = [
+        os.urandom(2000) if i % 140 < 70 else text[i % 50 : i % 50 + 2000] for i in range(400)
+    ]
+    with producer_for(
+        broker, compression_type="lz4", batch_size=256 * 1024, linger_ms=200
+    ) as producer:
+        futures = [
+            producer.send(topic, value, key=b"k%d" % i, timestamp_ms=TS + i)
+            for i, value in enumerate(values)
+        ]
+        producer.flush()
+        metadata = [future.get(10) for future in futures]
+    expected = expected_from([(meta, b"k%d" % i, values[i], ()) for i, meta in enumerate(metadata)])
+    batches = fetch_batches(broker, topic, 0, len(values))
+    assert {batch.compression for batch in batches} == {CompressionType.LZ4}
+    assert max(sum(len(r.value or b"") for r in b.records) for b in batches) > 3 * 64 * 1024
+    assert read_with_confluent(broker, topic, 1, len(expected)) == expected
+    assert read_with_kafka_python(broker, topic, 1, len(expected)) == expected
+
+
 # ---------------------------------------------------------------------- batching
 
 

@@ -481,7 +481,7 @@ def test_integer_like_timestamps_are_accepted_floats_are_not() -> None:
 
 
 def test_build_buffer_is_build_in_place_and_never_changes_once_returned() -> None:
-    for codec in (CompressionType.NONE, CompressionType.ZSTD):
+    for codec in (CompressionType.NONE, CompressionType.ZSTD, CompressionType.LZ4):
         builder = RecordBatchBuilder(compression=codec, batch_size_limit=4096)
         for i in range(20):
             builder.append(1_700_000_000_000 + i, b"k%d" % i, b"v" * i)

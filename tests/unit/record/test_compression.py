@@ -293,3 +293,12 @@ def test_zlib_errors_are_translated() -> None:
     broken[20:40] = bytes(20)
     with pytest.raises(CorruptRecordError, match="gzip"):
         decompress(CompressionType.GZIP, bytes(broken))
+
+
+@pytest.mark.parametrize("codec", ALL_CODECS, ids=lambda c: c.name)
+def test_header_room_comes_first_as_zero_bytes(codec: CompressionType) -> None:
+    plain = compress(codec, TEXT)
+    assert compress(codec, TEXT, header_room=61) == bytes(61) + plain
+    assert compress(codec, TEXT, header_room=0) == plain
+    with pytest.raises(ValueError, match="header_room"):
+        compress(codec, TEXT, header_room=-1)

@@ -5,25 +5,17 @@ partition."""
 from __future__ import annotations
 
 from collections.abc import Sequence, Sized
-from operator import countOf, itemgetter
-from typing import Any, cast
+from operator import countOf
+from typing import cast
 
 __all__ = [
     "as_bytes_column",
     "check_lengths",
-    "gather",
     "group_by_partition",
     "longest_and_uniform",
 ]
 
 _BYTES_OR_NONE = frozenset({bytes, type(None)})
-
-
-def gather(items: Sequence[Any], positions: Sequence[int]) -> Sequence[Any]:
-    """``[items[i] for i in positions]`` at C speed (``itemgetter``), always a sequence."""
-    if len(positions) == 1:
-        return [items[positions[0]]]
-    return itemgetter(*positions)(items)  # type: ignore[no-any-return]
 
 
 def group_by_partition(

@@ -34,7 +34,6 @@ from kafkaline.producer.bulk.columnar_path import ColumnarPath
 from kafkaline.producer.bulk.lists import (
     as_bytes_column,
     check_lengths,
-    gather,
     group_by_partition,
     longest_and_uniform,
 )
@@ -145,6 +144,8 @@ class BulkSender:
                     for value, key, header in zip(values, key_list, header_list, strict=True)
                 ],
             )
+        if self._lists_accepted(values, keys, headers):
+            return self.send_records(topic, values, keys, None, partition)  # type: ignore[arg-type]
         checked_values, checked_keys, checked_headers = self._prepare(topic, values, keys, headers)
         return self.send_records(topic, checked_values, checked_keys, checked_headers, partition)
 
@@ -230,6 +231,19 @@ class BulkSender:
         return found
 
     # ------------------------------------------------------------------ checks
+
+    def _lists_accepted(
+        self, values: Sequence[Any], keys: Sequence[Any] | None, headers: object
+    ) -> bool:
+        """Whether the compiled core takes the call's lists whole, checked in one C pass
+        (no serializers; lists of bytes or None, no headers, every record within the size
+        limit). If not, :meth:`_prepare`'s checks run and name what is wrong."""
+        return (
+            _CORE is not None
+            and self._key_serializer is None
+            and self._value_serializer is None
+            and _CORE.lists_accepted(values, keys, headers, self._payload_limit)
+        )
 
     def _prepare(
         self,
@@ -370,21 +384,30 @@ class BulkSender:
         partitions: Sequence[int | None] | None,
         count: int,
         partitions_source: str,
-    ) -> Sequence[tuple[int | None, list[int] | None]]:
+    ) -> Sequence[tuple[int | None, Sequence[int] | None]]:
         """``(partition or None for sticky, input positions or None for all in order)``
         for every partition the records go to."""
         if partition is not None:
             validate_partition(topic, partition, count, "send_batch()")
             return [(partition, None)]
+        hashed = keys if self._key_partition is not None else None
+        if _CORE is not None and self._partitioner is None:
+            # The same choices as below, grouped in one C pass (positions kept compact).
+            if partitions is not None:
+                check_given_partitions(topic, partitions, count, partitions_source)
+            elif hashed is None:
+                return [(None, None)]
+            groups: list[tuple[int | None, Sequence[int]]] = _CORE.group_positions(
+                len(values), hashed, partitions, count
+            )
+            return groups
         if partitions is not None:
             chosen = self._given_partitions(
                 topic, partitions, keys, values, count, partitions_source
             )
             return group_by_partition(chosen, count)
-        if keys is not None and self._key_partition is not None:
-            if _CORE is not None:
-                return _CORE.group_by_key_partition(keys, count)  # type: ignore[no-any-return]
-            return group_by_partition(self._key_partitions(keys, count), count)
+        if hashed is not None:
+            return group_by_partition(self._key_partitions(hashed, count), count)
         if self._partitioner is not None:
             key_list: Sequence[bytes | None] = [None] * len(values) if keys is None else keys
             chosen = [
@@ -398,7 +421,7 @@ class BulkSender:
         self,
         topic: str,
         partition: int | None,
-        positions: list[int] | None,
+        positions: Sequence[int] | None,
         timestamp: int | list[int],
         keys: Sequence[bytes | None],
         values: Sequence[bytes | None],
@@ -409,20 +432,13 @@ class BulkSender:
         """One partition's records appended (``positions``: their input positions, None for
         all in order), their runs added to ``runs`` also when it raises; whether the Sender
         needs a wakeup."""
-        group_timestamps: int | Sequence[int] = timestamp
-        if positions is not None:
-            keys = gather(keys, positions)
-            values = gather(values, positions)
-            headers = None if headers is None else gather(headers, positions)
-            if not isinstance(timestamp, int):
-                group_timestamps = gather(timestamp, positions)
         now_ms = _monotonic() * 1000.0
         segments: list[BulkSegment] = []
         try:
             _, new_or_full = self._accumulator.append_many(
                 topic,
                 partition,
-                group_timestamps,
+                timestamp,
                 keys,
                 values,
                 headers,
@@ -431,6 +447,7 @@ class BulkSender:
                 self._cluster(),
                 self._wakeup,
                 segments,
+                positions,
             )
         finally:  # also what was queued before an error, for the error to report
             offset = 0
@@ -456,17 +473,13 @@ class BulkSender:
     ) -> list[int]:
         """Each record's partition (``-1``: sticky) where some are given per record: the
         given ones checked against the topic, the others (``None``) chosen as send() would."""
-        present = [p for p in partitions if p is not None]
-        if present and (min(present) < 0 or max(present) >= count):
-            for row, given in enumerate(partitions):
-                if given is not None and not 0 <= given < count:
-                    validate_partition(topic, given, count, f"row {row} of {source}")
+        present = check_given_partitions(topic, partitions, count, source)
         if len(present) == len(partitions):
             return present
         chosen: list[int] = list(partitions)  # type: ignore[arg-type]  # Nones replaced below
         missing = [row for row, given in enumerate(partitions) if given is None]
         if keys is not None and self._key_partition is not None:
-            found = self._key_partitions(gather(keys, missing), count)
+            found = self._key_partitions([keys[row] for row in missing], count)
             for row, partition in zip(missing, found, strict=True):
                 chosen[row] = partition
         elif self._partitioner is not None:
@@ -515,6 +528,19 @@ class BulkSender:
             raise IllegalStateError("no custom partitioner or no metadata")
         chosen = partitioner.partition(topic, key, value, cluster)
         return validate_partition(topic, chosen, count, f"partitioner {partitioner!r}")
+
+
+def check_given_partitions(
+    topic: str, partitions: Sequence[int | None], count: int, source: str
+) -> list[int]:
+    """The partitions given per record (``None`` left out), each checked against the
+    topic's ``count``: an error names the first bad row of ``source``."""
+    present = [p for p in partitions if p is not None]
+    if present and (min(present) < 0 or max(present) >= count):
+        for row, given in enumerate(partitions):
+            if given is not None and not 0 <= given < count:
+                validate_partition(topic, given, count, f"row {row} of {source}")
+    return present
 
 
 def _serialized(

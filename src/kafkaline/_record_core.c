@@ -801,9 +801,10 @@ declared_too_large(PyObject *obj)
 
 /* append() / append_many()'s record, its timestamp converted (out_of_range: outside int64):
  * convert the rest as the reference does, then try_append. */
+/* append_converted()'s record with a key or value to convert, or headers. */
 static int
-append_converted(Builder *self, int64_t timestamp, int out_of_range, PyObject *ts_obj,
-                 PyObject *key_obj, PyObject *value_obj, PyObject *headers, Py_ssize_t limit)
+append_converting(Builder *self, int64_t timestamp, PyObject *key_obj, PyObject *value_obj,
+                  PyObject *headers, Py_ssize_t limit)
 {
     BytesArg key = {NULL, 0}, value = {NULL, 0};
     key.has_view = value.has_view = 0;
@@ -826,15 +827,33 @@ append_converted(Builder *self, int64_t timestamp, int out_of_range, PyObject *t
                     value_obj == Py_None ? NULL : value.data, value.size,
                     block ? PyBytes_AS_STRING(block) : NULL, block ? PyBytes_GET_SIZE(block) : 0,
                     limit);
+done:
+    bytes_arg_release(&key);
+    bytes_arg_release(&value);
+    Py_XDECREF(block);
+    return rc;
+}
+
+static int
+append_converted(Builder *self, int64_t timestamp, int out_of_range, PyObject *ts_obj,
+                 PyObject *key_obj, PyObject *value_obj, PyObject *headers, Py_ssize_t limit)
+{
+    int rc;
+    int no_key = key_obj == Py_None, no_value = value_obj == Py_None;
+    if ((headers == NULL || headers == Py_None) && (no_key || PyBytes_CheckExact(key_obj)) &&
+        (no_value || PyBytes_CheckExact(value_obj)))
+        /* The usual record (send_batch()'s lists): bytes or None, nothing to convert. */
+        rc = try_append(self, timestamp, no_key ? NULL : PyBytes_AS_STRING(key_obj),
+                        no_key ? 0 : PyBytes_GET_SIZE(key_obj),
+                        no_value ? NULL : PyBytes_AS_STRING(value_obj),
+                        no_value ? 0 : PyBytes_GET_SIZE(value_obj), NULL, 0, limit);
+    else
+        rc = append_converting(self, timestamp, key_obj, value_obj, headers, limit);
     if (rc == APPENDED && out_of_range && self->bad_timestamp == NULL) {
         self->bad_timestamp = PyUnicode_FromFormat("timestamp %R is outside int64", ts_obj);
         if (self->bad_timestamp == NULL)
             rc = FAILED;
     }
-done:
-    bytes_arg_release(&key);
-    bytes_arg_release(&value);
-    Py_XDECREF(block);
     return rc;
 }
 
@@ -2622,6 +2641,11 @@ chosen_partition(PyObject *given, PyObject *key, Py_ssize_t count)
     }
     if (key == Py_None)
         return count;
+    if (PyBytes_CheckExact(key)) {
+        uint32_t h = (uint32_t)murmur2((const unsigned char *)PyBytes_AS_STRING(key),
+                                       PyBytes_GET_SIZE(key));
+        return (Py_ssize_t)(h & 0x7fffffffu) % count;
+    }
     BytesArg data;
     if (bytes_arg(key, "key", &data) < 0)
         return -1;

@@ -2583,10 +2583,43 @@ core_partition_for_key(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ss
 
 /* ---------------------------------------------------------- send_batch() over Python lists */
 
+/* One record's headers, if usual (None, or a list or tuple of (str, bytes or None) tuples):
+ * 1 and *bound the Python check's bound of their encoded size (validation.headers_size_bound,
+ * 0 for none), else 0. */
+static int
+usual_headers(PyObject *headers, Py_ssize_t *bound)
+{
+    *bound = 0;
+    if (headers == Py_None)
+        return 1;
+    if (!PyList_CheckExact(headers) && !PyTuple_CheckExact(headers))
+        return 0;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(headers);
+    PyObject **items = PySequence_Fast_ITEMS(headers);
+    Py_ssize_t size = n ? 5 : 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *pair = items[i];
+        if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2)
+            return 0;
+        PyObject *name = PyTuple_GET_ITEM(pair, 0), *value = PyTuple_GET_ITEM(pair, 1);
+        if (!PyUnicode_CheckExact(name) || (value != Py_None && !PyBytes_CheckExact(value)))
+            return 0;
+        Py_ssize_t name_size;
+        if (PyUnicode_AsUTF8AndSize(name, &name_size) == NULL) {
+            PyErr_Clear(); /* not UTF-8: the Python check names it */
+            return 0;
+        }
+        size += 10 + name_size + (value == Py_None ? 0 : PyBytes_GET_SIZE(value));
+    }
+    *bound = size;
+    return 1;
+}
+
 /* Whether send_batch()'s lists are the usual ones, taken whole by the core: values a list,
- * keys None or a list as long, no headers, every item bytes or None, every key + value at
- * most payload_limit bytes. False says "not mine": the Python checks run and name the bad
- * index. */
+ * keys and headers None or lists as long, every key and value bytes or None, every record's
+ * headers usual (see usual_headers), every record within payload_limit (key, value and
+ * headers bound, as the Python checks count them). False says "not mine": the Python checks
+ * run and name the bad index. */
 static PyObject *
 core_lists_accepted(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
 {
@@ -2595,18 +2628,19 @@ core_lists_accepted(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize
                         "lists_accepted() takes values, keys, headers, payload_limit");
         return NULL;
     }
-    PyObject *values = args[0], *keys = args[1];
+    PyObject *values = args[0], *keys = args[1], *headers = args[2];
     Py_ssize_t limit = PyLong_AsSsize_t(args[3]);
     if (limit == -1 && PyErr_Occurred())
         return NULL;
-    if (!PyList_CheckExact(values) || args[2] != Py_None ||
-        (keys != Py_None && (!PyList_CheckExact(keys) ||
-                             PyList_GET_SIZE(keys) != PyList_GET_SIZE(values))))
+    if (!PyList_CheckExact(values))
         Py_RETURN_FALSE;
     Py_ssize_t n = PyList_GET_SIZE(values);
+    if ((keys != Py_None && (!PyList_CheckExact(keys) || PyList_GET_SIZE(keys) != n)) ||
+        (headers != Py_None && (!PyList_CheckExact(headers) || PyList_GET_SIZE(headers) != n)))
+        Py_RETURN_FALSE;
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *value = PyList_GET_ITEM(values, i);
-        Py_ssize_t size = 0;
+        Py_ssize_t size = 0, header_size = 0;
         if (value != Py_None) {
             if (!PyBytes_CheckExact(value))
                 Py_RETURN_FALSE;
@@ -2618,7 +2652,9 @@ core_lists_accepted(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize
                 Py_RETURN_FALSE;
             size += PyBytes_GET_SIZE(key);
         }
-        if (size > limit)
+        if (headers != Py_None && !usual_headers(PyList_GET_ITEM(headers, i), &header_size))
+            Py_RETURN_FALSE;
+        if (size + header_size > limit)
             Py_RETURN_FALSE;
     }
     Py_RETURN_TRUE;

@@ -546,16 +546,31 @@ def test_columnar_bulk_encoder_without_numpy_says_what_to_install(
 # --------------------------------------------------------------------------- lists taken whole
 
 
+HeaderList = list[tuple[str, bytes | None]]
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     records=st.lists(
-        st.tuples(st.binary(max_size=12), st.none() | st.binary(max_size=700)), max_size=60
+        st.tuples(
+            st.binary(max_size=12),
+            st.none() | st.binary(max_size=700),
+            st.none()
+            | st.lists(
+                st.tuples(st.text(max_size=5), st.none() | st.binary(max_size=10)), max_size=2
+            ),
+        ),
+        max_size=60,
     ),
     partitions=st.integers(1, 7),
     as_tuple=st.booleans(),
+    with_headers=st.booleans(),
 )
 def test_send_batch_queues_the_reference_bytes_where_send_would(
-    records: list[tuple[bytes, bytes | None]], partitions: int, as_tuple: bool
+    records: list[tuple[bytes, bytes | None, HeaderList | None]],
+    partitions: int,
+    as_tuple: bool,
+    with_headers: bool,
 ) -> None:
     """Lists the core takes whole (and a tuple, which the Python checks take) give, per
     partition murmur2 chooses, the batches the pure-Python builder makes of the records."""
@@ -563,10 +578,15 @@ def test_send_batch_queues_the_reference_bytes_where_send_would(
         bootstrap_servers=f"127.0.0.1:{closed_port()}", linger_ms=60_000, batch_size=1024
     )
     with_nobody._topics.wait = lambda topic: (partitions, 1000.0)  # type: ignore[method-assign]
+    if not with_headers:
+        records = [(k, v, None) for k, v, _ in records]
     try:
-        keys: list[bytes | None] = [k for k, _ in records]
-        values = [v for _, v in records]
-        result = with_nobody.send_batch("t", tuple(values) if as_tuple else values, keys=keys)
+        keys: list[bytes | None] = [k for k, _, _ in records]
+        values = [v for _, v, _ in records]
+        headers = [h for _, _, h in records] if with_headers else None
+        result = with_nobody.send_batch(
+            "t", tuple(values) if as_tuple else values, keys=keys, headers=headers
+        )
         timestamps = {f.timestamp for f in result.futures()}
         assert len(timestamps) <= 1
         for partition in range(partitions):
@@ -575,7 +595,10 @@ def test_send_batch_queues_the_reference_bytes_where_send_would(
             while mine:
                 builder = PythonBuilder(1024)
                 taken = builder.append_many(
-                    [k for k, _ in mine], [v for _, v in mine], next(iter(timestamps))
+                    [r[0] for r in mine],
+                    [r[1] for r in mine],
+                    next(iter(timestamps)),
+                    [r[2] for r in mine],
                 )
                 expected.append(bytes(builder.build()))
                 mine = mine[taken:]

@@ -359,7 +359,18 @@ def test_grouping_names_bad_input() -> None:
         ([b"a"], [b"k", b"l"], None, False),  # lengths differ
         ([b"a"], (b"k",), None, False),
         ([b"a"], [5], None, False),
-        ([b"a"], None, [None], False),  # headers: the Python checks
+        ([b"a", b"b", b"c"], None, [None, [], [("h", None)]], True),
+        ([b"a"], None, [(("h", b"x"),)], True),
+        ([b"a"], None, [[("h", b"x" * 4)]], False),  # 1 + 5 + 10 + 1 + 4 = 21 > 20
+        ([b"a"], None, [[("h", b"x" * 3)]], True),  # 20: at the limit
+        ([b"a"], None, [[("h", bytearray(b"x"))]], False),
+        ([b"a"], None, [[["h", b"x"]]], False),  # a list, not a tuple
+        ([b"a"], None, [[("h", b"x", b"y")]], False),
+        ([b"a"], None, [[(b"h", b"x")]], False),
+        ([b"a"], None, [[("\udc80", b"x")]], False),  # no UTF-8: the Python check names it
+        ([b"a"], None, [{"h": b"x"}], False),
+        ([b"a"], None, [None, None], False),
+        ([b"a"], None, (None,), False),
     ],
 )
 def test_lists_accepted_takes_only_the_usual_lists(

@@ -145,7 +145,7 @@ class BulkSender:
                 ],
             )
         if self._lists_accepted(values, keys, headers):
-            return self.send_records(topic, values, keys, None, partition)  # type: ignore[arg-type]
+            return self.send_records(topic, values, keys, headers, partition)  # type: ignore[arg-type]
         checked_values, checked_keys, checked_headers = self._prepare(topic, values, keys, headers)
         return self.send_records(topic, checked_values, checked_keys, checked_headers, partition)
 
@@ -236,8 +236,9 @@ class BulkSender:
         self, values: Sequence[Any], keys: Sequence[Any] | None, headers: object
     ) -> bool:
         """Whether the compiled core takes the call's lists whole, checked in one C pass
-        (no serializers; lists of bytes or None, no headers, every record within the size
-        limit). If not, :meth:`_prepare`'s checks run and name what is wrong."""
+        (no serializers; lists of bytes or None, headers None or lists of ``(str, bytes or
+        None)`` tuples, every record within the size limit). If not, :meth:`_prepare`'s
+        checks run and name what is wrong."""
         return (
             _CORE is not None
             and self._key_serializer is None

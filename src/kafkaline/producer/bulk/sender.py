@@ -35,7 +35,7 @@ from kafkaline.producer.bulk.lists import (
     as_bytes_column,
     check_lengths,
     group_by_partition,
-    longest_and_uniform,
+    longest,
 )
 from kafkaline.producer.bulk.result import BatchSendResult, BulkRun, report_queued
 from kafkaline.producer.murmur2 import partitions_of_many
@@ -287,10 +287,8 @@ class BulkSender:
         """Raise RecordTooLargeError naming the first record over the limits."""
         # The largest key plus the largest value bounds every record: one C-level pass each,
         # and a per-record look only when that bound is over the limit or there are headers.
-        longest = longest_and_uniform(values)[0]
-        if keys is not None:
-            longest += longest_and_uniform(keys)[0]
-        if headers is None and longest <= self._payload_limit:
+        bound = longest(values) + (0 if keys is None else longest(keys))
+        if headers is None and bound <= self._payload_limit:
             return
         for index, value in enumerate(values):
             key = None if keys is None else keys[index]

@@ -1,6 +1,7 @@
 """send_batch()'s checks and grouping over Python lists: bytes or None per record (errors
 naming the index), the sizes that bound a call's records, and the input positions per
-partition."""
+partition. The reference for the compiled core's ``lists_accepted`` and
+``group_positions``, and the path for lists the core does not take whole."""
 
 from __future__ import annotations
 

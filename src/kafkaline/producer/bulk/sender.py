@@ -8,7 +8,11 @@ chosen by the producer's ``bulk_encoder`` setting, never by what else is importe
   :meth:`RecordAccumulator.append_many
   <kafkaline.producer.accumulator.RecordAccumulator.append_many>`, which encodes them one by
   one into the partition's open batch (a C loop in the compiled core, the record builder in
-  the pure-Python build). send_batch() over lists always takes it.
+  the pure-Python build), taking each partition's records by their input positions.
+  send_batch() over lists always takes it. Where the compiled core is built, lists it takes
+  whole (bytes or None, usual headers, no serializers) are checked and grouped per
+  partition in C (``lists_accepted``, ``group_positions``); anything else goes through the
+  Python checks below, which name the bad index.
 - ``columnar`` (:mod:`kafkaline.producer.bulk.columnar_path`): send_arrow()'s columns
   partitioned and encoded by numpy over whole columns.
 """

@@ -149,7 +149,7 @@ class BulkSender:
                 ],
             )
         if self._lists_accepted(values, keys, headers):
-            return self.send_records(topic, values, keys, headers, partition)  # type: ignore[arg-type]
+            return self.send_records(topic, values, keys, headers, partition)
         checked_values, checked_keys, checked_headers = self._prepare(topic, values, keys, headers)
         return self.send_records(topic, checked_values, checked_keys, checked_headers, partition)
 
@@ -333,8 +333,8 @@ class BulkSender:
     def send_records(
         self,
         topic: str,
-        values: list[bytes | None],
-        keys: list[bytes | None] | None,
+        values: Sequence[bytes | None],
+        keys: Sequence[bytes | None] | None,
         headers: Sequence[Headers | None] | None,
         partition: int | None,
         partitions: Sequence[int | None] | None = None,
@@ -381,8 +381,8 @@ class BulkSender:
     def _groups(
         self,
         topic: str,
-        values: list[bytes | None],
-        keys: list[bytes | None] | None,
+        values: Sequence[bytes | None],
+        keys: Sequence[bytes | None] | None,
         partition: int | None,
         partitions: Sequence[int | None] | None,
         count: int,

@@ -805,16 +805,13 @@ declared_too_large(PyObject *obj)
     return 0;
 }
 
-/* append() / append_many()'s record: convert the arguments as the reference does, then
- * try_append. */
+/* append() / append_many()'s record, its timestamp converted (out_of_range: outside int64):
+ * convert the rest as the reference does, then try_append. */
+/* append_converted()'s record with a key or value to convert, or headers. */
 static int
-append_objects(Builder *self, PyObject *ts_obj, PyObject *key_obj, PyObject *value_obj,
-               PyObject *headers, Py_ssize_t limit)
+append_converting(Builder *self, int64_t timestamp, PyObject *key_obj, PyObject *value_obj,
+                  PyObject *headers, Py_ssize_t limit)
 {
-    int64_t timestamp;
-    int out_of_range = 0;
-    if (as_timestamp(ts_obj, &timestamp, &out_of_range) < 0)
-        return FAILED;
     BytesArg key = {NULL, 0}, value = {NULL, 0};
     key.has_view = value.has_view = 0;
     PyObject *block = NULL;
@@ -836,16 +833,46 @@ append_objects(Builder *self, PyObject *ts_obj, PyObject *key_obj, PyObject *val
                     value_obj == Py_None ? NULL : value.data, value.size,
                     block ? PyBytes_AS_STRING(block) : NULL, block ? PyBytes_GET_SIZE(block) : 0,
                     limit);
-    if (rc == APPENDED && out_of_range && self->bad_timestamp == NULL) {
-        self->bad_timestamp = PyUnicode_FromFormat("timestamp %R is outside int64", ts_obj);
-        if (self->bad_timestamp == NULL)
-            rc = FAILED;
-    }
 done:
     bytes_arg_release(&key);
     bytes_arg_release(&value);
     Py_XDECREF(block);
     return rc;
+}
+
+static int
+append_converted(Builder *self, int64_t timestamp, int out_of_range, PyObject *ts_obj,
+                 PyObject *key_obj, PyObject *value_obj, PyObject *headers, Py_ssize_t limit)
+{
+    int rc;
+    int no_key = key_obj == Py_None, no_value = value_obj == Py_None;
+    if ((headers == NULL || headers == Py_None) && (no_key || PyBytes_CheckExact(key_obj)) &&
+        (no_value || PyBytes_CheckExact(value_obj)))
+        /* The usual record (send_batch()'s lists): bytes or None, nothing to convert. */
+        rc = try_append(self, timestamp, no_key ? NULL : PyBytes_AS_STRING(key_obj),
+                        no_key ? 0 : PyBytes_GET_SIZE(key_obj),
+                        no_value ? NULL : PyBytes_AS_STRING(value_obj),
+                        no_value ? 0 : PyBytes_GET_SIZE(value_obj), NULL, 0, limit);
+    else
+        rc = append_converting(self, timestamp, key_obj, value_obj, headers, limit);
+    if (rc == APPENDED && out_of_range && self->bad_timestamp == NULL) {
+        self->bad_timestamp = PyUnicode_FromFormat("timestamp %R is outside int64", ts_obj);
+        if (self->bad_timestamp == NULL)
+            rc = FAILED;
+    }
+    return rc;
+}
+
+static int
+append_objects(Builder *self, PyObject *ts_obj, PyObject *key_obj, PyObject *value_obj,
+               PyObject *headers, Py_ssize_t limit)
+{
+    int64_t timestamp;
+    int out_of_range = 0;
+    if (as_timestamp(ts_obj, &timestamp, &out_of_range) < 0)
+        return FAILED;
+    return append_converted(self, timestamp, out_of_range, ts_obj, key_obj, value_obj, headers,
+                            limit);
 }
 
 static PyObject *
@@ -891,28 +918,91 @@ Builder_append(Builder *self, PyObject *const *args, Py_ssize_t nargs, PyObject 
     return PyLong_FromLongLong(self->count - 1);
 }
 
+/* append_many()'s positions: none (every index from start), a buffer of Py_ssize_t (the
+ * grouping's, kept compact) or a list or tuple of ints. */
+typedef struct {
+    Py_buffer view;
+    int has_view;
+    PyObject *seq;
+    const Py_ssize_t *items;
+    PyObject **objects;
+    Py_ssize_t count;
+} Positions;
+
+static int
+positions_open(PyObject *obj, Positions *out)
+{
+    if (PyList_Check(obj) || PyTuple_Check(obj)) {
+        if ((out->seq = PySequence_Fast(obj, "positions must be a sequence")) == NULL)
+            return -1;
+        out->objects = PySequence_Fast_ITEMS(out->seq);
+        out->count = PySequence_Fast_GET_SIZE(out->seq);
+        return 0;
+    }
+    if (PyObject_CheckBuffer(obj) &&
+        PyObject_GetBuffer(obj, &out->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) == 0) {
+        out->has_view = 1;
+        const char *format = out->view.format ? out->view.format : "B";
+        if (out->view.itemsize == (Py_ssize_t)sizeof(Py_ssize_t) &&
+            (strcmp(format, "n") == 0 || strcmp(format, "@n") == 0)) {
+            out->items = (const Py_ssize_t *)out->view.buf;
+            out->count = out->view.len / out->view.itemsize;
+            return 0;
+        }
+    }
+    PyErr_Clear();
+    PyErr_Format(PyExc_TypeError,
+                 "positions must be a list of ints or a buffer of format 'n', not %.200s",
+                 Py_TYPE(obj)->tp_name);
+    return -1;
+}
+
+static void
+positions_close(Positions *p)
+{
+    if (p->has_view)
+        PyBuffer_Release(&p->view);
+    Py_CLEAR(p->seq);
+}
+
+/* The input index of the j-th record (0 <= index < n), or -1 with an error set. */
+static Py_ssize_t
+position_at(const Positions *p, Py_ssize_t j, Py_ssize_t n)
+{
+    Py_ssize_t at = p->items ? p->items[j] : p->objects ? PyLong_AsSsize_t(p->objects[j]) : j;
+    if (at == -1 && PyErr_Occurred())
+        return -1;
+    if (at < 0 || at >= n) {
+        PyErr_Format(PyExc_IndexError, "position %zd is outside 0..%zd", at, n - 1);
+        return -1;
+    }
+    return at;
+}
+
 static PyObject *
 Builder_append_many(Builder *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"keys", "values", "timestamps", "headers", "start", NULL};
-    PyObject *keys, *values, *timestamps, *headers = Py_None;
+    static char *kwlist[] = {"keys", "values", "timestamps", "headers", "start", "positions",
+                             NULL};
+    PyObject *keys, *values, *timestamps, *headers = Py_None, *positions = Py_None;
     Py_ssize_t start = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO|O$n", kwlist, &keys, &values, &timestamps,
-                                     &headers, &start))
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO|O$nO", kwlist, &keys, &values,
+                                     &timestamps, &headers, &start, &positions))
         return NULL;
     PyObject *kseq = NULL, *vseq = NULL, *tseq = NULL, *hseq = NULL;
+    Positions order = {.has_view = 0, .seq = NULL, .items = NULL, .objects = NULL};
     PyObject *result = NULL;
     Py_ssize_t taken = 0;
     if ((kseq = PySequence_Fast(keys, "keys must be a sequence")) == NULL)
         goto done;
     if ((vseq = PySequence_Fast(values, "values must be a sequence")) == NULL)
         goto done;
-    Py_ssize_t count = PySequence_Fast_GET_SIZE(vseq);
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(vseq);
     if (headers != Py_None &&
         (hseq = PySequence_Fast(headers, "headers must be a sequence")) == NULL)
         goto done;
-    if (PySequence_Fast_GET_SIZE(kseq) != count ||
-        (hseq != NULL && PySequence_Fast_GET_SIZE(hseq) != count)) {
+    if (PySequence_Fast_GET_SIZE(kseq) != n ||
+        (hseq != NULL && PySequence_Fast_GET_SIZE(hseq) != n)) {
         PyErr_SetString(PyExc_ValueError, "keys, values and headers must have the same length");
         goto done;
     }
@@ -921,11 +1011,15 @@ Builder_append_many(Builder *self, PyObject *args, PyObject *kwds)
         if ((tseq = PySequence_Fast(timestamps, "timestamps must be one int or one per record")) ==
             NULL)
             goto done;
-        if (PySequence_Fast_GET_SIZE(tseq) != count) {
+        if (PySequence_Fast_GET_SIZE(tseq) != n) {
             PyErr_SetString(PyExc_ValueError, "timestamps must be one int or one per record");
             goto done;
         }
     }
+    order.count = n;
+    if (positions != Py_None && positions_open(positions, &order) < 0)
+        goto done;
+    Py_ssize_t count = order.count;
     if (start < 0 || start > count) {
         PyErr_Format(PyExc_ValueError, "start %zd is outside 0..%zd", start, count);
         goto done;
@@ -934,9 +1028,19 @@ Builder_append_many(Builder *self, PyObject *args, PyObject *kwds)
     PyObject **v = PySequence_Fast_ITEMS(vseq);
     PyObject **t = tseq ? PySequence_Fast_ITEMS(tseq) : NULL;
     PyObject **h = hseq ? PySequence_Fast_ITEMS(hseq) : NULL;
-    for (Py_ssize_t i = start; i < count && !self->closed; i++) {
-        int rc = append_objects(self, t ? t[i] : timestamps, k[i], v[i], h ? h[i] : NULL,
-                                self->limit);
+    /* One timestamp for all is converted once, not per record. */
+    int64_t timestamp = 0;
+    int out_of_range = 0;
+    if (one_timestamp && start < count && !self->closed &&
+        as_timestamp(timestamps, &timestamp, &out_of_range) < 0)
+        goto done;
+    for (Py_ssize_t j = start; j < count && !self->closed; j++) {
+        Py_ssize_t i = position_at(&order, j, n);
+        if (i < 0)
+            goto done;
+        int rc = t ? append_objects(self, t[i], k[i], v[i], h ? h[i] : NULL, self->limit)
+                   : append_converted(self, timestamp, out_of_range, timestamps, k[i], v[i],
+                                      h ? h[i] : NULL, self->limit);
         if (rc == FAILED)
             goto done;
         if (rc == NO_ROOM)
@@ -945,6 +1049,7 @@ Builder_append_many(Builder *self, PyObject *args, PyObject *kwds)
     }
     result = PyLong_FromSsize_t(taken);
 done:
+    positions_close(&order);
     Py_XDECREF(kseq);
     Py_XDECREF(vseq);
     Py_XDECREF(tseq);
@@ -2521,70 +2626,194 @@ core_partition_for_key(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ss
     return PyLong_FromSsize_t((Py_ssize_t)((uint32_t)h & 0x7fffffffu) % count);
 }
 
-/* The input positions per partition, in input order, for the partitions murmur2 chooses for
- * the keys (None keys: one group with partition None, the sticky partitioner's, last);
- * partitions without records are left out. As kafkaline.producer.bulk.group_by_partition
- * over the partitions send() would choose, in one pass. */
-static PyObject *
-core_group_by_key_partition(PyObject *Py_UNUSED(module), PyObject *const *args,
-                            Py_ssize_t nargs)
+/* ---------------------------------------------------------- send_batch() over Python lists */
+
+/* One record's headers, if usual (None, or a list or tuple of (str, bytes or None) tuples):
+ * 1 and *bound the Python check's bound of their encoded size (validation.headers_size_bound,
+ * 0 for none), else 0. */
+static int
+usual_headers(PyObject *headers, Py_ssize_t *bound)
 {
-    if (nargs != 2) {
+    *bound = 0;
+    if (headers == Py_None)
+        return 1;
+    if (!PyList_CheckExact(headers) && !PyTuple_CheckExact(headers))
+        return 0;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(headers);
+    PyObject **items = PySequence_Fast_ITEMS(headers);
+    Py_ssize_t size = n ? 5 : 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *pair = items[i];
+        if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2)
+            return 0;
+        PyObject *name = PyTuple_GET_ITEM(pair, 0), *value = PyTuple_GET_ITEM(pair, 1);
+        if (!PyUnicode_CheckExact(name) || (value != Py_None && !PyBytes_CheckExact(value)))
+            return 0;
+        Py_ssize_t name_size;
+        if (PyUnicode_AsUTF8AndSize(name, &name_size) == NULL) {
+            PyErr_Clear(); /* not UTF-8: the Python check names it */
+            return 0;
+        }
+        size += 10 + name_size + (value == Py_None ? 0 : PyBytes_GET_SIZE(value));
+    }
+    *bound = size;
+    return 1;
+}
+
+/* Whether send_batch()'s lists are the usual ones, taken whole by the core: values a list,
+ * keys and headers None or lists as long, every key and value bytes or None, every record's
+ * headers usual (see usual_headers), every record within payload_limit (key, value and
+ * headers bound, as the Python checks count them). False says "not mine": the Python checks
+ * run and name the bad index. */
+static PyObject *
+core_lists_accepted(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
         PyErr_SetString(PyExc_TypeError,
-                        "group_by_key_partition() takes keys, partition_count");
+                        "lists_accepted() takes values, keys, headers, payload_limit");
         return NULL;
     }
-    Py_ssize_t partitions = PyLong_AsSsize_t(args[1]);
-    if (partitions == -1 && PyErr_Occurred())
+    PyObject *values = args[0], *keys = args[1], *headers = args[2];
+    Py_ssize_t limit = PyLong_AsSsize_t(args[3]);
+    if (limit == -1 && PyErr_Occurred())
         return NULL;
-    if (partitions <= 0) {
-        PyErr_Format(PyExc_ValueError, "partition_count %zd must be positive", partitions);
+    if (!PyList_CheckExact(values))
+        Py_RETURN_FALSE;
+    Py_ssize_t n = PyList_GET_SIZE(values);
+    if ((keys != Py_None && (!PyList_CheckExact(keys) || PyList_GET_SIZE(keys) != n)) ||
+        (headers != Py_None && (!PyList_CheckExact(headers) || PyList_GET_SIZE(headers) != n)))
+        Py_RETURN_FALSE;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *value = PyList_GET_ITEM(values, i);
+        Py_ssize_t size = 0, header_size = 0;
+        if (value != Py_None) {
+            if (!PyBytes_CheckExact(value))
+                Py_RETURN_FALSE;
+            size = PyBytes_GET_SIZE(value);
+        }
+        PyObject *key = keys == Py_None ? Py_None : PyList_GET_ITEM(keys, i);
+        if (key != Py_None) {
+            if (!PyBytes_CheckExact(key))
+                Py_RETURN_FALSE;
+            size += PyBytes_GET_SIZE(key);
+        }
+        if (headers != Py_None && !usual_headers(PyList_GET_ITEM(headers, i), &header_size))
+            Py_RETURN_FALSE;
+        if (size + header_size > limit)
+            Py_RETURN_FALSE;
+    }
+    Py_RETURN_TRUE;
+}
+
+/* A record's partition: the given one, else murmur2 of its key, else `count` (the sticky
+ * partitioner's, decided per batch by the accumulator). */
+static Py_ssize_t
+chosen_partition(PyObject *given, PyObject *key, Py_ssize_t count)
+{
+    if (given != NULL && given != Py_None) {
+        Py_ssize_t p = PyLong_AsSsize_t(given);
+        if (p == -1 && PyErr_Occurred())
+            return -1;
+        if (p < 0 || p >= count) {
+            PyErr_Format(PyExc_ValueError, "partition %zd is outside 0..%zd", p, count - 1);
+            return -1;
+        }
+        return p;
+    }
+    if (key == Py_None)
+        return count;
+    if (PyBytes_CheckExact(key)) {
+        uint32_t h = (uint32_t)murmur2((const unsigned char *)PyBytes_AS_STRING(key),
+                                       PyBytes_GET_SIZE(key));
+        return (Py_ssize_t)(h & 0x7fffffffu) % count;
+    }
+    BytesArg data;
+    if (bytes_arg(key, "key", &data) < 0)
+        return -1;
+    uint32_t h = (uint32_t)murmur2((const unsigned char *)data.data, data.size);
+    bytes_arg_release(&data);
+    return (Py_ssize_t)(h & 0x7fffffffu) % count;
+}
+
+/* bytes holding `n` Py_ssize_t as a memoryview of format 'n' (a sequence of ints). */
+static PyObject *
+positions_view(PyObject *bytes)
+{
+    PyObject *raw = PyMemoryView_FromObject(bytes);
+    if (raw == NULL)
+        return NULL;
+    PyObject *view = PyObject_CallMethod(raw, "cast", "s", "n");
+    Py_DECREF(raw);
+    return view;
+}
+
+/* The input positions per partition, in input order, for the partitions send() would choose
+ * (see chosen_partition); keys and partitions: None or one per record. */
+static PyObject *
+core_group_positions(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError,
+                        "group_positions() takes count, keys, partitions, partition_count");
         return NULL;
     }
-    PyObject *seq = PySequence_Fast(args[0], "keys must be a sequence");
-    if (seq == NULL)
+    Py_ssize_t n = PyLong_AsSsize_t(args[0]), count = PyLong_AsSsize_t(args[3]);
+    if ((n == -1 || count == -1) && PyErr_Occurred())
         return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    PyObject **keys = PySequence_Fast_ITEMS(seq);
-    PyObject *result = NULL;
-    /* buckets[partitions] holds the keyless records */
-    PyObject **buckets = PyMem_Calloc((size_t)partitions + 1, sizeof(PyObject *));
-    if (buckets == NULL) {
-        Py_DECREF(seq);
-        return PyErr_NoMemory();
+    if (count <= 0 || n < 0) {
+        PyErr_Format(PyExc_ValueError, "count %zd and partition_count %zd: must be >= 0 and > 0",
+                     n, count);
+        return NULL;
+    }
+    PyObject *kseq = NULL, *pseq = NULL, *result = NULL, **groups = NULL;
+    Py_ssize_t *chosen = NULL, *sizes = NULL;
+    if (args[1] != Py_None && (kseq = PySequence_Fast(args[1], "keys must be a sequence")) == NULL)
+        goto done;
+    if (args[2] != Py_None &&
+        (pseq = PySequence_Fast(args[2], "partitions must be a sequence")) == NULL)
+        goto done;
+    if ((kseq && PySequence_Fast_GET_SIZE(kseq) != n) ||
+        (pseq && PySequence_Fast_GET_SIZE(pseq) != n)) {
+        PyErr_SetString(PyExc_ValueError, "keys and partitions must have one item per record");
+        goto done;
+    }
+    chosen = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n ? n : 1));
+    sizes = PyMem_Calloc((size_t)count + 1, sizeof(Py_ssize_t));
+    groups = PyMem_Calloc((size_t)count + 1, sizeof(PyObject *));
+    if (chosen == NULL || sizes == NULL || groups == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    PyObject **k = kseq ? PySequence_Fast_ITEMS(kseq) : NULL;
+    PyObject **given = pseq ? PySequence_Fast_ITEMS(pseq) : NULL;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        chosen[i] = chosen_partition(given ? given[i] : NULL, k ? k[i] : Py_None, count);
+        if (chosen[i] < 0)
+            goto done;
+        sizes[chosen[i]]++;
+    }
+    for (Py_ssize_t p = 0; p <= count; p++) {
+        if (sizes[p] == 0)
+            continue;
+        groups[p] = PyBytes_FromStringAndSize(NULL, sizes[p] * (Py_ssize_t)sizeof(Py_ssize_t));
+        if (groups[p] == NULL)
+            goto done;
+        sizes[p] = 0; /* from here on: positions written */
     }
     for (Py_ssize_t i = 0; i < n; i++) {
-        Py_ssize_t chosen;
-        PyObject *key = keys[i];
-        if (key == Py_None) {
-            chosen = partitions;
-        }
-        else {
-            BytesArg data;
-            if (bytes_arg(key, "key", &data) < 0)
-                goto done;
-            uint32_t h = (uint32_t)murmur2((const unsigned char *)data.data, data.size);
-            bytes_arg_release(&data);
-            chosen = (Py_ssize_t)(h & 0x7fffffffu) % partitions;
-        }
-        if (buckets[chosen] == NULL && (buckets[chosen] = PyList_New(0)) == NULL)
-            goto done;
-        PyObject *position = PyLong_FromSsize_t(i);
-        if (position == NULL)
-            goto done;
-        int rc = PyList_Append(buckets[chosen], position);
-        Py_DECREF(position);
-        if (rc < 0)
-            goto done;
+        Py_ssize_t p = chosen[i];
+        ((Py_ssize_t *)PyBytes_AS_STRING(groups[p]))[sizes[p]++] = i;
     }
-    result = PyList_New(0);
-    if (result == NULL)
+    if ((result = PyList_New(0)) == NULL)
         goto done;
-    for (Py_ssize_t p = 0; p <= partitions; p++) {
-        if (buckets[p] == NULL)
+    for (Py_ssize_t p = 0; p <= count; p++) {
+        if (groups[p] == NULL)
             continue;
-        PyObject *group = p == partitions ? Py_BuildValue("(OO)", Py_None, buckets[p])
-                                          : Py_BuildValue("(nO)", p, buckets[p]);
+        PyObject *view = positions_view(groups[p]);
+        PyObject *group = view == NULL ? NULL
+                          : p == count ? PyTuple_Pack(2, Py_None, view)
+                                       : Py_BuildValue("(nO)", p, view);
+        Py_XDECREF(view);
         if (group == NULL || PyList_Append(result, group) < 0) {
             Py_XDECREF(group);
             Py_CLEAR(result);
@@ -2593,10 +2822,14 @@ core_group_by_key_partition(PyObject *Py_UNUSED(module), PyObject *const *args,
         Py_DECREF(group);
     }
 done:
-    for (Py_ssize_t p = 0; p <= partitions; p++)
-        Py_XDECREF(buckets[p]);
-    PyMem_Free(buckets);
-    Py_DECREF(seq);
+    if (groups != NULL)
+        for (Py_ssize_t p = 0; p <= count; p++)
+            Py_XDECREF(groups[p]);
+    PyMem_Free(groups);
+    PyMem_Free(sizes);
+    PyMem_Free(chosen);
+    Py_XDECREF(kseq);
+    Py_XDECREF(pseq);
     return result;
 }
 
@@ -3140,8 +3373,10 @@ static PyMethodDef core_methods[] = {
      "Kafka's murmur2 hash of data, a signed 32-bit int."},
     {"partition_for_key", (PyCFunction)(void (*)(void))core_partition_for_key, METH_FASTCALL,
      "The default partitioner's choice: to_positive(murmur2(key)) % partition_count."},
-    {"group_by_key_partition", (PyCFunction)(void (*)(void))core_group_by_key_partition,
-     METH_FASTCALL, "Input positions per murmur2 partition of the keys (None keys: None)."},
+    {"lists_accepted", (PyCFunction)(void (*)(void))core_lists_accepted, METH_FASTCALL,
+     "Whether send_batch()'s values, keys and headers are lists the core takes whole."},
+    {"group_positions", (PyCFunction)(void (*)(void))core_group_positions, METH_FASTCALL,
+     "Input positions per partition (given, murmur2 of the key, or None: sticky)."},
     {"crc32c", (PyCFunction)(void (*)(void))core_crc32c, METH_FASTCALL,
      "CRC-32C of data, continuing from crc."},
     {"decode_produce_response", (PyCFunction)(void (*)(void))core_decode_produce_response,

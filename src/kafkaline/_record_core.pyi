@@ -1,7 +1,7 @@
 # The compiled record core (_record_core.c); kafkaline.record.core chooses it or the
 # pure-Python reference, kafkaline.record.builder.RecordBatchBuilder, whose interface it has.
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 
 from kafkaline.record.builder import RecordBatchBuilder as RecordBatchBuilder
 
@@ -31,9 +31,16 @@ class OpenBatchSender:
 
 def murmur2(data: bytes | bytearray | memoryview, /) -> int: ...
 def partition_for_key(key: bytes | bytearray | memoryview, partition_count: int, /) -> int: ...
-def group_by_key_partition(
-    keys: list[bytes | None], partition_count: int, /
-) -> list[tuple[int | None, list[int]]]: ...
+def lists_accepted(
+    values: object, keys: object, headers: object, payload_limit: int, /
+) -> bool: ...
+def group_positions(
+    count: int,
+    keys: Sequence[bytes | None] | None,
+    partitions: Sequence[int | None] | None,
+    partition_count: int,
+    /,
+) -> list[tuple[int | None, memoryview]]: ...
 def crc32c(data: bytes | bytearray | memoryview, crc: int = 0, /) -> int: ...
 def buffer_capacity(builder: RecordBatchBuilder, /) -> int: ...
 

@@ -261,6 +261,7 @@ class RecordAccumulator(EncodedAppendSide, SenderSide):
         cluster: ClusterPartitions | None = None,
         wakeup: Callable[[], None] | None = None,
         into: list[BulkSegment] | None = None,
+        positions: Sequence[int] | None = None,
     ) -> tuple[list[BulkSegment], bool]:
         """Bulk :meth:`append`: add the records of parallel sequences (serialized, types
         checked by the caller; ``timestamp`` one for all or one per record) in order, filling
@@ -277,9 +278,11 @@ class RecordAccumulator(EncodedAppendSide, SenderSide):
         another (which is then ready), so that the Sender sends full batches (and frees their
         memory) during a call larger than ``buffer_memory``. ``into``, if given, is the
         segments list (so that a caller sees what was queued when this raises).
+        ``positions``, if given, are the input indexes of the records to append, in order
+        (one partition's records of a larger call); the segments count in them.
         """
         segments: list[BulkSegment] = [] if into is None else into
-        run = RecordRun(timestamp, keys, values, headers, segments)
+        run = RecordRun(timestamp, keys, values, headers, segments, positions)
         sendable, created = self._append_records(
             topic, partition, run, max_time_to_block_ms, now, cluster, wakeup
         )

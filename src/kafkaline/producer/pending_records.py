@@ -109,8 +109,9 @@ class OneRecord:
 
 
 class RecordRun:
-    """Records of parallel sequences (``send_batch()``), from ``position`` on; each batch
-    they go into adds a :data:`BulkSegment` to ``segments``."""
+    """Records of parallel sequences (``send_batch()``), from ``position`` on (of
+    ``positions``, the input indexes of the run's records, if given); each batch they go
+    into adds a :data:`BulkSegment` to ``segments``."""
 
     __slots__ = (
         "_bound",
@@ -121,6 +122,7 @@ class RecordRun:
         "headers",
         "keys",
         "position",
+        "positions",
         "segments",
         "timestamp",
         "values",
@@ -133,13 +135,15 @@ class RecordRun:
         values: Sequence[bytes | None],
         headers: Sequence[Headers | None] | None,
         segments: list[BulkSegment],
+        positions: Sequence[int] | None = None,
     ) -> None:
         self.timestamp = timestamp
         self.keys = keys
         self.values = values
         self.headers = headers
         self.segments = segments
-        self.count = len(values)
+        self.positions = positions
+        self.count = len(values) if positions is None else len(positions)
         self.position = 0
         self.done = self.count == 0
         self.fills_batch = True
@@ -151,7 +155,12 @@ class RecordRun:
         first = len(builder)
         size_before = builder.estimated_size_in_bytes if first else 0
         added = builder.append_many(
-            self.keys, self.values, self.timestamp, self.headers, start=self.position
+            self.keys,
+            self.values,
+            self.timestamp,
+            self.headers,
+            start=self.position,
+            positions=self.positions,
         )
         if not added:
             return None
@@ -161,7 +170,7 @@ class RecordRun:
         return builder.estimated_size_in_bytes - size_before
 
     def size_bound(self) -> int:
-        at = self.position
+        at = self.position if self.positions is None else self.positions[self.position]
         if self._bound_at != at:  # asked again for the same record while it waits for a batch
             headers = None if self.headers is None else self.headers[at]
             self._bound = record_size_bound(self.keys[at], self.values[at], headers)

@@ -200,6 +200,7 @@ class RecordBatchBuilder:
         headers: Sequence[Headers | None] | None = None,
         *,
         start: int = 0,
+        positions: Sequence[int] | None = None,
     ) -> int:
         """Add the records from index ``start`` of parallel sequences (``timestamps`` may be
         one int for all), in order, as many as fit; return how many were added. The batch
@@ -209,16 +210,24 @@ class RecordBatchBuilder:
             while start < len(values):
                 start += builder.append_many(keys, values, timestamps, start=start)
                 ...  # builder is full: build it, start a new one
+
+        ``positions``, if given, are the input indexes of the records to add, in order
+        (``start`` then counts in them): one partition's records of a larger input, taken
+        where they are.
         """
         count = len(values)
         if len(keys) != count or (headers is not None and len(headers) != count):
             raise ValueError("keys, values and headers must have the same length")
         if not isinstance(timestamps, int) and len(timestamps) != count:
             raise ValueError("timestamps must be one int or one per record")
-        if not 0 <= start <= count:
-            raise ValueError(f"start {start} is outside 0..{count}")
+        order: Sequence[int] = range(count) if positions is None else positions
+        if not 0 <= start <= len(order):
+            raise ValueError(f"start {start} is outside 0..{len(order)}")
         taken = 0
-        for i in range(start, count):
+        for j in range(start, len(order)):
+            i = order[j]
+            if not 0 <= i < count:
+                raise IndexError(f"position {i} is outside 0..{count - 1}")
             timestamp = timestamps if isinstance(timestamps, int) else timestamps[i]
             record_headers = None if headers is None else headers[i]
             if (

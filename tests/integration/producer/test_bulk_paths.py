@@ -196,6 +196,31 @@ def test_send_batch_records_larger_than_a_batch_and_mixed_null_keys(
         assert stored[(meta.partition, meta.offset)] == (key, values[index], ())
 
 
+def test_send_batch_lists_taken_whole_and_checked_in_python_read_back_alike(
+    broker: LocalBroker, make_topic: TopicFactory, send_batch_path: str
+) -> None:
+    """The same records as lists (checked, grouped and appended by the compiled core where
+    it is built) and as tuples (the Python checks): the partitions send() chooses for keyed
+    records, and every record bit-exact at the offset its metadata names."""
+    topic = make_topic(5)
+    count = 3000
+    keys: list[bytes | None] = [None if i % 7 == 0 else b"key-%d" % (i % 211) for i in range(count)]
+    values: list[bytes | None] = [
+        None if i % 11 == 0 else os.urandom(i % 300) for i in range(count)
+    ]
+    with producer_for(broker, batch_size=8192) as producer:
+        as_lists = producer.send_batch(topic, values, keys=keys).get(timeout=30)
+        as_tuples = producer.send_batch(topic, tuple(values), keys=tuple(keys)).get(timeout=30)
+    stored = read_back(broker, topic, 5, 2 * count)
+    assert len(stored) == 2 * count
+    for metadata in (as_lists, as_tuples):
+        for index, meta in enumerate(metadata):
+            key = keys[index]
+            if key is not None:
+                assert meta.partition == partition_for_key(key, 5)
+            assert stored[(meta.partition, meta.offset)] == (key, values[index], ())
+
+
 def test_send_batch_larger_than_a_slice_keeps_positions_and_order(
     broker: LocalBroker, make_topic: TopicFactory, send_batch_path: str
 ) -> None:

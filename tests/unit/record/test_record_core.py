@@ -3,6 +3,7 @@ batches, byte for byte (a differential Hypothesis test), and its own checks and 
 
 from __future__ import annotations
 
+import array
 import functools
 import inspect
 import os
@@ -296,29 +297,144 @@ def test_core_build_names_the_builder_in_use() -> None:
 
 @needs_core
 @given(
-    keys=st.lists(st.none() | st.binary(max_size=12), max_size=80),
+    keys=st.none() | st.lists(st.none() | st.binary(max_size=12), min_size=80, max_size=80),
+    given=st.none() | st.lists(st.none() | st.integers(0, 39), min_size=80, max_size=80),
+    count=st.integers(0, 80),
     partitions=st.integers(1, 40),
 )
-def test_keys_grouped_per_partition_as_send_chooses_them(
-    keys: list[bytes | None], partitions: int
+def test_records_grouped_per_partition_as_the_python_chooses_them(
+    keys: list[bytes | None] | None,
+    given: list[int | None] | None,
+    count: int,
+    partitions: int,
 ) -> None:
     from kafkaline.producer.bulk.lists import group_by_partition
 
-    chosen = [-1 if k is None else to_positive(murmur2(k)) % partitions for k in keys]
-    assert _record_core.group_by_key_partition(keys, partitions) == group_by_partition(
+    keys = None if keys is None else keys[:count]
+    given = (
+        None if given is None else [None if p is None else p % partitions for p in given[:count]]
+    )
+    chosen: list[int] = []
+    for i in range(count):
+        key = None if keys is None else keys[i]
+        partition = None if given is None else given[i]
+        if partition is not None:
+            chosen.append(partition)
+        else:
+            chosen.append(-1 if key is None else to_positive(murmur2(key)) % partitions)
+    groups = _record_core.group_positions(count, keys, given, partitions)
+    assert [(p, positions.tolist()) for p, positions in groups] == group_by_partition(
         chosen, partitions
     )
-    assert [_record_core.partition_for_key(k, partitions) for k in keys if k is not None] == [
-        to_positive(murmur2(k)) % partitions for k in keys if k is not None
-    ]
+    if keys is not None:
+        assert [_record_core.partition_for_key(k, partitions) for k in keys if k is not None] == [
+            to_positive(murmur2(k)) % partitions for k in keys if k is not None
+        ]
 
 
 @needs_core
-def test_key_grouping_names_bad_input() -> None:
-    with pytest.raises(ValueError, match="partition_count"):
-        _record_core.group_by_key_partition([b"k"], 0)
+def test_grouping_names_bad_input() -> None:
+    with pytest.raises(ValueError, match="partition_count 0"):
+        _record_core.group_positions(1, [b"k"], None, 0)
     with pytest.raises(TypeError, match="key must be bytes"):
-        _record_core.group_by_key_partition(["k"], 3)  # type: ignore[list-item]
+        _record_core.group_positions(1, ["k"], None, 3)  # type: ignore[list-item]
+    with pytest.raises(ValueError, match=r"partition 3 is outside 0\.\.2"):
+        _record_core.group_positions(2, None, [0, 3], 3)
+    with pytest.raises(ValueError, match="one item per record"):
+        _record_core.group_positions(2, [b"k"], None, 3)
+
+
+@needs_core
+@pytest.mark.parametrize(
+    ("values", "keys", "headers", "accepted"),
+    [
+        ([b"a", None, b""], None, None, True),
+        ([b"a", None], [None, b"k"], None, True),
+        ([], None, None, True),
+        ([b"a" * 10], [b"k" * 10], None, True),  # 20 bytes: at the limit
+        ([b"a" * 11], [b"k" * 10], None, False),  # over it: the Python check names it
+        ((b"a",), None, None, False),  # a tuple
+        ([b"a", "text"], None, None, False),
+        ([bytearray(b"a")], None, None, False),
+        ([b"a"], [b"k", b"l"], None, False),  # lengths differ
+        ([b"a"], (b"k",), None, False),
+        ([b"a"], [5], None, False),
+        ([b"a", b"b", b"c"], None, [None, [], [("h", None)]], True),
+        ([b"a"], None, [(("h", b"x"),)], True),
+        ([b"a"], None, [[("h", b"x" * 4)]], False),  # 1 + 5 + 10 + 1 + 4 = 21 > 20
+        ([b"a"], None, [[("h", b"x" * 3)]], True),  # 20: at the limit
+        ([b"a"], None, [[("h", bytearray(b"x"))]], False),
+        ([b"a"], None, [[["h", b"x"]]], False),  # a list, not a tuple
+        ([b"a"], None, [[("h", b"x", b"y")]], False),
+        ([b"a"], None, [[(b"h", b"x")]], False),
+        ([b"a"], None, [[("\udc80", b"x")]], False),  # no UTF-8: the Python check names it
+        ([b"a"], None, [{"h": b"x"}], False),
+        ([b"a"], None, [None, None], False),
+        ([b"a"], None, (None,), False),
+    ],
+)
+def test_lists_accepted_takes_only_the_usual_lists(
+    values: Any, keys: Any, headers: Any, accepted: bool
+) -> None:
+    assert _record_core.lists_accepted(values, keys, headers, 20) is accepted
+
+
+@needs_core
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    records=records_strategy,
+    data=st.data(),
+    limit=st.sampled_from([62, 200, 1024, 16384]),
+    compact=st.booleans(),
+)
+def test_append_many_over_positions_matches_the_reference(
+    records: list[Record], data: st.DataObject, limit: int, compact: bool
+) -> None:
+    """Records taken by their input positions (as send_batch() takes a partition's records)
+    give the same batches from both builders, and the same as those records in a list."""
+    order = data.draw(st.lists(st.integers(0, max(len(records) - 1, 0)), max_size=len(records)))
+    if not records:
+        order = []
+    positions: Any = order
+    if compact:  # as group_positions() gives them
+        raw = memoryview(array.array("q", order).tobytes())
+        positions = raw.cast("n")  # type: ignore[call-overload]
+    keys = [r[1] for r in records]
+    values = [r[2] for r in records]
+    timestamps = [r[0] for r in records]
+    headers = [r[3] for r in records]
+    for make in (PythonBuilder, _record_core.RecordBatchBuilder):
+        got: list[bytes] = []
+        start = 0
+        while start < len(order):
+            builder = make(limit)
+            start += builder.append_many(
+                keys, values, timestamps, headers, start=start, positions=positions
+            )
+            builder.set_producer_state(7, 1, start)
+            got.append(bytes(builder.build()))
+        expected = _batches(
+            PythonBuilder,
+            [records[i] for i in order],
+            limit=limit,
+            compression=CompressionType.NONE,
+            ratio=1.0,
+            bulk=True,
+        )
+        assert got == expected
+
+
+@needs_core
+def test_append_many_names_bad_positions() -> None:
+    for make in (PythonBuilder, _record_core.RecordBatchBuilder):
+        with pytest.raises(IndexError, match=r"position 2 is outside 0\.\.1"):
+            make(1024).append_many([None, None], [b"a", b"b"], 0, positions=[0, 2])
+        with pytest.raises(ValueError, match=r"start 3 is outside 0\.\.1"):
+            make(1024).append_many([None, None], [b"a", b"b"], 0, start=3, positions=[1])
+    with pytest.raises(TypeError, match="positions must be"):
+        _record_core.RecordBatchBuilder(1024).append_many(
+            [None], [b"a"], 0, positions=memoryview(b"\0")
+        )
 
 
 # ------------------------------------------------------------------ Producer.send()'s core call

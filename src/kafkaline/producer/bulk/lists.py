@@ -1,29 +1,22 @@
 """send_batch()'s checks and grouping over Python lists: bytes or None per record (errors
 naming the index), the sizes that bound a call's records, and the input positions per
-partition."""
+partition. The reference for the compiled core's ``lists_accepted`` and
+``group_positions``, and the path for lists the core does not take whole."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence, Sized
-from operator import countOf, itemgetter
-from typing import Any, cast
+from operator import countOf
+from typing import cast
 
 __all__ = [
     "as_bytes_column",
     "check_lengths",
-    "gather",
     "group_by_partition",
-    "longest_and_uniform",
+    "longest",
 ]
 
 _BYTES_OR_NONE = frozenset({bytes, type(None)})
-
-
-def gather(items: Sequence[Any], positions: Sequence[int]) -> Sequence[Any]:
-    """``[items[i] for i in positions]`` at C speed (``itemgetter``), always a sequence."""
-    if len(positions) == 1:
-        return [items[positions[0]]]
-    return itemgetter(*positions)(items)  # type: ignore[no-any-return]
 
 
 def group_by_partition(
@@ -69,24 +62,9 @@ def as_bytes_column(items: Sequence[object], role: str) -> list[bytes | None]:
     return converted
 
 
-def longest_and_uniform(items: Sequence[bytes | None]) -> tuple[int, int | None]:
-    """The largest size of ``items`` (0 if none; nulls count 0) and the one size all have
-    (``None``: sizes differ, or there are nulls), by C-level passes: where the first few sizes
-    are one, ``operator.countOf`` that size over all, without a list of the sizes."""
-    try:
-        head = list(map(len, items[:_SIZE_PROBE]))  # type: ignore[arg-type]  # None raises
-        if head and head.count(head[0]) == len(head):
-            sizes = map(len, items)  # type: ignore[arg-type]
-            if countOf(sizes, head[0]) == len(items):
-                return head[0], head[0]
-        found = set(map(len, items))  # type: ignore[arg-type]
-    except TypeError:
-        return max(map(len, filter(None, items)), default=0), None
-    return max(found, default=0), None
-
-
-#: longest_and_uniform() looks at this many sizes first.
-_SIZE_PROBE = 16
+def longest(items: Sequence[bytes | None]) -> int:
+    """The largest size of ``items`` (0 if none; nulls count 0)."""
+    return max(map(len, filter(None, items)), default=0)
 
 
 def check_lengths(count: int, keys: Sized | None, headers: Sized | None) -> None:

@@ -8,7 +8,11 @@ chosen by the producer's ``bulk_encoder`` setting, never by what else is importe
   :meth:`RecordAccumulator.append_many
   <kafkaline.producer.accumulator.RecordAccumulator.append_many>`, which encodes them one by
   one into the partition's open batch (a C loop in the compiled core, the record builder in
-  the pure-Python build). send_batch() over lists always takes it.
+  the pure-Python build), taking each partition's records by their input positions.
+  send_batch() over lists always takes it. Where the compiled core is built, lists it takes
+  whole (bytes or None, usual headers, no serializers) are checked and grouped per
+  partition in C (``lists_accepted``, ``group_positions``); anything else goes through the
+  Python checks below, which name the bad index.
 - ``columnar`` (:mod:`kafkaline.producer.bulk.columnar_path`): send_arrow()'s columns
   partitioned and encoded by numpy over whole columns.
 """
@@ -34,9 +38,8 @@ from kafkaline.producer.bulk.columnar_path import ColumnarPath
 from kafkaline.producer.bulk.lists import (
     as_bytes_column,
     check_lengths,
-    gather,
     group_by_partition,
-    longest_and_uniform,
+    longest,
 )
 from kafkaline.producer.bulk.result import BatchSendResult, BulkRun, report_queued
 from kafkaline.producer.murmur2 import partitions_of_many
@@ -145,6 +148,8 @@ class BulkSender:
                     for value, key, header in zip(values, key_list, header_list, strict=True)
                 ],
             )
+        if self._lists_accepted(values, keys, headers):
+            return self.send_records(topic, values, keys, headers, partition)
         checked_values, checked_keys, checked_headers = self._prepare(topic, values, keys, headers)
         return self.send_records(topic, checked_values, checked_keys, checked_headers, partition)
 
@@ -231,6 +236,20 @@ class BulkSender:
 
     # ------------------------------------------------------------------ checks
 
+    def _lists_accepted(
+        self, values: Sequence[Any], keys: Sequence[Any] | None, headers: object
+    ) -> bool:
+        """Whether the compiled core takes the call's lists whole, checked in one C pass
+        (no serializers; lists of bytes or None, headers None or lists of ``(str, bytes or
+        None)`` tuples, every record within the size limit). If not, :meth:`_prepare`'s
+        checks run and name what is wrong."""
+        return (
+            _CORE is not None
+            and self._key_serializer is None
+            and self._value_serializer is None
+            and _CORE.lists_accepted(values, keys, headers, self._payload_limit)
+        )
+
     def _prepare(
         self,
         topic: str,
@@ -272,10 +291,8 @@ class BulkSender:
         """Raise RecordTooLargeError naming the first record over the limits."""
         # The largest key plus the largest value bounds every record: one C-level pass each,
         # and a per-record look only when that bound is over the limit or there are headers.
-        longest = longest_and_uniform(values)[0]
-        if keys is not None:
-            longest += longest_and_uniform(keys)[0]
-        if headers is None and longest <= self._payload_limit:
+        bound = longest(values) + (0 if keys is None else longest(keys))
+        if headers is None and bound <= self._payload_limit:
             return
         for index, value in enumerate(values):
             key = None if keys is None else keys[index]
@@ -316,8 +333,8 @@ class BulkSender:
     def send_records(
         self,
         topic: str,
-        values: list[bytes | None],
-        keys: list[bytes | None] | None,
+        values: Sequence[bytes | None],
+        keys: Sequence[bytes | None] | None,
         headers: Sequence[Headers | None] | None,
         partition: int | None,
         partitions: Sequence[int | None] | None = None,
@@ -364,27 +381,36 @@ class BulkSender:
     def _groups(
         self,
         topic: str,
-        values: list[bytes | None],
-        keys: list[bytes | None] | None,
+        values: Sequence[bytes | None],
+        keys: Sequence[bytes | None] | None,
         partition: int | None,
         partitions: Sequence[int | None] | None,
         count: int,
         partitions_source: str,
-    ) -> Sequence[tuple[int | None, list[int] | None]]:
+    ) -> Sequence[tuple[int | None, Sequence[int] | None]]:
         """``(partition or None for sticky, input positions or None for all in order)``
         for every partition the records go to."""
         if partition is not None:
             validate_partition(topic, partition, count, "send_batch()")
             return [(partition, None)]
+        hashed = keys if self._key_partition is not None else None
+        if _CORE is not None and self._partitioner is None:
+            # The same choices as below, grouped in one C pass (positions kept compact).
+            if partitions is not None:
+                check_given_partitions(topic, partitions, count, partitions_source)
+            elif hashed is None:
+                return [(None, None)]
+            groups: list[tuple[int | None, Sequence[int]]] = _CORE.group_positions(
+                len(values), hashed, partitions, count
+            )
+            return groups
         if partitions is not None:
             chosen = self._given_partitions(
                 topic, partitions, keys, values, count, partitions_source
             )
             return group_by_partition(chosen, count)
-        if keys is not None and self._key_partition is not None:
-            if _CORE is not None:
-                return _CORE.group_by_key_partition(keys, count)  # type: ignore[no-any-return]
-            return group_by_partition(self._key_partitions(keys, count), count)
+        if hashed is not None:
+            return group_by_partition(self._key_partitions(hashed, count), count)
         if self._partitioner is not None:
             key_list: Sequence[bytes | None] = [None] * len(values) if keys is None else keys
             chosen = [
@@ -398,7 +424,7 @@ class BulkSender:
         self,
         topic: str,
         partition: int | None,
-        positions: list[int] | None,
+        positions: Sequence[int] | None,
         timestamp: int | list[int],
         keys: Sequence[bytes | None],
         values: Sequence[bytes | None],
@@ -409,20 +435,13 @@ class BulkSender:
         """One partition's records appended (``positions``: their input positions, None for
         all in order), their runs added to ``runs`` also when it raises; whether the Sender
         needs a wakeup."""
-        group_timestamps: int | Sequence[int] = timestamp
-        if positions is not None:
-            keys = gather(keys, positions)
-            values = gather(values, positions)
-            headers = None if headers is None else gather(headers, positions)
-            if not isinstance(timestamp, int):
-                group_timestamps = gather(timestamp, positions)
         now_ms = _monotonic() * 1000.0
         segments: list[BulkSegment] = []
         try:
             _, new_or_full = self._accumulator.append_many(
                 topic,
                 partition,
-                group_timestamps,
+                timestamp,
                 keys,
                 values,
                 headers,
@@ -431,6 +450,7 @@ class BulkSender:
                 self._cluster(),
                 self._wakeup,
                 segments,
+                positions,
             )
         finally:  # also what was queued before an error, for the error to report
             offset = 0
@@ -456,17 +476,13 @@ class BulkSender:
     ) -> list[int]:
         """Each record's partition (``-1``: sticky) where some are given per record: the
         given ones checked against the topic, the others (``None``) chosen as send() would."""
-        present = [p for p in partitions if p is not None]
-        if present and (min(present) < 0 or max(present) >= count):
-            for row, given in enumerate(partitions):
-                if given is not None and not 0 <= given < count:
-                    validate_partition(topic, given, count, f"row {row} of {source}")
+        present = check_given_partitions(topic, partitions, count, source)
         if len(present) == len(partitions):
             return present
         chosen: list[int] = list(partitions)  # type: ignore[arg-type]  # Nones replaced below
         missing = [row for row, given in enumerate(partitions) if given is None]
         if keys is not None and self._key_partition is not None:
-            found = self._key_partitions(gather(keys, missing), count)
+            found = self._key_partitions([keys[row] for row in missing], count)
             for row, partition in zip(missing, found, strict=True):
                 chosen[row] = partition
         elif self._partitioner is not None:
@@ -515,6 +531,19 @@ class BulkSender:
             raise IllegalStateError("no custom partitioner or no metadata")
         chosen = partitioner.partition(topic, key, value, cluster)
         return validate_partition(topic, chosen, count, f"partitioner {partitioner!r}")
+
+
+def check_given_partitions(
+    topic: str, partitions: Sequence[int | None], count: int, source: str
+) -> list[int]:
+    """The partitions given per record (``None`` left out), each checked against the
+    topic's ``count``: an error names the first bad row of ``source``."""
+    present = [p for p in partitions if p is not None]
+    if present and (min(present) < 0 or max(present) >= count):
+        for row, given in enumerate(partitions):
+            if given is not None and not 0 <= given < count:
+                validate_partition(topic, given, count, f"row {row} of {source}")
+    return present
 
 
 def _serialized(

@@ -2668,6 +2668,70 @@ pr_set(PyObject *obj, PyObject *name, PyObject *value)
     return rc;
 }
 
+/* Where the slot of a field is in its class's objects, or -1: setattr's own lookup (the
+ * type's MRO, the descriptor, interning the name) cost more than the rest of a partition's
+ * decoding, and a response has one object per partition. Only a plain writable object slot
+ * of a class with the default __setattr__ qualifies; anything else goes through pr_set. */
+static Py_ssize_t
+pr_slot_offset(PyObject *cls, PyObject *name)
+{
+    PyTypeObject *type = (PyTypeObject *)cls;
+    if (type->tp_setattro != PyObject_GenericSetAttr)
+        return -1;
+    PyObject *descr = _PyType_Lookup(type, name);
+    if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type))
+        return -1;
+    PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+    if (member->type != T_OBJECT_EX || (member->flags & READONLY))
+        return -1;
+    return member->offset;
+}
+
+/* The slot offsets of the four classes' fields, found again when another class comes. */
+enum { PR_CLASS_RESPONSE, PR_CLASS_TOPIC, PR_CLASS_PARTITION, PR_CLASS_LEADER, PR_CLASS_COUNT };
+static PyObject *pr_cached_class[PR_CLASS_COUNT];
+static Py_ssize_t pr_offset[PR_NAME_COUNT];
+static Py_ssize_t pr_offset_responses, pr_offset_throttle, pr_offset_node_endpoints;
+
+static void
+pr_find_offsets(PyObject *const *classes)
+{
+    int same = 1;
+    for (int i = 0; i < PR_CLASS_COUNT; i++)
+        same &= pr_cached_class[i] == classes[i];
+    if (same)
+        return;
+    for (int i = 0; i < PR_CLASS_COUNT; i++)
+        Py_XSETREF(pr_cached_class[i], Py_NewRef(classes[i]));
+    PyObject *partition = classes[PR_CLASS_PARTITION], *leader = classes[PR_CLASS_LEADER];
+    PyObject *topic = classes[PR_CLASS_TOPIC], *response = classes[PR_CLASS_RESPONSE];
+    for (int i = PR_INDEX; i <= PR_CURRENT_LEADER; i++)
+        pr_offset[i] = pr_slot_offset(partition, pr_names[i]);
+    pr_offset[PR_LEADER_ID] = pr_slot_offset(leader, pr_names[PR_LEADER_ID]);
+    pr_offset[PR_LEADER_EPOCH] = pr_slot_offset(leader, pr_names[PR_LEADER_EPOCH]);
+    pr_offset[PR_NAME] = pr_slot_offset(topic, pr_names[PR_NAME]);
+    pr_offset[PR_PARTITION_RESPONSES] = pr_slot_offset(topic, pr_names[PR_PARTITION_RESPONSES]);
+    pr_offset_responses = pr_slot_offset(response, pr_str_responses);
+    pr_offset_throttle = pr_slot_offset(response, pr_str_throttle);
+    pr_offset_node_endpoints = pr_slot_offset(response, pr_str_node_endpoints);
+}
+
+/* pr_set() into the slot at offset when there is one (obj was just made: the slot is empty
+ * or holds what an earlier store put there). */
+static int
+pr_store(PyObject *obj, Py_ssize_t offset, PyObject *name, PyObject *value)
+{
+    if (offset < 0)
+        return pr_set(obj, name, value);
+    if (value == NULL)
+        return -1;
+    PyObject **slot = (PyObject **)((char *)obj + offset);
+    Py_XSETREF(*slot, value);
+    return 0;
+}
+
+#define PR_STORE(obj, field, value) pr_store((obj), pr_offset[field], pr_names[field], (value))
+
 static PyObject *
 core_decode_produce_response(PyObject *Py_UNUSED(module), PyObject *const *args,
                              Py_ssize_t nargs)
@@ -2688,6 +2752,7 @@ core_decode_produce_response(PyObject *Py_UNUSED(module), PyObject *const *args,
                          "class, not %.100s", i + 1, Py_TYPE(args[i])->tp_name);
             return NULL;
         }
+    pr_find_offsets(args + 1);
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_C_CONTIGUOUS) < 0)
         return NULL;
@@ -2720,8 +2785,8 @@ core_decode_produce_response(PyObject *Py_UNUSED(module), PyObject *const *args,
         }
         /* One default current_leader per topic, shared by its partitions (as the reference). */
         if ((leader = pr_new(leader_type)) == NULL ||
-            pr_set(leader, pr_names[PR_LEADER_ID], PyLong_FromLong(-1)) < 0 ||
-            pr_set(leader, pr_names[PR_LEADER_EPOCH], PyLong_FromLong(-1)) < 0 ||
+            PR_STORE(leader, PR_LEADER_ID, PyLong_FromLong(-1)) < 0 ||
+            PR_STORE(leader, PR_LEADER_EPOCH, PyLong_FromLong(-1)) < 0 ||
             (partitions = PyList_New(0)) == NULL) {
             Py_DECREF(name);
             goto error;
@@ -2735,18 +2800,18 @@ core_decode_produce_response(PyObject *Py_UNUSED(module), PyObject *const *args,
             const unsigned char *fixed = data + pos;
             pos += 33;
             if ((obj = pr_new(partition_type)) == NULL ||
-                pr_set(obj, pr_names[PR_INDEX], PyLong_FromLongLong(pr_int(fixed, 4))) < 0 ||
-                pr_set(obj, pr_names[PR_ERROR_CODE],
-                       PyLong_FromLongLong(pr_int(fixed + 4, 2))) < 0 ||
-                pr_set(obj, pr_names[PR_BASE_OFFSET],
-                       PyLong_FromLongLong(pr_int(fixed + 6, 8))) < 0 ||
-                pr_set(obj, pr_names[PR_LOG_APPEND_TIME],
-                       PyLong_FromLongLong(pr_int(fixed + 14, 8))) < 0 ||
-                pr_set(obj, pr_names[PR_LOG_START_OFFSET],
-                       PyLong_FromLongLong(pr_int(fixed + 22, 8))) < 0 ||
-                pr_set(obj, pr_names[PR_RECORD_ERRORS], PyList_New(0)) < 0 ||
-                pr_set(obj, pr_names[PR_ERROR_MESSAGE], Py_NewRef(Py_None)) < 0 ||
-                pr_set(obj, pr_names[PR_CURRENT_LEADER], Py_NewRef(leader)) < 0 ||
+                PR_STORE(obj, PR_INDEX, PyLong_FromLongLong(pr_int(fixed, 4))) < 0 ||
+                PR_STORE(obj, PR_ERROR_CODE,
+                         PyLong_FromLongLong(pr_int(fixed + 4, 2))) < 0 ||
+                PR_STORE(obj, PR_BASE_OFFSET,
+                         PyLong_FromLongLong(pr_int(fixed + 6, 8))) < 0 ||
+                PR_STORE(obj, PR_LOG_APPEND_TIME,
+                         PyLong_FromLongLong(pr_int(fixed + 14, 8))) < 0 ||
+                PR_STORE(obj, PR_LOG_START_OFFSET,
+                         PyLong_FromLongLong(pr_int(fixed + 22, 8))) < 0 ||
+                PR_STORE(obj, PR_RECORD_ERRORS, PyList_New(0)) < 0 ||
+                PR_STORE(obj, PR_ERROR_MESSAGE, Py_NewRef(Py_None)) < 0 ||
+                PR_STORE(obj, PR_CURRENT_LEADER, Py_NewRef(leader)) < 0 ||
                 PyList_Append(partitions, obj) < 0) {
                 Py_DECREF(name);
                 goto error;
@@ -2762,8 +2827,8 @@ core_decode_produce_response(PyObject *Py_UNUSED(module), PyObject *const *args,
             Py_DECREF(name);
             goto error;
         }
-        if (pr_set(obj, pr_names[PR_NAME], name) < 0 ||
-            pr_set(obj, pr_names[PR_PARTITION_RESPONSES], Py_NewRef(partitions)) < 0 ||
+        if (PR_STORE(obj, PR_NAME, name) < 0 ||
+            PR_STORE(obj, PR_PARTITION_RESPONSES, Py_NewRef(partitions)) < 0 ||
             PyList_Append(topics, obj) < 0)
             goto error;
         Py_CLEAR(obj);
@@ -2773,9 +2838,10 @@ core_decode_produce_response(PyObject *Py_UNUSED(module), PyObject *const *args,
     if (end - pos != 5 || data[pos + 4] != 0) /* throttle, no tagged fields, nothing after */
         goto done;
     if ((obj = pr_new(response_type)) == NULL ||
-        pr_set(obj, pr_str_responses, Py_NewRef(topics)) < 0 ||
-        pr_set(obj, pr_str_throttle, PyLong_FromLongLong(pr_int(data + pos, 4))) < 0 ||
-        pr_set(obj, pr_str_node_endpoints, PyList_New(0)) < 0)
+        pr_store(obj, pr_offset_responses, pr_str_responses, Py_NewRef(topics)) < 0 ||
+        pr_store(obj, pr_offset_throttle, pr_str_throttle,
+                 PyLong_FromLongLong(pr_int(data + pos, 4))) < 0 ||
+        pr_store(obj, pr_offset_node_endpoints, pr_str_node_endpoints, PyList_New(0)) < 0)
         goto error;
     result = obj;
     obj = NULL;

@@ -43,7 +43,6 @@ from __future__ import annotations
 import functools
 import logging
 import math
-import operator
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from itertools import chain
@@ -365,9 +364,10 @@ class Sender:
         for batches in drained.values():
             if not batches:
                 continue
-            # Set and map operations, not a Python loop: a batch per partition each pass.
-            in_flight.update(batches)
-            earliest = min(earliest, min(map(_created_ms, batches)))
+            in_flight.update(batches)  # one call, not one per batch
+            for batch in batches:
+                if batch.created_ms < earliest:
+                    earliest = batch.created_ms
             if self._guarantee_order:
                 for batch in batches:
                     accumulator.mute(batch.topic_partition)
@@ -580,7 +580,6 @@ class Sender:
             self._outcomes.fail_unanswered(unanswered, response.node_id)
 
 
-_created_ms = operator.attrgetter("created_ms")
 #: A topic the request did not name: no batch to pop.
 _NO_BATCHES: dict[int, ProducerBatch] = {}
 

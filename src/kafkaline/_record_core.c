@@ -2687,9 +2687,20 @@ pr_slot_offset(PyObject *cls, PyObject *name)
     return member->offset;
 }
 
-/* The slot offsets of the four classes' fields, found again when another class comes. */
+/* A class's version tag, 0 when it has none (changing a class changes its tag, so an
+ * offset found under one tag holds while the class keeps it). */
+static unsigned int
+pr_version(PyObject *cls)
+{
+    PyTypeObject *type = (PyTypeObject *)cls;
+    return (type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) ? type->tp_version_tag : 0;
+}
+
+/* The slot offsets of the four classes' fields, found again when another class comes (or
+ * one of them changed). */
 enum { PR_CLASS_RESPONSE, PR_CLASS_TOPIC, PR_CLASS_PARTITION, PR_CLASS_LEADER, PR_CLASS_COUNT };
 static PyObject *pr_cached_class[PR_CLASS_COUNT];
+static unsigned int pr_cached_version[PR_CLASS_COUNT];
 static Py_ssize_t pr_offset[PR_NAME_COUNT];
 static Py_ssize_t pr_offset_responses, pr_offset_throttle, pr_offset_node_endpoints;
 
@@ -2698,7 +2709,8 @@ pr_find_offsets(PyObject *const *classes)
 {
     int same = 1;
     for (int i = 0; i < PR_CLASS_COUNT; i++)
-        same &= pr_cached_class[i] == classes[i];
+        same &= pr_cached_class[i] == classes[i] && pr_cached_version[i] != 0 &&
+                pr_cached_version[i] == pr_version(classes[i]);
     if (same)
         return;
     for (int i = 0; i < PR_CLASS_COUNT; i++)
@@ -2714,6 +2726,9 @@ pr_find_offsets(PyObject *const *classes)
     pr_offset_responses = pr_slot_offset(response, pr_str_responses);
     pr_offset_throttle = pr_slot_offset(response, pr_str_throttle);
     pr_offset_node_endpoints = pr_slot_offset(response, pr_str_node_endpoints);
+    /* Read after the lookups, which give a class its tag if it had none. */
+    for (int i = 0; i < PR_CLASS_COUNT; i++)
+        pr_cached_version[i] = pr_version(classes[i]);
 }
 
 /* pr_set() into the slot at offset when there is one (obj was just made: the slot is empty
@@ -2958,13 +2973,42 @@ pw_attr(PyObject *obj, PyObject *name)
     return value;
 }
 
+/* Where a field was last read from its slot: the class and its version tag, and the slot's
+ * offset (-1: none, getattr reads it). */
+typedef struct {
+    PyObject *type;
+    unsigned int version;
+    Py_ssize_t offset;
+} PwSlot;
+
+static PwSlot pw_slot_index, pw_slot_records;
+
+/* pw_attr(), read straight from the slot when the object's class has a plain one (a
+ * partition's two fields per batch: getattr's lookup cost more than writing them). */
+static PyObject *
+pw_slot_attr(PyObject *obj, PyObject *name, PwSlot *cache)
+{
+    PyObject *type = (PyObject *)Py_TYPE(obj);
+    if (cache->type != type || cache->version == 0 || cache->version != pr_version(type)) {
+        Py_XSETREF(cache->type, Py_NewRef(type));
+        cache->offset = Py_TYPE(obj)->tp_getattro == PyObject_GenericGetAttr
+                            ? pr_slot_offset(type, name)
+                            : -1;
+        cache->version = pr_version(type);
+    }
+    PyObject *value = cache->offset < 0 ? NULL : *(PyObject **)((char *)obj + cache->offset);
+    if (value == NULL)
+        return pw_attr(obj, name); /* no slot, or unset: getattr names what is wrong */
+    return Py_NewRef(value);
+}
+
 #define PW_NOT_USUAL 1
 
 static int
 pw_write_partition(PyObject *out, PyObject *partition, PyObject *deferred,
                    PyObject *write_records, Py_ssize_t scatter_min)
 {
-    PyObject *index_obj = pw_attr(partition, pr_names[PR_INDEX]);
+    PyObject *index_obj = pw_slot_attr(partition, pr_names[PR_INDEX], &pw_slot_index);
     if (index_obj == NULL)
         return PyErr_Occurred() ? -1 : PW_NOT_USUAL;
     long long index;
@@ -2972,7 +3016,7 @@ pw_write_partition(PyObject *out, PyObject *partition, PyObject *deferred,
     Py_DECREF(index_obj);
     if (rc != 0)
         return rc;
-    PyObject *records = pw_attr(partition, pw_str_records);
+    PyObject *records = pw_slot_attr(partition, pw_str_records, &pw_slot_records);
     if (records == NULL)
         return PyErr_Occurred() ? -1 : PW_NOT_USUAL;
     if (!PyBytes_Check(records) && !PyByteArray_Check(records)) {
@@ -3002,34 +3046,58 @@ pw_write_partition(PyObject *out, PyObject *partition, PyObject *deferred,
         Py_DECREF(records);
         return PW_NOT_USUAL;
     }
-    if (pw_append_int(out, index, 4) < 0 || pw_append_uvarint(out, (uint64_t)size + 1) < 0) {
-        Py_DECREF(records);
-        return -1;
+    /* index, then the records' compact length (uvarint of size + 1, at most five bytes) */
+    unsigned char head[9];
+    int head_size = 4;
+    for (int i = 3; i >= 0; i--, index >>= 8)
+        head[i] = (unsigned char)(index & 0xFF);
+    uint64_t length = (uint64_t)size + 1;
+    while (length >= 0x80) {
+        head[head_size++] = (unsigned char)((length & 0x7F) | 0x80);
+        length >>= 7;
     }
+    head[head_size++] = (unsigned char)length;
     if (deferred != Py_None && size >= scatter_min) {
-        PyObject *entry = Py_BuildValue("(nO)", PyByteArray_GET_SIZE(out), records);
-        Py_DECREF(records);
-        if (entry == NULL)
+        if (pw_append(out, head, head_size) < 0) {
+            Py_DECREF(records);
             return -1;
+        }
+        PyObject *entry = PyTuple_New(2);
+        PyObject *position = PyLong_FromSsize_t(PyByteArray_GET_SIZE(out));
+        if (entry == NULL || position == NULL) {
+            Py_XDECREF(entry);
+            Py_XDECREF(position);
+            Py_DECREF(records);
+            return -1;
+        }
+        PyTuple_SET_ITEM(entry, 0, position);
+        PyTuple_SET_ITEM(entry, 1, records); /* takes the reference */
         rc = PyList_Append(deferred, entry);
         Py_DECREF(entry);
         if (rc < 0)
             return -1;
-    } else {
-        /* Copied before the resize: records may be out itself only in a caller's bug, and
-         * a bytearray's buffer moves when it grows. */
-        const char *data =
-            PyBytes_Check(records) ? PyBytes_AS_STRING(records) : PyByteArray_AS_STRING(records);
-        if (records == out) {
-            Py_DECREF(records);
-            return PW_NOT_USUAL;
-        }
-        rc = pw_append(out, data, size);
-        Py_DECREF(records);
-        if (rc < 0)
-            return -1;
+        return pw_append(out, "", 1) < 0 ? -1 : 0; /* the partition's tagged fields */
     }
-    return pw_append(out, "", 1) < 0 ? -1 : 0; /* the partition's tagged fields */
+    /* Head, records and the partition's tagged fields (none) in one resize. records may be
+     * out itself only in a caller's bug; its data is read after the resize (a bytearray's
+     * buffer moves when it grows). */
+    if (records == out) {
+        Py_DECREF(records);
+        return PW_NOT_USUAL;
+    }
+    Py_ssize_t start = PyByteArray_GET_SIZE(out);
+    if (PyByteArray_Resize(out, start + head_size + size + 1) < 0) {
+        Py_DECREF(records);
+        return -1;
+    }
+    char *at = PyByteArray_AS_STRING(out) + start;
+    const char *data =
+        PyBytes_Check(records) ? PyBytes_AS_STRING(records) : PyByteArray_AS_STRING(records);
+    memcpy(at, head, (size_t)head_size);
+    memcpy(at + head_size, data, (size_t)size);
+    at[head_size + size] = 0;
+    Py_DECREF(records);
+    return 0;
 }
 
 static int

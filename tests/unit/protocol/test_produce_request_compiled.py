@@ -134,3 +134,47 @@ def test_bad_arguments_are_refused_by_name() -> None:
         compiled()(bytearray(), request, (), _RECORDS_WRITER, SCATTER_MIN_BYTES)
     with pytest.raises(TypeError, match="takes out, request"):
         compiled()(bytearray())
+
+
+class _PlainPartition:
+    """No slots: the writer reads its fields through getattr."""
+
+    def __init__(self, index: int, records: bytes) -> None:
+        self.index = index
+        self.records = records
+
+
+class _ShiftedPartition(PartitionProduceData):
+    """Its own __getattribute__: the writer must ask it, not read the slots."""
+
+    def __getattribute__(self, name: str) -> object:
+        value = object.__getattribute__(self, name)
+        return value + 1 if name == "index" else value
+
+
+def test_partitions_of_any_class_are_read_as_getattr_reads_them() -> None:
+    shifted = _ShiftedPartition(index=4, records=b"s")
+    unset = object.__new__(PartitionProduceData)  # no field set: not of the usual shape
+    request = ProduceRequest(
+        acks=1,
+        timeout_ms=1,
+        topic_data=[
+            TopicProduceData(
+                name="t",
+                partition_data=[
+                    PartitionProduceData(index=1, records=b"a"),
+                    _PlainPartition(2, b"bb"),  # type: ignore[list-item]
+                    shifted,
+                    PartitionProduceData(index=3, records=b"c"),
+                ],
+            )
+        ],
+    )
+    reference, written = both(request, scatter=False)
+    assert written == reference
+    assert written[0] is True
+    kept = written[1]
+    assert isinstance(kept, tuple) and b"\x00\x00\x00\x05\x02s\x00" in kept[0]
+    request.topic_data[0].partition_data.append(unset)
+    reference, written = both(request, scatter=False)
+    assert written == reference == (False, None)

@@ -385,6 +385,7 @@ class SenderSide(QueueMap):
         records = 0
         wire_bytes = 0
         uncompressed = 0
+        on_sealed = self._on_batch_sealed
         for batch in batches:
             builder = batch.builder
             wire_size = builder.estimated_size_in_bytes
@@ -395,8 +396,8 @@ class SenderSide(QueueMap):
                 self._estimator.update(batch.topic, batch.compression_ratio)
             else:
                 uncompressed += wire_size
-            if self._on_batch_sealed is not None:
-                self._on_batch_sealed(batch)
+            if on_sealed is not None:
+                on_sealed(batch)
             if now > batch.drained_ms:  # ProducerBatch.drained()
                 batch.drained_ms = now
         stats = self.batch_stats

@@ -3222,6 +3222,64 @@ core_write_produce_request(PyObject *Py_UNUSED(module), PyObject *const *args, P
     return Py_NewRef(rc == 0 ? Py_True : Py_False);
 }
 
+/* produce.new_produce_request's partitions: an object of cls (PartitionProduceData) per
+ * (index, records) pair, made as object.__new__(cls) and its two fields set (into their
+ * slots when cls has plain ones: see pr_slot_offset). A list or tuple of 2-tuples only;
+ * anything else gives None and the Python reference makes them. */
+static PwSlot pw_store_index, pw_store_records;
+
+static Py_ssize_t
+pw_store_offset(PyObject *cls, PyObject *name, PwSlot *cache)
+{
+    if (cache->type != cls || cache->version == 0 || cache->version != pr_version(cls)) {
+        Py_XSETREF(cache->type, Py_NewRef(cls));
+        cache->offset = pr_slot_offset(cls, name);
+        cache->version = pr_version(cls);
+    }
+    return cache->offset;
+}
+
+static PyObject *
+core_new_partition_data(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyType_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "new_partition_data() takes a class and the pairs");
+        return NULL;
+    }
+    PyObject *cls = args[0], *pairs = args[1];
+    if (pr_init_names() < 0 || pw_init_names() < 0)
+        return NULL;
+    if (!PyList_Check(pairs) && !PyTuple_Check(pairs))
+        Py_RETURN_NONE;
+    /* A tuple of them (the list itself could change under a collection's finalizers). */
+    PyObject *items = PySequence_Tuple(pairs);
+    if (items == NULL)
+        return NULL;
+    Py_ssize_t count = PyTuple_GET_SIZE(items);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *pair = PyTuple_GET_ITEM(items, i);
+        if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            Py_DECREF(items);
+            Py_RETURN_NONE;
+        }
+    }
+    Py_ssize_t index_at = pw_store_offset(cls, pr_names[PR_INDEX], &pw_store_index);
+    Py_ssize_t records_at = pw_store_offset(cls, pw_str_records, &pw_store_records);
+    PyObject *made = PyList_New(count);
+    for (Py_ssize_t i = 0; made != NULL && i < count; i++) {
+        PyObject *pair = PyTuple_GET_ITEM(items, i);
+        PyObject *obj = pr_new(cls);
+        PyList_SET_ITEM(made, i, obj); /* NULL until made: list_dealloc skips it */
+        if (obj == NULL ||
+            pr_store(obj, index_at, pr_names[PR_INDEX],
+                     Py_NewRef(PyTuple_GET_ITEM(pair, 0))) < 0 ||
+            pr_store(obj, records_at, pw_str_records, Py_NewRef(PyTuple_GET_ITEM(pair, 1))) < 0)
+            Py_CLEAR(made);
+    }
+    Py_DECREF(items);
+    return made;
+}
+
 static PyMethodDef core_methods[] = {
     {"buffer_capacity", (PyCFunction)core_buffer_capacity, METH_O,
      "buffer_capacity(builder): bytes the builder's buffer has room for."},
@@ -3238,6 +3296,8 @@ static PyMethodDef core_methods[] = {
      "A v9+ ProduceResponse body in its usual shape as the given classes' objects, or None."},
     {"write_produce_request", (PyCFunction)(void (*)(void))core_write_produce_request,
      METH_FASTCALL, "Append a usual v9+ ProduceRequest body to out; False if not usual."},
+    {"new_partition_data", (PyCFunction)(void (*)(void))core_new_partition_data,
+     METH_FASTCALL, "An object of cls per (index, records) pair, or None if not 2-tuples."},
     {"register_future_type", (PyCFunction)core_register_future_type, METH_O,
      "Have a subclass of RecordFuture with __slots__ = () freed as RecordFuture is."},
     {NULL, NULL, 0, NULL},

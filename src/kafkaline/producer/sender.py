@@ -565,7 +565,8 @@ class Sender:
                         log_append_time = answer.log_append_time_ms
                         # The result completes in one call; only if it had completed before
                         # does done() decide (a bug raises, a late answer is logged).
-                        if found.result.complete(SUCCEEDED, base_offset, log_append_time):
+                        previous = found.result.complete(SUCCEEDED, base_offset, log_append_time)
+                        if previous is not None:
                             found.done(base_offset, log_append_time)
                         if unmute is not None:
                             unmute(found.topic_partition)

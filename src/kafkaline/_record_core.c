@@ -2946,6 +2946,85 @@ pr_set(PyObject *obj, PyObject *name, PyObject *value)
     return rc;
 }
 
+/* Where the slot of a field is in its class's objects, or -1: setattr's own lookup (the
+ * type's MRO, the descriptor, interning the name) cost more than the rest of a partition's
+ * decoding, and a response has one object per partition. Only a plain writable object slot
+ * of a class with the default __setattr__ qualifies; anything else goes through pr_set. */
+static Py_ssize_t
+pr_slot_offset(PyObject *cls, PyObject *name)
+{
+    PyTypeObject *type = (PyTypeObject *)cls;
+    if (type->tp_setattro != PyObject_GenericSetAttr)
+        return -1;
+    PyObject *descr = _PyType_Lookup(type, name);
+    if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type))
+        return -1;
+    PyMemberDef *member = ((PyMemberDescrObject *)descr)->d_member;
+    if (member->type != T_OBJECT_EX || (member->flags & READONLY))
+        return -1;
+    return member->offset;
+}
+
+/* A class's version tag, 0 when it has none (changing a class changes its tag, so an
+ * offset found under one tag holds while the class keeps it). */
+static unsigned int
+pr_version(PyObject *cls)
+{
+    PyTypeObject *type = (PyTypeObject *)cls;
+    return (type->tp_flags & Py_TPFLAGS_VALID_VERSION_TAG) ? type->tp_version_tag : 0;
+}
+
+/* The slot offsets of the four classes' fields, found again when another class comes (or
+ * one of them changed). */
+enum { PR_CLASS_RESPONSE, PR_CLASS_TOPIC, PR_CLASS_PARTITION, PR_CLASS_LEADER, PR_CLASS_COUNT };
+static PyObject *pr_cached_class[PR_CLASS_COUNT];
+static unsigned int pr_cached_version[PR_CLASS_COUNT];
+static Py_ssize_t pr_offset[PR_NAME_COUNT];
+static Py_ssize_t pr_offset_responses, pr_offset_throttle, pr_offset_node_endpoints;
+
+static void
+pr_find_offsets(PyObject *const *classes)
+{
+    int same = 1;
+    for (int i = 0; i < PR_CLASS_COUNT; i++)
+        same &= pr_cached_class[i] == classes[i] && pr_cached_version[i] != 0 &&
+                pr_cached_version[i] == pr_version(classes[i]);
+    if (same)
+        return;
+    for (int i = 0; i < PR_CLASS_COUNT; i++)
+        Py_XSETREF(pr_cached_class[i], Py_NewRef(classes[i]));
+    PyObject *partition = classes[PR_CLASS_PARTITION], *leader = classes[PR_CLASS_LEADER];
+    PyObject *topic = classes[PR_CLASS_TOPIC], *response = classes[PR_CLASS_RESPONSE];
+    for (int i = PR_INDEX; i <= PR_CURRENT_LEADER; i++)
+        pr_offset[i] = pr_slot_offset(partition, pr_names[i]);
+    pr_offset[PR_LEADER_ID] = pr_slot_offset(leader, pr_names[PR_LEADER_ID]);
+    pr_offset[PR_LEADER_EPOCH] = pr_slot_offset(leader, pr_names[PR_LEADER_EPOCH]);
+    pr_offset[PR_NAME] = pr_slot_offset(topic, pr_names[PR_NAME]);
+    pr_offset[PR_PARTITION_RESPONSES] = pr_slot_offset(topic, pr_names[PR_PARTITION_RESPONSES]);
+    pr_offset_responses = pr_slot_offset(response, pr_str_responses);
+    pr_offset_throttle = pr_slot_offset(response, pr_str_throttle);
+    pr_offset_node_endpoints = pr_slot_offset(response, pr_str_node_endpoints);
+    /* Read after the lookups, which give a class its tag if it had none. */
+    for (int i = 0; i < PR_CLASS_COUNT; i++)
+        pr_cached_version[i] = pr_version(classes[i]);
+}
+
+/* pr_set() into the slot at offset when there is one (obj was just made: the slot is empty
+ * or holds what an earlier store put there). */
+static int
+pr_store(PyObject *obj, Py_ssize_t offset, PyObject *name, PyObject *value)
+{
+    if (offset < 0)
+        return pr_set(obj, name, value);
+    if (value == NULL)
+        return -1;
+    PyObject **slot = (PyObject **)((char *)obj + offset);
+    Py_XSETREF(*slot, value);
+    return 0;
+}
+
+#define PR_STORE(obj, field, value) pr_store((obj), pr_offset[field], pr_names[field], (value))
+
 static PyObject *
 core_decode_produce_response(PyObject *Py_UNUSED(module), PyObject *const *args,
                              Py_ssize_t nargs)
@@ -2966,6 +3045,7 @@ core_decode_produce_response(PyObject *Py_UNUSED(module), PyObject *const *args,
                          "class, not %.100s", i + 1, Py_TYPE(args[i])->tp_name);
             return NULL;
         }
+    pr_find_offsets(args + 1);
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_C_CONTIGUOUS) < 0)
         return NULL;
@@ -2998,8 +3078,8 @@ core_decode_produce_response(PyObject *Py_UNUSED(module), PyObject *const *args,
         }
         /* One default current_leader per topic, shared by its partitions (as the reference). */
         if ((leader = pr_new(leader_type)) == NULL ||
-            pr_set(leader, pr_names[PR_LEADER_ID], PyLong_FromLong(-1)) < 0 ||
-            pr_set(leader, pr_names[PR_LEADER_EPOCH], PyLong_FromLong(-1)) < 0 ||
+            PR_STORE(leader, PR_LEADER_ID, PyLong_FromLong(-1)) < 0 ||
+            PR_STORE(leader, PR_LEADER_EPOCH, PyLong_FromLong(-1)) < 0 ||
             (partitions = PyList_New(0)) == NULL) {
             Py_DECREF(name);
             goto error;
@@ -3013,18 +3093,18 @@ core_decode_produce_response(PyObject *Py_UNUSED(module), PyObject *const *args,
             const unsigned char *fixed = data + pos;
             pos += 33;
             if ((obj = pr_new(partition_type)) == NULL ||
-                pr_set(obj, pr_names[PR_INDEX], PyLong_FromLongLong(pr_int(fixed, 4))) < 0 ||
-                pr_set(obj, pr_names[PR_ERROR_CODE],
-                       PyLong_FromLongLong(pr_int(fixed + 4, 2))) < 0 ||
-                pr_set(obj, pr_names[PR_BASE_OFFSET],
-                       PyLong_FromLongLong(pr_int(fixed + 6, 8))) < 0 ||
-                pr_set(obj, pr_names[PR_LOG_APPEND_TIME],
-                       PyLong_FromLongLong(pr_int(fixed + 14, 8))) < 0 ||
-                pr_set(obj, pr_names[PR_LOG_START_OFFSET],
-                       PyLong_FromLongLong(pr_int(fixed + 22, 8))) < 0 ||
-                pr_set(obj, pr_names[PR_RECORD_ERRORS], PyList_New(0)) < 0 ||
-                pr_set(obj, pr_names[PR_ERROR_MESSAGE], Py_NewRef(Py_None)) < 0 ||
-                pr_set(obj, pr_names[PR_CURRENT_LEADER], Py_NewRef(leader)) < 0 ||
+                PR_STORE(obj, PR_INDEX, PyLong_FromLongLong(pr_int(fixed, 4))) < 0 ||
+                PR_STORE(obj, PR_ERROR_CODE,
+                         PyLong_FromLongLong(pr_int(fixed + 4, 2))) < 0 ||
+                PR_STORE(obj, PR_BASE_OFFSET,
+                         PyLong_FromLongLong(pr_int(fixed + 6, 8))) < 0 ||
+                PR_STORE(obj, PR_LOG_APPEND_TIME,
+                         PyLong_FromLongLong(pr_int(fixed + 14, 8))) < 0 ||
+                PR_STORE(obj, PR_LOG_START_OFFSET,
+                         PyLong_FromLongLong(pr_int(fixed + 22, 8))) < 0 ||
+                PR_STORE(obj, PR_RECORD_ERRORS, PyList_New(0)) < 0 ||
+                PR_STORE(obj, PR_ERROR_MESSAGE, Py_NewRef(Py_None)) < 0 ||
+                PR_STORE(obj, PR_CURRENT_LEADER, Py_NewRef(leader)) < 0 ||
                 PyList_Append(partitions, obj) < 0) {
                 Py_DECREF(name);
                 goto error;
@@ -3040,8 +3120,8 @@ core_decode_produce_response(PyObject *Py_UNUSED(module), PyObject *const *args,
             Py_DECREF(name);
             goto error;
         }
-        if (pr_set(obj, pr_names[PR_NAME], name) < 0 ||
-            pr_set(obj, pr_names[PR_PARTITION_RESPONSES], Py_NewRef(partitions)) < 0 ||
+        if (PR_STORE(obj, PR_NAME, name) < 0 ||
+            PR_STORE(obj, PR_PARTITION_RESPONSES, Py_NewRef(partitions)) < 0 ||
             PyList_Append(topics, obj) < 0)
             goto error;
         Py_CLEAR(obj);
@@ -3051,9 +3131,10 @@ core_decode_produce_response(PyObject *Py_UNUSED(module), PyObject *const *args,
     if (end - pos != 5 || data[pos + 4] != 0) /* throttle, no tagged fields, nothing after */
         goto done;
     if ((obj = pr_new(response_type)) == NULL ||
-        pr_set(obj, pr_str_responses, Py_NewRef(topics)) < 0 ||
-        pr_set(obj, pr_str_throttle, PyLong_FromLongLong(pr_int(data + pos, 4))) < 0 ||
-        pr_set(obj, pr_str_node_endpoints, PyList_New(0)) < 0)
+        pr_store(obj, pr_offset_responses, pr_str_responses, Py_NewRef(topics)) < 0 ||
+        pr_store(obj, pr_offset_throttle, pr_str_throttle,
+                 PyLong_FromLongLong(pr_int(data + pos, 4))) < 0 ||
+        pr_store(obj, pr_offset_node_endpoints, pr_str_node_endpoints, PyList_New(0)) < 0)
         goto error;
     result = obj;
     obj = NULL;
@@ -3170,13 +3251,42 @@ pw_attr(PyObject *obj, PyObject *name)
     return value;
 }
 
+/* Where a field was last read from its slot: the class and its version tag, and the slot's
+ * offset (-1: none, getattr reads it). */
+typedef struct {
+    PyObject *type;
+    unsigned int version;
+    Py_ssize_t offset;
+} PwSlot;
+
+static PwSlot pw_slot_index, pw_slot_records;
+
+/* pw_attr(), read straight from the slot when the object's class has a plain one (a
+ * partition's two fields per batch: getattr's lookup cost more than writing them). */
+static PyObject *
+pw_slot_attr(PyObject *obj, PyObject *name, PwSlot *cache)
+{
+    PyObject *type = (PyObject *)Py_TYPE(obj);
+    if (cache->type != type || cache->version == 0 || cache->version != pr_version(type)) {
+        Py_XSETREF(cache->type, Py_NewRef(type));
+        cache->offset = Py_TYPE(obj)->tp_getattro == PyObject_GenericGetAttr
+                            ? pr_slot_offset(type, name)
+                            : -1;
+        cache->version = pr_version(type);
+    }
+    PyObject *value = cache->offset < 0 ? NULL : *(PyObject **)((char *)obj + cache->offset);
+    if (value == NULL)
+        return pw_attr(obj, name); /* no slot, or unset: getattr names what is wrong */
+    return Py_NewRef(value);
+}
+
 #define PW_NOT_USUAL 1
 
 static int
 pw_write_partition(PyObject *out, PyObject *partition, PyObject *deferred,
                    PyObject *write_records, Py_ssize_t scatter_min)
 {
-    PyObject *index_obj = pw_attr(partition, pr_names[PR_INDEX]);
+    PyObject *index_obj = pw_slot_attr(partition, pr_names[PR_INDEX], &pw_slot_index);
     if (index_obj == NULL)
         return PyErr_Occurred() ? -1 : PW_NOT_USUAL;
     long long index;
@@ -3184,7 +3294,7 @@ pw_write_partition(PyObject *out, PyObject *partition, PyObject *deferred,
     Py_DECREF(index_obj);
     if (rc != 0)
         return rc;
-    PyObject *records = pw_attr(partition, pw_str_records);
+    PyObject *records = pw_slot_attr(partition, pw_str_records, &pw_slot_records);
     if (records == NULL)
         return PyErr_Occurred() ? -1 : PW_NOT_USUAL;
     if (!PyBytes_Check(records) && !PyByteArray_Check(records)) {
@@ -3214,34 +3324,58 @@ pw_write_partition(PyObject *out, PyObject *partition, PyObject *deferred,
         Py_DECREF(records);
         return PW_NOT_USUAL;
     }
-    if (pw_append_int(out, index, 4) < 0 || pw_append_uvarint(out, (uint64_t)size + 1) < 0) {
-        Py_DECREF(records);
-        return -1;
+    /* index, then the records' compact length (uvarint of size + 1, at most five bytes) */
+    unsigned char head[9];
+    int head_size = 4;
+    for (int i = 3; i >= 0; i--, index >>= 8)
+        head[i] = (unsigned char)(index & 0xFF);
+    uint64_t length = (uint64_t)size + 1;
+    while (length >= 0x80) {
+        head[head_size++] = (unsigned char)((length & 0x7F) | 0x80);
+        length >>= 7;
     }
+    head[head_size++] = (unsigned char)length;
     if (deferred != Py_None && size >= scatter_min) {
-        PyObject *entry = Py_BuildValue("(nO)", PyByteArray_GET_SIZE(out), records);
-        Py_DECREF(records);
-        if (entry == NULL)
+        if (pw_append(out, head, head_size) < 0) {
+            Py_DECREF(records);
             return -1;
+        }
+        PyObject *entry = PyTuple_New(2);
+        PyObject *position = PyLong_FromSsize_t(PyByteArray_GET_SIZE(out));
+        if (entry == NULL || position == NULL) {
+            Py_XDECREF(entry);
+            Py_XDECREF(position);
+            Py_DECREF(records);
+            return -1;
+        }
+        PyTuple_SET_ITEM(entry, 0, position);
+        PyTuple_SET_ITEM(entry, 1, records); /* takes the reference */
         rc = PyList_Append(deferred, entry);
         Py_DECREF(entry);
         if (rc < 0)
             return -1;
-    } else {
-        /* Copied before the resize: records may be out itself only in a caller's bug, and
-         * a bytearray's buffer moves when it grows. */
-        const char *data =
-            PyBytes_Check(records) ? PyBytes_AS_STRING(records) : PyByteArray_AS_STRING(records);
-        if (records == out) {
-            Py_DECREF(records);
-            return PW_NOT_USUAL;
-        }
-        rc = pw_append(out, data, size);
-        Py_DECREF(records);
-        if (rc < 0)
-            return -1;
+        return pw_append(out, "", 1) < 0 ? -1 : 0; /* the partition's tagged fields */
     }
-    return pw_append(out, "", 1) < 0 ? -1 : 0; /* the partition's tagged fields */
+    /* Head, records and the partition's tagged fields (none) in one resize. records may be
+     * out itself only in a caller's bug; its data is read after the resize (a bytearray's
+     * buffer moves when it grows). */
+    if (records == out) {
+        Py_DECREF(records);
+        return PW_NOT_USUAL;
+    }
+    Py_ssize_t start = PyByteArray_GET_SIZE(out);
+    if (PyByteArray_Resize(out, start + head_size + size + 1) < 0) {
+        Py_DECREF(records);
+        return -1;
+    }
+    char *at = PyByteArray_AS_STRING(out) + start;
+    const char *data =
+        PyBytes_Check(records) ? PyBytes_AS_STRING(records) : PyByteArray_AS_STRING(records);
+    memcpy(at, head, (size_t)head_size);
+    memcpy(at + head_size, data, (size_t)size);
+    at[head_size + size] = 0;
+    Py_DECREF(records);
+    return 0;
 }
 
 static int
@@ -3366,6 +3500,64 @@ core_write_produce_request(PyObject *Py_UNUSED(module), PyObject *const *args, P
     return Py_NewRef(rc == 0 ? Py_True : Py_False);
 }
 
+/* produce.new_produce_request's partitions: an object of cls (PartitionProduceData) per
+ * (index, records) pair, made as object.__new__(cls) and its two fields set (into their
+ * slots when cls has plain ones: see pr_slot_offset). A list or tuple of 2-tuples only;
+ * anything else gives None and the Python reference makes them. */
+static PwSlot pw_store_index, pw_store_records;
+
+static Py_ssize_t
+pw_store_offset(PyObject *cls, PyObject *name, PwSlot *cache)
+{
+    if (cache->type != cls || cache->version == 0 || cache->version != pr_version(cls)) {
+        Py_XSETREF(cache->type, Py_NewRef(cls));
+        cache->offset = pr_slot_offset(cls, name);
+        cache->version = pr_version(cls);
+    }
+    return cache->offset;
+}
+
+static PyObject *
+core_new_partition_data(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2 || !PyType_Check(args[0])) {
+        PyErr_SetString(PyExc_TypeError, "new_partition_data() takes a class and the pairs");
+        return NULL;
+    }
+    PyObject *cls = args[0], *pairs = args[1];
+    if (pr_init_names() < 0 || pw_init_names() < 0)
+        return NULL;
+    if (!PyList_Check(pairs) && !PyTuple_Check(pairs))
+        Py_RETURN_NONE;
+    /* A tuple of them (the list itself could change under a collection's finalizers). */
+    PyObject *items = PySequence_Tuple(pairs);
+    if (items == NULL)
+        return NULL;
+    Py_ssize_t count = PyTuple_GET_SIZE(items);
+    for (Py_ssize_t i = 0; i < count; i++) {
+        PyObject *pair = PyTuple_GET_ITEM(items, i);
+        if (!PyTuple_CheckExact(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            Py_DECREF(items);
+            Py_RETURN_NONE;
+        }
+    }
+    Py_ssize_t index_at = pw_store_offset(cls, pr_names[PR_INDEX], &pw_store_index);
+    Py_ssize_t records_at = pw_store_offset(cls, pw_str_records, &pw_store_records);
+    PyObject *made = PyList_New(count);
+    for (Py_ssize_t i = 0; made != NULL && i < count; i++) {
+        PyObject *pair = PyTuple_GET_ITEM(items, i);
+        PyObject *obj = pr_new(cls);
+        PyList_SET_ITEM(made, i, obj); /* NULL until made: list_dealloc skips it */
+        if (obj == NULL ||
+            pr_store(obj, index_at, pr_names[PR_INDEX],
+                     Py_NewRef(PyTuple_GET_ITEM(pair, 0))) < 0 ||
+            pr_store(obj, records_at, pw_str_records, Py_NewRef(PyTuple_GET_ITEM(pair, 1))) < 0)
+            Py_CLEAR(made);
+    }
+    Py_DECREF(items);
+    return made;
+}
+
 static PyMethodDef core_methods[] = {
     {"buffer_capacity", (PyCFunction)core_buffer_capacity, METH_O,
      "buffer_capacity(builder): bytes the builder's buffer has room for."},
@@ -3384,6 +3576,8 @@ static PyMethodDef core_methods[] = {
      "A v9+ ProduceResponse body in its usual shape as the given classes' objects, or None."},
     {"write_produce_request", (PyCFunction)(void (*)(void))core_write_produce_request,
      METH_FASTCALL, "Append a usual v9+ ProduceRequest body to out; False if not usual."},
+    {"new_partition_data", (PyCFunction)(void (*)(void))core_new_partition_data,
+     METH_FASTCALL, "An object of cls per (index, records) pair, or None if not 2-tuples."},
     {"register_future_type", (PyCFunction)core_register_future_type, METH_O,
      "Have a subclass of RecordFuture with __slots__ = () freed as RecordFuture is."},
     {NULL, NULL, 0, NULL},

@@ -313,14 +313,7 @@ class SenderSide(QueueMap):
         muted = self._muted
         transactions = self._transaction_manager
         node_queues = self._node_queues(node, parts)
-        indices: Iterable[int]
-        if len(self._incomplete) * 4 < count:
-            # Few batches for many partitions: visit only those of incomplete batches (every
-            # queued batch is one), in the rotation's order, so the drain is the full pass's.
-            indices = self._drain_indices_of_incomplete(node, start, count)
-        else:
-            indices = chain(range(start, count), range(start))
-        for index in indices:
+        for index in self._drain_order(node, start, count):
             queue = node_queues[index]
             if queue is None or not queue.batches:
                 # Nothing queued: no lock, as in ready() (an append to an empty queue makes a
@@ -345,16 +338,30 @@ class SenderSide(QueueMap):
                     break
                 batches.popleft()
                 first.builder.close_for_appends()  # ProducerBatch.close_for_appends()
-            wire_size = self._seal_drained(first, now)
-            if wire_size is not None:
-                size += wire_size
-                ready.append(first)
+            # Sealed here, outside the lock (encoding is the expensive part), and counted
+            # once per drain below: on a topic of many partitions a batch holds a record or
+            # two, and a call per batch was a visible part of the I/O thread's cost.
+            try:
+                first.builder.seal()  # ProducerBatch.close()
+            except Exception as error:
+                # A record the builder cannot encode (e.g. a timestamp out of range): it
+                # fails with the reason, the others go on.
+                _log.warning("failed to encode a batch for %s: %s", first.topic_partition, error)
+                self.fail_batch(first, error)
+                continue
+            size += first.builder.estimated_size_in_bytes
+            ready.append(first)
         self._drain_index[node] = next_start
+        if ready:
+            self._drained(ready, now)
         return ready
 
-    def _drain_indices_of_incomplete(self, node: int, start: int, count: int) -> list[int]:
-        """The places in ``node``'s partition list (as :meth:`_node_queues` made it last) of
-        the incomplete batches' partitions, in rotation order from ``start``."""
+    def _drain_order(self, node: int, start: int, count: int) -> Iterable[int]:
+        """The places in ``node``'s partition list to visit, in rotation order from
+        ``start``: all, or with few batches for many partitions only those of incomplete
+        batches (every queued batch is one), so the drain is the full pass's."""
+        if len(self._incomplete) * 4 >= count:
+            return chain(range(start, count), range(start))
         positions = self._drain_positions.get(node, {})
         found: set[int] = set()
         # list(): a snapshot taken in one step; appending threads add to the set meanwhile.
@@ -367,38 +374,37 @@ class SenderSide(QueueMap):
         rotated = sorted([index if index >= start else index + count for index in found])
         return [index - count if index >= count else index for index in rotated]
 
-    def _seal_drained(self, batch: ProducerBatch, now: float) -> int | None:
-        """Encode a batch just taken from its queue (no lock held: encoding is the expensive
-        part), number it for idempotence and count it; its wire size, or ``None`` when it
-        could not be encoded (it failed with the reason, the others go on)."""
-        builder = batch.builder
-        try:
-            builder.seal()  # ProducerBatch.close()
-        except Exception as error:
-            # A record the builder cannot encode (e.g. a timestamp out of range).
-            _log.warning("failed to encode a batch for %s: %s", batch.topic_partition, error)
-            self.fail_batch(batch, error)
-            return None
+    def _drained(self, batches: list[ProducerBatch], now: float) -> None:
+        """What follows sealing, for a node's drained ``batches``: their sequences
+        (idempotence; after encoding, so a batch that failed to encode takes none), the
+        batch statistics, the compression estimate and the drain time."""
         if self._transaction_manager is not None:
-            # After encoding: a batch that failed to encode must not take a sequence.
-            self._transaction_manager.assign_sequence(batch)
-        # BatchStats.add() written out, with the sealed size read once (Python calls per
-        # batch are most of the I/O thread's cost on topics of many partitions).
-        wire_size = builder.estimated_size_in_bytes
+            assign_sequence = self._transaction_manager.assign_sequence
+            for batch in batches:
+                assign_sequence(batch)
+        records = 0
+        wire_bytes = 0
+        uncompressed = 0
+        on_sealed = self._on_batch_sealed
+        for batch in batches:
+            builder = batch.builder
+            wire_size = builder.estimated_size_in_bytes
+            records += len(builder)
+            wire_bytes += wire_size
+            if builder.compression:
+                uncompressed += builder.uncompressed_records_size
+                self._estimator.update(batch.topic, batch.compression_ratio)
+            else:
+                uncompressed += wire_size
+            if on_sealed is not None:
+                on_sealed(batch)
+            if now > batch.drained_ms:  # ProducerBatch.drained()
+                batch.drained_ms = now
         stats = self.batch_stats
-        stats.batches += 1
-        stats.records += len(builder)
-        stats.bytes += wire_size
-        if builder.compression:
-            stats.uncompressed_bytes += builder.uncompressed_records_size
-            self._estimator.update(batch.topic, batch.compression_ratio)
-        else:
-            stats.uncompressed_bytes += wire_size
-        if self._on_batch_sealed is not None:
-            self._on_batch_sealed(batch)
-        if now > batch.drained_ms:  # ProducerBatch.drained()
-            batch.drained_ms = now
-        return wire_size
+        stats.batches += len(batches)
+        stats.records += records
+        stats.bytes += wire_bytes
+        stats.uncompressed_bytes += uncompressed
 
     def _node_queues(
         self, node: int, parts: Sequence[TopicPartition]
@@ -473,13 +479,16 @@ class SenderSide(QueueMap):
     def deallocate_batches(self, batches: Collection[ProducerBatch]) -> None:
         """:meth:`deallocate` for each of ``batches``, under one lock, their memory given
         back to the pool at once (the Sender, for the successes of one response)."""
-        pooled = 0
         incomplete = self._incomplete
+        # Set operations rather than a lookup and a removal per batch.
         with self._incomplete_lock:
-            for batch in batches:
-                if batch in incomplete:
-                    incomplete.remove(batch)
-                    pooled += batch.pooled_bytes
+            finished = incomplete.intersection(batches)
+            incomplete.difference_update(finished)
+        # A loop, not sum(map(attrgetter(...))): the loop reads a slot in a few bytecodes,
+        # attrgetter goes through the generic getattr for each batch.
+        pooled = 0
+        for batch in finished:
+            pooled += batch.pooled_bytes
         if pooled:
             self._pool.deallocate(pooled)
 

@@ -6,7 +6,7 @@ the Sender's thread."""
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Sequence
 
 from kafkaline.errors import (
     DeliveryTimeoutError,
@@ -68,7 +68,7 @@ class BatchOutcomes:
 
     def fail_request(
         self,
-        batches: Mapping[TopicPartition, ProducerBatch],
+        batches: Sequence[ProducerBatch],
         error: KafkaError,
         response: ClientResponse,
     ) -> None:
@@ -77,10 +77,10 @@ class BatchOutcomes:
             "produce request to node %d failed (%s) for %s",
             response.node_id,
             error,
-            ", ".join(f"{tp.topic}-{tp.partition}" for tp in batches),
+            ", ".join(f"{batch.topic}-{batch.partition}" for batch in batches),
         )
         transactions = self._transactions
-        for batch in batches.values():
+        for batch in batches:
             if transactions is not None:
                 # The request may have been written before the connection went.
                 transactions.note_unknown_outcome(batch, error)

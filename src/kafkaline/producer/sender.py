@@ -44,7 +44,8 @@ import functools
 import logging
 import math
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
+from itertools import chain
 
 from kafkaline.errors import (
     AuthenticationError,
@@ -52,12 +53,12 @@ from kafkaline.errors import (
     ProducerClosedError,
     SenderFailedError,
 )
-from kafkaline.net.cluster import ClusterMetadata, TopicPartition
+from kafkaline.net.cluster import ClusterMetadata
 from kafkaline.net.response import ClientResponse
 from kafkaline.producer.accumulator import RecordAccumulator
 from kafkaline.producer.batch import ProducerBatch
 from kafkaline.producer.batch_outcomes import BatchOutcomes
-from kafkaline.producer.futures import mark_io_thread
+from kafkaline.producer.futures import SUCCEEDED, mark_io_thread
 from kafkaline.producer.metrics import SenderCounters
 from kafkaline.producer.sender_client import SenderClient, SenderMetadata
 from kafkaline.producer.sender_requests import TransactionRequests
@@ -359,15 +360,17 @@ class Sender:
             return None, poll_timeout
         drained = accumulator.drain(cluster, ready_nodes, self._max_request_size, now)
         in_flight = self._in_flight
-        mute = accumulator.mute if self._guarantee_order else None
         earliest = math.inf
         for batches in drained.values():
+            if not batches:
+                continue
+            in_flight.update(batches)  # one call, not one per batch
             for batch in batches:
-                if mute is not None:
-                    mute(batch.topic_partition)
-                in_flight.add(batch)
                 if batch.created_ms < earliest:
                     earliest = batch.created_ms
+            if self._guarantee_order:
+                for batch in batches:
+                    accumulator.mute(batch.topic_partition)
         expiry = earliest + self._delivery_timeout_ms
         if expiry < self._in_flight_expiry_ms:
             self._in_flight_expiry_ms = expiry
@@ -451,7 +454,8 @@ class Sender:
     # ------------------------------------------------------------------ requests
 
     def _send_produce_request(self, node: int, batches: list[ProducerBatch], now: float) -> None:
-        by_partition: dict[TopicPartition, ProducerBatch] = {}
+        # Per topic, partition -> batch: the response's loop pops its answers from it.
+        by_topic: dict[str, dict[int, ProducerBatch]] = {}
         topic_data: dict[str, list[tuple[int, Records]]] = {}
         size = 0
         largest = 0
@@ -459,11 +463,13 @@ class Sender:
         queue_times: list[float] = []
         topic: str | None = None
         partitions: list[tuple[int, Records]] = []
+        topic_batches: dict[int, ProducerBatch] = {}
+        in_flight = self._in_flight
         # Per batch, the builder is used directly (ProducerBatch.build, record_count and
         # final_state are each a call or two more): see the note in _handle_produce_response.
         for batch in batches:
-            if batch.result.state is not None:
-                continue  # expired during this pass
+            if batch not in in_flight:
+                continue  # expired during this pass (failing it took it out of the set)
             tp = batch.topic_partition
             builder = batch.builder
             wire = builder.build_buffer()
@@ -476,9 +482,10 @@ class Sender:
             if tp.topic != topic:  # a node's partitions come grouped by topic
                 topic = tp.topic
                 partitions = topic_data.setdefault(topic, [])
+                topic_batches = by_topic.setdefault(topic, {})
             partitions.append((tp.partition, wire))
-            by_partition[tp] = batch
-        if not by_partition:
+            topic_batches[tp.partition] = batch
+        if not topic_data:
             return
         request = new_produce_request(
             self._transactions.transactional_id if self._transactions is not None else None,
@@ -486,14 +493,14 @@ class Sender:
             self._request_timeout_ms,
             topic_data,
         )
-        on_complete = functools.partial(self._handle_produce_response, by_partition)
+        on_complete = functools.partial(self._handle_produce_response, by_topic)
         try:
             self._client.send(node, request, on_complete, now)
         except KafkaError as error:
             # The request could not even be queued (no version the broker shares, a value
             # the version cannot encode): its batches fail or retry like an answered error.
             _log.warning("could not send a produce request to node %d: %s", node, error)
-            for batch in by_partition.values():
+            for batch in _batches_of(by_topic):
                 self._outcomes.complete_with_error(batch, error, now)
             return
         self._produce_requests_in_flight += 1
@@ -509,7 +516,7 @@ class Sender:
             self._metadata.add_topic(topic, now)
 
     def _handle_produce_response(
-        self, batches: Mapping[TopicPartition, ProducerBatch], response: ClientResponse
+        self, by_topic: dict[str, dict[int, ProducerBatch]], response: ClientResponse
     ) -> None:
         self._produce_requests_in_flight -= 1
         now = response.completed_at_ms
@@ -526,44 +533,58 @@ class Sender:
             throttle_ms=float(produce.throttle_time_ms) if produce is not None else 0.0,
         )
         if error is not None:
-            self._outcomes.fail_request(batches, error, response)
+            self._outcomes.fail_request(list(_batches_of(by_topic)), error, response)
             return
         if produce is None:  # acks=0: written to the socket, no answer will come
-            for batch in batches.values():
+            for batch in list(_batches_of(by_topic)):
                 self._outcomes.complete(batch, -1, -1)
             return
         # The I/O thread's cost is mostly Python calls per batch (docs/performance.md): this
-        # loop keeps to few. A (topic, partition) tuple finds the TopicPartition key (a named
-        # tuple: same hash and equality) without building one per answer.
-        pending: dict[tuple[str, int], ProducerBatch] = dict(batches.items())
-        # Successes are completed here (Sender._complete written out) and their memory given
-        # back in one go after the loop: a topic of thousands of partitions answers for a
-        # batch of a record or two per partition, and each call less counts.
-        accumulator = self._accumulator
-        in_flight = self._in_flight
+        # loop keeps to few. The answers are popped from this request's own map (no copy),
+        # so what is left in it was not answered.
+        # Successes are completed here (Sender._complete written out) and taken out of the
+        # in-flight set and given their memory back in one go after the loop: a topic of
+        # thousands of partitions answers for a batch of a record or two per partition.
         transactions = self._transactions
-        unmute = accumulator.unmute if self._guarantee_order else None
+        unmute = self._accumulator.unmute if self._guarantee_order else None
         succeeded: list[ProducerBatch] = []
         try:
             for topic_response in produce.responses:
                 name = topic_response.name
+                topic_batches = by_topic.get(name, _NO_BATCHES)
                 for answer in topic_response.partition_responses:
-                    found = pending.pop((name, answer.index), None)
+                    found = topic_batches.pop(answer.index, None)
                     if found is None:
                         self._warn_unrequested(response.node_id, name, answer.index)
                         continue
                     if answer.error_code == 0:
-                        in_flight.discard(found)
                         if transactions is not None and found.result.state is None:
                             transactions.handle_completed_batch(found)
                         succeeded.append(found)
-                        found.done(answer.base_offset, answer.log_append_time_ms)
+                        base_offset = answer.base_offset
+                        log_append_time = answer.log_append_time_ms
+                        # The result completes in one call; only if it had completed before
+                        # does done() decide (a bug raises, a late answer is logged).
+                        previous = found.result.complete(SUCCEEDED, base_offset, log_append_time)
+                        if previous is not None:
+                            found.done(base_offset, log_append_time)
                         if unmute is not None:
                             unmute(found.topic_partition)
                         continue
                     self._outcomes.handle_partition_error(found, answer, produce, now)
         finally:
             if succeeded:
-                accumulator.deallocate_batches(succeeded)
-        if pending:
-            self._outcomes.fail_unanswered(pending.values(), response.node_id)
+                self._in_flight.difference_update(succeeded)
+                self._accumulator.deallocate_batches(succeeded)
+        unanswered = list(_batches_of(by_topic))
+        if unanswered:
+            self._outcomes.fail_unanswered(unanswered, response.node_id)
+
+
+#: A topic the request did not name: no batch to pop.
+_NO_BATCHES: dict[int, ProducerBatch] = {}
+
+
+def _batches_of(by_topic: Mapping[str, Mapping[int, ProducerBatch]]) -> Iterator[ProducerBatch]:
+    """The batches of a request's map, topic by topic."""
+    return chain.from_iterable(batches.values() for batches in by_topic.values())

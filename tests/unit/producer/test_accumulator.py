@@ -454,6 +454,21 @@ def test_a_batch_that_cannot_be_encoded_fails_alone() -> None:
     assert not accumulator.has_incomplete()
 
 
+def test_one_drain_counts_every_batch_it_sealed_and_none_that_failed_to_encode() -> None:
+    accumulator = new_accumulator(linger_ms=0, buffer_memory=10_000)
+    accumulator.append("t", 0, 1 << 63, None, VALUE, None, 0.0, 0.0)  # timestamp beyond int64
+    for _ in range(3):
+        append(accumulator, T1)
+    append(accumulator, T2)
+    batches = drain_all(accumulator, 2.0)
+    assert sorted(b.topic_partition for b in batches) == [T1, T2]
+    stats = accumulator.batch_stats
+    sizes = [len(b.build()) for b in batches]
+    assert (stats.batches, stats.records) == (2, 4)
+    assert stats.bytes == stats.uncompressed_bytes == sum(sizes)
+    assert all(b.drained_ms == 2.0 for b in batches)
+
+
 # --------------------------------------------------------------------------- retries
 
 

@@ -591,6 +591,24 @@ def test_in_flight_batches_expire_and_a_late_answer_is_ignored() -> None:
     assert isinstance(futures[0].exception(0), DeliveryTimeoutError)
 
 
+def test_a_batch_that_expires_in_the_pass_that_drains_it_is_not_sent() -> None:
+    rig = make_rig(delivery_timeout_ms=1000)
+    rig.client.ready_nodes.clear()
+    old = rig.append(0)
+    rig.run()  # its node is not ready: it stays queued
+    rig.advance(900)
+    fresh = rig.append(1)
+    rig.client.ready_nodes.update({1, 2})
+    rig.advance(100)
+    rig.run()  # both drained; the old one reached its delivery timeout in this pass
+    assert isinstance(old[0].exception(0), DeliveryTimeoutError)
+    (sent,) = rig.client.sent
+    assert sent.record_counts() == {(TOPIC, 1): 1}
+    rig.client.respond(0)
+    assert fresh[0].get(0).offset == 100
+    assert not rig.accumulator.has_incomplete()
+
+
 def test_an_idle_producer_does_not_spin_once_an_answered_batch_would_have_expired() -> None:
     rig = make_rig(delivery_timeout_ms=1000)
     futures = rig.append(0)

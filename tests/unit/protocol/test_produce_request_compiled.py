@@ -17,7 +17,7 @@ from kafkaline.protocol.api.produce import (
     TopicProduceData,
 )
 from kafkaline.protocol.primitives import SCATTER_MIN_BYTES, ScatterFrame
-from kafkaline.protocol.schema import RECORDS, WriteFn
+from kafkaline.protocol.schema import RECORDS, Records, WriteFn
 from kafkaline.record.core import core_build
 
 pytestmark = pytest.mark.skipif(
@@ -134,3 +134,69 @@ def test_bad_arguments_are_refused_by_name() -> None:
         compiled()(bytearray(), request, (), _RECORDS_WRITER, SCATTER_MIN_BYTES)
     with pytest.raises(TypeError, match="takes out, request"):
         compiled()(bytearray())
+
+
+class _PlainPartition:
+    """No slots: the writer reads its fields through getattr."""
+
+    def __init__(self, index: int, records: bytes) -> None:
+        self.index = index
+        self.records = records
+
+
+class _ShiftedPartition(PartitionProduceData):
+    """Its own __getattribute__: the writer must ask it, not read the slots."""
+
+    def __getattribute__(self, name: str) -> object:
+        value = object.__getattribute__(self, name)
+        return value + 1 if name == "index" else value
+
+
+def test_partitions_of_any_class_are_read_as_getattr_reads_them() -> None:
+    shifted = _ShiftedPartition(index=4, records=b"s")
+    unset = object.__new__(PartitionProduceData)  # no field set: not of the usual shape
+    request = ProduceRequest(
+        acks=1,
+        timeout_ms=1,
+        topic_data=[
+            TopicProduceData(
+                name="t",
+                partition_data=[
+                    PartitionProduceData(index=1, records=b"a"),
+                    _PlainPartition(2, b"bb"),  # type: ignore[list-item]
+                    shifted,
+                    PartitionProduceData(index=3, records=b"c"),
+                ],
+            )
+        ],
+    )
+    reference, written = both(request, scatter=False)
+    assert written == reference
+    assert written[0] is True
+    kept = written[1]
+    assert isinstance(kept, tuple) and b"\x00\x00\x00\x05\x02s\x00" in kept[0]
+    request.topic_data[0].partition_data.append(unset)
+    reference, written = both(request, scatter=False)
+    assert written == reference == (False, None)
+
+
+def test_the_compiled_partitions_are_the_reference_objects() -> None:
+    make = produce_module.compiled_function("new_partition_data")
+    assert make is not None and produce_module._COMPILED_PARTITIONS is not None
+    pairs: list[tuple[int, Records | None]] = [
+        (0, b"a"),
+        (2**31 - 1, bytearray(b"b")),
+        (5, None),
+    ]
+    made = make(PartitionProduceData, pairs)
+    assert made == produce_module._new_partition_data(pairs)
+    assert make(PartitionProduceData, tuple(pairs)) == made
+    assert all(type(partition) is PartitionProduceData for partition in made)
+    # Not 2-tuples, or not a list or tuple: the Python reference decides.
+    assert make(PartitionProduceData, [(0, b"a"), [1, b"b"]]) is None
+    assert make(PartitionProduceData, [(0, b"a", 1)]) is None
+    assert make(PartitionProduceData, iter(pairs)) is None
+    plain = make(_PlainPartition, [(7, b"p")])
+    assert isinstance(plain, list) and (plain[0].index, plain[0].records) == (7, b"p")
+    with pytest.raises(TypeError, match="takes a class and the pairs"):
+        make(object())

@@ -248,3 +248,20 @@ def test_a_request_for_thousands_of_partitions_is_written_by_hand() -> None:
 
 def _unused_records_writer(out: bytearray, records: object) -> None:
     raise AssertionError("only views go to the generic records writer")
+
+
+def test_new_produce_request_takes_pairs_of_any_sequence_shape() -> None:
+    made = new_produce_request(None, 1, 10, {"t": [[0, b"x"], (1, None)]})  # type: ignore[list-item]
+    assert made == ProduceRequest(
+        acks=1,
+        timeout_ms=10,
+        topic_data=[
+            TopicProduceData(
+                name="t",
+                partition_data=[
+                    PartitionProduceData(index=0, records=b"x"),
+                    PartitionProduceData(index=1, records=None),
+                ],
+            )
+        ],
+    )

@@ -142,3 +142,55 @@ def test_not_a_buffer_or_not_a_class_is_refused_by_name() -> None:
         )
     with pytest.raises(TypeError, match="takes data"):
         decoder(b"\x01")
+
+
+class _Plain:
+    """A class without slots: the reader sets its fields through setattr."""
+
+
+_SET_FIELDS: list[str] = []
+
+
+class _CountingPartition(PartitionProduceResponse):
+    """A subclass with its own __setattr__: the reader must call it, not write the slots."""
+
+    def __setattr__(self, name: str, value: object) -> None:
+        _SET_FIELDS.append(name)
+        object.__setattr__(self, name, value)
+
+
+def test_classes_without_plain_slots_are_set_through_setattr_and_then_slots_again() -> None:
+    decoder = produce_module.compiled_decoder()
+    assert decoder is not None
+    response = ProduceResponse(
+        responses=[
+            TopicProduceResponse(
+                name="t",
+                partition_responses=[
+                    PartitionProduceResponse(index=3, error_code=0, base_offset=7, record_errors=[])
+                ],
+            )
+        ],
+        throttle_time_ms=5,
+    )
+    data = response.encode(11)
+    plain = decoder(data, _Plain, _Plain, _Plain, _Plain)
+    assert isinstance(plain, _Plain)
+    (topic,) = plain.responses
+    assert topic.name == "t" and plain.throttle_time_ms == 5
+    (partition,) = topic.partition_responses
+    assert (partition.index, partition.base_offset, partition.current_leader.leader_id) == (
+        3,
+        7,
+        -1,
+    )
+    _SET_FIELDS.clear()
+    counted = decoder(
+        data, ProduceResponse, TopicProduceResponse, _CountingPartition, LeaderIdAndEpoch
+    )
+    (counted_partition,) = counted.responses[0].partition_responses
+    assert isinstance(counted_partition, _CountingPartition)
+    assert (counted_partition.index, counted_partition.base_offset) == (3, 7)
+    assert "base_offset" in _SET_FIELDS
+    # Back to the usual classes: their slots are written again, the same objects come out.
+    assert compiled()(data) == response

@@ -351,13 +351,14 @@ def new_produce_request(
     The producer's I/O thread makes one per request: its objects are made as the response
     fast path makes them (object.__new__, then every field set; see _decode_usual_flexible)."""
     topics: list[TopicProduceData] = []
+    compiled = _COMPILED_PARTITIONS
     for name, partitions in topic_data.items():
-        partition_data: list[PartitionProduceData] = []
-        for index, records in partitions:
-            partition = _new_object(PartitionProduceData)
-            partition.index = index
-            partition.records = records
-            partition_data.append(partition)
+        # The compiled core makes the same objects in one call (a topic of thousands of
+        # partitions has one per batch); it answers None for pairs that are not 2-tuples.
+        made = None if compiled is None else compiled(PartitionProduceData, partitions)
+        partition_data: list[PartitionProduceData] = (
+            _new_partition_data(partitions) if made is None else made
+        )
         topic = _new_object(TopicProduceData)
         topic.name = name
         topic.partition_data = partition_data
@@ -369,6 +370,26 @@ def new_produce_request(
     request.topic_data = topics
     return request
 
+
+def _new_partition_data(
+    partitions: Sequence[tuple[int, Records | None]],
+) -> list[PartitionProduceData]:
+    """A PartitionProduceData per ``(index, records)`` pair, as new_produce_request makes
+    them (the reference of the compiled ``new_partition_data``)."""
+    partition_data: list[PartitionProduceData] = []
+    for index, records in partitions:
+        partition = _new_object(PartitionProduceData)
+        partition.index = index
+        partition.records = records
+        partition_data.append(partition)
+    return partition_data
+
+
+#: new_produce_request's partitions made by the compiled core (see _new_partition_data), or
+#: None: the Python above.
+_COMPILED_PARTITIONS: Callable[..., list[PartitionProduceData] | None] | None = compiled_function(
+    "new_partition_data"
+)  # type: ignore[assignment]
 
 # transactional_id null (0), acks, timeout_ms.
 _HEAD = struct.Struct(">Bhi")

@@ -702,6 +702,36 @@ error:
 #define NO_ROOM 1
 #define FAILED -1
 
+/* A record's body size (after its length varint) as the batch's next record; key_size or
+ * value_size -1 for null, header_size -1 for no header block. */
+static int64_t
+record_body_size(const Builder *self, uint64_t ts_z, Py_ssize_t key_size, Py_ssize_t value_size,
+                 Py_ssize_t header_size)
+{
+    uint64_t key_z = key_size < 0 ? 1 : zigzag(key_size);
+    uint64_t value_z = value_size < 0 ? 1 : zigzag(value_size);
+    return 1 + varint_size(ts_z) + varint_size(zigzag(self->count)) + varint_size(key_z) +
+           (key_size < 0 ? 0 : key_size) + varint_size(value_z) +
+           (value_size < 0 ? 0 : value_size) + (header_size < 0 ? 1 : header_size);
+}
+
+/* Whether a record without headers could not go into the batch whatever memory it held:
+ * what append() refuses (closed, or past the batch's limit), without encoding it. */
+static int
+builder_has_no_room(const Builder *self, int64_t timestamp, Py_ssize_t key_size,
+                    Py_ssize_t value_size)
+{
+    if (self->closed || self->count >= INT32_MAX)
+        return 1;
+    if (self->count == 0)
+        return 0;
+    int64_t delta;
+    if (__builtin_sub_overflow(timestamp, self->base_timestamp, &delta))
+        delta = 0; /* as try_append() sizes it */
+    int64_t body = record_body_size(self, zigzag(delta), key_size, value_size, -1);
+    return self->used + varint_size(zigzag(body)) + body > self->limit;
+}
+
 /* Encode one record into the batch if it fits under `limit` (exactly; the first record always
  * fits, up to the largest batch). */
 static int
@@ -729,9 +759,9 @@ try_append(Builder *self, int64_t timestamp, const char *key, Py_ssize_t key_siz
     uint64_t off_z = zigzag(self->count);
     uint64_t key_z = key == NULL ? 1 : zigzag(key_size);
     uint64_t value_z = value == NULL ? 1 : zigzag(value_size);
-    int64_t body = 1 + varint_size(ts_z) + varint_size(off_z) + varint_size(key_z) +
-                   (key == NULL ? 0 : key_size) + varint_size(value_z) +
-                   (value == NULL ? 0 : value_size) + (header_block ? header_size : 1);
+    int64_t body = record_body_size(self, ts_z, key == NULL ? -1 : key_size,
+                                    value == NULL ? -1 : value_size,
+                                    header_block ? header_size : -1);
     uint64_t body_z = zigzag(body);
     int64_t total = varint_size(body_z) + body;
     if (self->count) {
@@ -1804,6 +1834,13 @@ core_register_future_type(PyObject *Py_UNUSED(module), PyObject *cls)
  * valid int, a record over the payload limit, no open batch with room, a sticky partition
  * due to switch, a producer that is not open.
  *
+ * One case goes on in Python instead: a record with its partition chosen here (given, or its
+ * key's) whose partition has a queue but no batch that could take it, whatever memory it
+ * held (none, or the last one closed or past its limit). It needs a new batch, so it goes to
+ * `new_batch(topic, partition, timestamp_ms, key, value)` (the producer's step into
+ * RecordAccumulator.append_to_new_batch()), which returns its future: the general path's
+ * checks and partitioner are done, its append protocol starts at its memory step.
+ *
  * The partition is what the general path chooses: the one given, murmur2 of the key (as
  * Java), or the topic's current sticky partition (KIP-794) for a record without key. The
  * accumulator's state is read where it keeps it (its copy-on-write map of queues, each
@@ -1837,6 +1874,7 @@ typedef struct {
     SlotCache queue_lock, queue_batches, batch_builder, batch_result;
     SlotCache sticky_current, sticky_size, sticky_partition, sticky_produced;
     PyObject *fallback; /* the general send(), or NULL */
+    PyObject *new_batch; /* the step for a record whose open batch has no room, or NULL */
     PyObject *accumulator_dict; /* its instance dict, once read */
     /* The queues of cache_topic by partition, found in the map cache_queues, see
      * cached_queue(). */
@@ -1893,6 +1931,7 @@ Sender_traverse(Sender *self, visitproc visit, void *arg)
     Py_VISIT(self->lock_acquire);
     Py_VISIT(self->lock_release);
     Py_VISIT(self->fallback);
+    Py_VISIT(self->new_batch);
     Py_VISIT(self->accumulator_dict);
     Py_VISIT(self->cache_queues);
     Py_VISIT(self->cache_topic);
@@ -1927,6 +1966,7 @@ Sender_clear(Sender *self)
     Py_CLEAR(self->lock_acquire);
     Py_CLEAR(self->lock_release);
     Py_CLEAR(self->fallback);
+    Py_CLEAR(self->new_batch);
     Py_CLEAR(self->accumulator_dict);
     queue_cache_clear(self);
     return 0;
@@ -2152,6 +2192,24 @@ plain_int(PyObject *obj, long long hi, long long *out)
     return 0;
 }
 
+/* new_batch(topic, partition, timestamp_ms, key, value): the future of a record that needs a
+ * new batch (see OpenBatchSender), or NULL with its error. */
+static PyObject *
+sender_new_batch(Sender *self, PyObject *const *args, long long partition, long long timestamp)
+{
+    PyObject *call[5] = {args[0], args[4], args[5], args[2], args[1]};
+    PyObject *partition_obj = NULL, *timestamp_obj = NULL, *result = NULL;
+    if (call[1] == Py_None && (call[1] = partition_obj = PyLong_FromLongLong(partition)) == NULL)
+        return NULL;
+    if (call[2] == Py_None && (call[2] = timestamp_obj = PyLong_FromLongLong(timestamp)) == NULL)
+        goto done;
+    result = PyObject_Vectorcall(self->new_batch, call, 5, NULL);
+done:
+    Py_XDECREF(partition_obj);
+    Py_XDECREF(timestamp_obj);
+    return result;
+}
+
 /* The record into its partition's open batch: its future, or None with nothing done. */
 static PyObject *
 sender_try(Sender *self, PyObject *const *args)
@@ -2253,7 +2311,9 @@ sender_try(Sender *self, PyObject *const *args)
     Py_ssize_t n = PyObject_Length(batches);
     PyObject *batch = n > 0 ? PySequence_GetItem(batches, n - 1) : NULL;
     PyObject *builder = batch ? read_slot(batch, str_builder, &self->batch_builder) : NULL;
-    int appended = 0;
+    int appended = 0, no_room = n == 0 && sticky == NULL;
+    if (builder != NULL && Py_IS_TYPE(builder, &BuilderType) && ((Builder *)builder)->closed)
+        no_room = sticky == NULL;
     if (builder != NULL && Py_IS_TYPE(builder, &BuilderType) && !((Builder *)builder)->closed) {
         Builder *b = (Builder *)builder;
         PyObject *produced = NULL;
@@ -2292,6 +2352,9 @@ sender_try(Sender *self, PyObject *const *args)
             offset_delta = b->count - 1;
             batch_result = read_slot(batch, str_result, &self->batch_result);
         }
+        else if (sticky == NULL && !PyErr_Occurred()) {
+            no_room = builder_has_no_room(b, timestamp, key_size, value_size);
+        }
     }
     Py_XDECREF(builder);
     Py_XDECREF(batch);
@@ -2307,8 +2370,13 @@ sender_try(Sender *self, PyObject *const *args)
         PyErr_Restore(exc_type, exc_value, exc_tb);
         goto done;
     }
-    if (batch_result == NULL)
-        goto none;
+    if (batch_result == NULL) {
+        if (no_room && self->new_batch != NULL)
+            result = sender_new_batch(self, args, partition, timestamp);
+        else
+            result = Py_NewRef(Py_None);
+        goto done;
+    }
     result = future_make(self->future_type, batch_result, offset_delta, key_size, value_size,
                          timestamp);
     goto done;
@@ -2398,6 +2466,23 @@ Sender_get_fallback(Sender *self, void *Py_UNUSED(c))
     return Py_NewRef(self->fallback == NULL ? Py_None : self->fallback);
 }
 
+static PyObject *
+Sender_get_new_batch(Sender *self, void *Py_UNUSED(c))
+{
+    return Py_NewRef(self->new_batch == NULL ? Py_None : self->new_batch);
+}
+
+static int
+Sender_set_new_batch(Sender *self, PyObject *value, void *Py_UNUSED(c))
+{
+    if (value != NULL && value != Py_None && !PyCallable_Check(value)) {
+        PyErr_SetString(PyExc_TypeError, "new_batch must be callable or None");
+        return -1;
+    }
+    Py_XSETREF(self->new_batch, value == Py_None ? NULL : Py_XNewRef(value));
+    return 0;
+}
+
 static int
 Sender_set_fallback(Sender *self, PyObject *value, void *Py_UNUSED(c))
 {
@@ -2413,6 +2498,9 @@ static PyGetSetDef Sender_getset[] = {
     {"fallback", (getter)Sender_get_fallback, (setter)Sender_set_fallback,
      "What a call the core declines goes to (send()'s general path), or None.", NULL},
     {"__wrapped__", (getter)Sender_get_fallback, NULL, "The fallback.", NULL},
+    {"new_batch", (getter)Sender_get_new_batch, (setter)Sender_set_new_batch,
+     "new_batch(topic, partition, timestamp_ms, key, value): the future of a record that needs "
+     "a new batch, or None (it then goes to the fallback).", NULL},
     {"__doc__", (getter)Sender_fallback_attr, NULL, NULL, "__doc__"},
     {"__name__", (getter)Sender_fallback_attr, NULL, NULL, "__name__"},
     {"__qualname__", (getter)Sender_fallback_attr, NULL, NULL, "__qualname__"},

@@ -164,6 +164,7 @@ class Producer:
         core_send = self._accumulator.open_batch_sender(self._payload_limit)
         if core_send is not None:
             core_send.partition_counts = self._topics.counts
+            core_send.new_batch = self._send_to_new_batch
             if type(self).send is Producer.send:  # (a subclass's own send() stays)
                 # producer.send is then the compiled call itself, no Python frame first; what
                 # it declines goes to the class's send(), the general path.
@@ -362,6 +363,25 @@ class Producer:
             self._wakeup()
         if interceptors is not None:
             _acknowledge_to(interceptors, future)
+        return future
+
+    def _send_to_new_batch(
+        self, topic: str, partition: int, timestamp: int, key: bytes | None, value: bytes | None
+    ) -> FutureRecordMetadata:
+        """The end of send()'s general path, for a record the compiled send() checked and
+        placed (bytes or None, no headers, its own partition or its key's, a topic whose
+        partitions are known) when the partition has no batch with room for it."""
+        try:
+            future, batch_is_full, new_batch = self._accumulator.append_to_new_batch(
+                topic, partition, timestamp, key, value, self._max_block_ms, _monotonic() * 1000.0
+            )
+        except Exception as error:
+            replacement = self._send_failed(error, topic, partition, None)
+            if replacement is not None:
+                raise replacement from error
+            raise
+        if batch_is_full or new_batch:
+            self._wakeup()
         return future
 
     def _partition(

@@ -446,6 +446,34 @@ records_room(Py_ssize_t size_limit, double ratio)
     return (Py_ssize_t)((double)(size_limit - HEADER_SIZE) / ratio);
 }
 
+/* The keywords a ProducerBatch gives every new builder, by their interned names. */
+static PyObject *str_compression, *str_compression_level, *str_ratio, *str_is_transactional;
+
+/* Those keywords read without PyArg_ParseTupleAndKeywords, which makes a str of each name it
+ * looks up (about a thousand instructions a name, up to the last one given: most of making a
+ * batch, and with many partitions a batch is made per record or two). 0 when every keyword
+ * is one of them with a value of the usual type, else 1 and the general parse reads them. */
+static int
+builder_usual_kwargs(PyObject *kwds, PyObject **compression, PyObject **level, double *ratio,
+                     int *transactional)
+{
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(kwds, &pos, &key, &value)) {
+        if (key == str_compression)
+            *compression = value;
+        else if (key == str_compression_level)
+            *level = value;
+        else if (key == str_ratio && PyFloat_CheckExact(value))
+            *ratio = PyFloat_AS_DOUBLE(value);
+        else if (key == str_is_transactional && PyBool_Check(value))
+            *transactional = value == Py_True;
+        else
+            return 1;
+    }
+    return 0;
+}
+
 static int
 Builder_init(Builder *self, PyObject *args, PyObject *kwds)
 {
@@ -460,12 +488,18 @@ Builder_init(Builder *self, PyObject *args, PyObject *kwds)
     PyObject *timestamp_type = NULL, *log_append_time = Py_None;
     double ratio = 1.0;
     int transactional = 0, control = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|n$OOdOOOOOppOO", kwlist, &size_limit,
-                                     &compression, &level, &ratio, &base_offset, &ple,
-                                     &producer_id, &producer_epoch, &base_sequence,
-                                     &transactional, &control, &timestamp_type,
-                                     &log_append_time))
+    if (kwds != NULL && PyDict_CheckExact(kwds) && PyTuple_GET_SIZE(args) <= 1 &&
+        builder_usual_kwargs(kwds, &compression, &level, &ratio, &transactional) == 0) {
+        if (!PyArg_ParseTuple(args, "|n:RecordBatchBuilder", &size_limit))
+            return -1;
+    }
+    else if (!PyArg_ParseTupleAndKeywords(args, kwds, "|n$OOdOOOOOppOO", kwlist, &size_limit,
+                                          &compression, &level, &ratio, &base_offset, &ple,
+                                          &producer_id, &producer_epoch, &base_sequence,
+                                          &transactional, &control, &timestamp_type,
+                                          &log_append_time)) {
         return -1;
+    }
     if (ensure_python_side() < 0)
         return -1;
     if (self->buffer != NULL || self->payload != NULL) {
@@ -3221,7 +3255,11 @@ PyInit__record_core(void)
         (str_current = PyUnicode_InternFromString("_current")) == NULL ||
         (str_partition = PyUnicode_InternFromString("partition")) == NULL ||
         (str_produced_bytes = PyUnicode_InternFromString("produced_bytes")) == NULL ||
-        (str_sticky_batch_size = PyUnicode_InternFromString("sticky_batch_size")) == NULL)
+        (str_sticky_batch_size = PyUnicode_InternFromString("sticky_batch_size")) == NULL ||
+        (str_compression = PyUnicode_InternFromString("compression")) == NULL ||
+        (str_compression_level = PyUnicode_InternFromString("compression_level")) == NULL ||
+        (str_ratio = PyUnicode_InternFromString("estimated_compression_ratio")) == NULL ||
+        (str_is_transactional = PyUnicode_InternFromString("is_transactional")) == NULL)
         return NULL;
     static const char *const send_arg_names[6] = {"topic",     "value",        "key",
                                                   "headers",   "partition",    "timestamp_ms"};

@@ -260,7 +260,9 @@ class RecordAccumulator(EncodedAppendSide, SenderSide):
         it returns what ``sender.fallback`` (send()'s general path, which takes
         :meth:`append`) returns for the same arguments, or ``None`` without fallback. The
         record core owns the open batch's buffer, so it takes the queue's lock and encodes
-        into it itself.
+        into it itself. A keyed record or one with its partition, whose partition's queue
+        has no batch that could take it, goes to ``sender.new_batch`` instead (if set):
+        the producer's step into :meth:`append_to_new_batch`.
 
         The caller sets ``sender.open`` while sends may go straight on and
         ``sender.partition_counts`` to its topic -> partition count map (a topic not in it

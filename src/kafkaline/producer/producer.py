@@ -10,9 +10,11 @@ on the Sender's thread, started by the first send (or :meth:`Producer.start`).
 With the compiled record core, the common case (bytes or None, no headers, a known topic, an
 open batch with room) is one C call at the top of ``send()``
 (:meth:`RecordAccumulator.open_batch_sender
-<kafkaline.producer.accumulator.RecordAccumulator.open_batch_sender>`); every other record,
-and every record of the pure-Python build, takes the general path described above, which
-is the reference for what that call does.
+<kafkaline.producer.accumulator.RecordAccumulator.open_batch_sender>`). When that call has
+chosen the partition (the record's own, or its key's) and the partition's batch has no room,
+it goes on with the general path's last step, :meth:`Producer._send_to_new_batch`. Every
+other record, and every record of the pure-Python build, takes the general path described
+above, which is the reference for what that call does.
 
 Life cycle decisions (close, a failed I/O thread, fork): see :mod:`kafkaline.producer.lifecycle`.
 """

@@ -222,3 +222,39 @@ def test_threads_opening_batches_keep_each_partitions_order() -> None:
         assert len(seen) == 4
     finally:
         producer.close(0)
+
+
+@pytest.mark.skipif(not COMPILED, reason="the compiled record core is not in use")
+def test_the_core_hands_new_batch_the_checked_record() -> None:
+    """new_batch gets (topic, partition, timestamp_ms, key, value) with the partition and
+    timestamp the core chose; what it returns is send()'s result, and with None (or no
+    new_batch) the call goes to the fallback."""
+    accumulator = RecordAccumulator(batch_size=1)
+    sender = accumulator.open_batch_sender(1000)
+    assert sender is not None
+    sender.partition_counts = {"t": 4}
+    sender.open = True
+    accumulator.append("t", 2, TS, None, b"first")  # the partition's queue, its batch full
+    handed: list[tuple[object, ...]] = []
+    marker = object()
+
+    def new_batch(*args: object) -> object:
+        handed.append(args)
+        return marker if args[4] != b"decline" else None
+
+    sender.new_batch = new_batch  # type: ignore[assignment]
+    assert sender.new_batch is new_batch
+    assert sender("t", b"v", None, None, 2, TS + 1) is marker
+    assert handed == [("t", 2, TS + 1, None, b"v")]
+    before = time.time_ns() // 1_000_000
+    assert sender("t", b"w", partition=2) is marker
+    assert before <= handed[-1][2] <= time.time_ns() // 1_000_000  # type: ignore[operator]
+    assert sender("t", b"decline", None, None, 2, TS) is None  # no fallback: None
+    assert sender("t", b"v", None, None, 3, TS) is None  # no queue yet: the general path
+    assert sender("t", b"v", None, None, None, TS) is None  # keyless: the general path
+    assert len(handed) == 3
+    with pytest.raises(TypeError, match="callable"):
+        sender.new_batch = 1  # type: ignore[assignment]
+    sender.new_batch = None
+    assert sender("t", b"v", None, None, 2, TS) is None
+    assert len(handed) == 3

@@ -452,6 +452,34 @@ records_room(Py_ssize_t size_limit, double ratio)
     return (Py_ssize_t)((double)(size_limit - HEADER_SIZE) / ratio);
 }
 
+/* The keywords a ProducerBatch gives every new builder, by their interned names. */
+static PyObject *str_compression, *str_compression_level, *str_ratio, *str_is_transactional;
+
+/* Those keywords read without PyArg_ParseTupleAndKeywords, which makes a str of each name it
+ * looks up (about a thousand instructions a name, up to the last one given: most of making a
+ * batch, and with many partitions a batch is made per record or two). 0 when every keyword
+ * is one of them with a value of the usual type, else 1 and the general parse reads them. */
+static int
+builder_usual_kwargs(PyObject *kwds, PyObject **compression, PyObject **level, double *ratio,
+                     int *transactional)
+{
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(kwds, &pos, &key, &value)) {
+        if (key == str_compression)
+            *compression = value;
+        else if (key == str_compression_level)
+            *level = value;
+        else if (key == str_ratio && PyFloat_CheckExact(value))
+            *ratio = PyFloat_AS_DOUBLE(value);
+        else if (key == str_is_transactional && PyBool_Check(value))
+            *transactional = value == Py_True;
+        else
+            return 1;
+    }
+    return 0;
+}
+
 static int
 Builder_init(Builder *self, PyObject *args, PyObject *kwds)
 {
@@ -466,12 +494,18 @@ Builder_init(Builder *self, PyObject *args, PyObject *kwds)
     PyObject *timestamp_type = NULL, *log_append_time = Py_None;
     double ratio = 1.0;
     int transactional = 0, control = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|n$OOdOOOOOppOO", kwlist, &size_limit,
-                                     &compression, &level, &ratio, &base_offset, &ple,
-                                     &producer_id, &producer_epoch, &base_sequence,
-                                     &transactional, &control, &timestamp_type,
-                                     &log_append_time))
+    if (kwds != NULL && PyDict_CheckExact(kwds) && PyTuple_GET_SIZE(args) <= 1 &&
+        builder_usual_kwargs(kwds, &compression, &level, &ratio, &transactional) == 0) {
+        if (!PyArg_ParseTuple(args, "|n:RecordBatchBuilder", &size_limit))
+            return -1;
+    }
+    else if (!PyArg_ParseTupleAndKeywords(args, kwds, "|n$OOdOOOOOppOO", kwlist, &size_limit,
+                                          &compression, &level, &ratio, &base_offset, &ple,
+                                          &producer_id, &producer_epoch, &base_sequence,
+                                          &transactional, &control, &timestamp_type,
+                                          &log_append_time)) {
         return -1;
+    }
     if (ensure_python_side() < 0)
         return -1;
     if (self->buffer != NULL || self->payload != NULL) {
@@ -708,6 +742,36 @@ error:
 #define NO_ROOM 1
 #define FAILED -1
 
+/* A record's body size (after its length varint) as the batch's next record; key_size or
+ * value_size -1 for null, header_size -1 for no header block. */
+static int64_t
+record_body_size(const Builder *self, uint64_t ts_z, Py_ssize_t key_size, Py_ssize_t value_size,
+                 Py_ssize_t header_size)
+{
+    uint64_t key_z = key_size < 0 ? 1 : zigzag(key_size);
+    uint64_t value_z = value_size < 0 ? 1 : zigzag(value_size);
+    return 1 + varint_size(ts_z) + varint_size(zigzag(self->count)) + varint_size(key_z) +
+           (key_size < 0 ? 0 : key_size) + varint_size(value_z) +
+           (value_size < 0 ? 0 : value_size) + (header_size < 0 ? 1 : header_size);
+}
+
+/* Whether a record without headers could not go into the batch whatever memory it held:
+ * what append() refuses (closed, or past the batch's limit), without encoding it. */
+static int
+builder_has_no_room(const Builder *self, int64_t timestamp, Py_ssize_t key_size,
+                    Py_ssize_t value_size)
+{
+    if (self->closed || self->count >= INT32_MAX)
+        return 1;
+    if (self->count == 0)
+        return 0;
+    int64_t delta;
+    if (__builtin_sub_overflow(timestamp, self->base_timestamp, &delta))
+        delta = 0; /* as try_append() sizes it */
+    int64_t body = record_body_size(self, zigzag(delta), key_size, value_size, -1);
+    return self->used + varint_size(zigzag(body)) + body > self->limit;
+}
+
 /* Encode one record into the batch if it fits under `limit` (exactly; the first record always
  * fits, up to the largest batch). */
 static int
@@ -735,9 +799,9 @@ try_append(Builder *self, int64_t timestamp, const char *key, Py_ssize_t key_siz
     uint64_t off_z = zigzag(self->count);
     uint64_t key_z = key == NULL ? 1 : zigzag(key_size);
     uint64_t value_z = value == NULL ? 1 : zigzag(value_size);
-    int64_t body = 1 + varint_size(ts_z) + varint_size(off_z) + varint_size(key_z) +
-                   (key == NULL ? 0 : key_size) + varint_size(value_z) +
-                   (value == NULL ? 0 : value_size) + (header_block ? header_size : 1);
+    int64_t body = record_body_size(self, ts_z, key == NULL ? -1 : key_size,
+                                    value == NULL ? -1 : value_size,
+                                    header_block ? header_size : -1);
     uint64_t body_z = zigzag(body);
     int64_t total = varint_size(body_z) + body;
     if (self->count) {
@@ -1954,6 +2018,13 @@ core_register_future_type(PyObject *Py_UNUSED(module), PyObject *cls)
  * valid int, a record over the payload limit, no open batch with room, a sticky partition
  * due to switch, a producer that is not open.
  *
+ * One case goes on in Python instead: a record with its partition chosen here (given, or its
+ * key's) whose partition has a queue but no batch that could take it, whatever memory it
+ * held (none, or the last one closed or past its limit). It needs a new batch, so it goes to
+ * `new_batch(topic, partition, timestamp_ms, key, value)` (the producer's step into
+ * RecordAccumulator.append_to_new_batch()), which returns its future: the general path's
+ * checks and partitioner are done, its append protocol starts at its memory step.
+ *
  * The partition is what the general path chooses: the one given, murmur2 of the key (as
  * Java), or the topic's current sticky partition (KIP-794) for a record without key. The
  * accumulator's state is read where it keeps it (its copy-on-write map of queues, each
@@ -1987,6 +2058,7 @@ typedef struct {
     SlotCache queue_lock, queue_batches, batch_builder, batch_result;
     SlotCache sticky_current, sticky_size, sticky_partition, sticky_produced;
     PyObject *fallback; /* the general send(), or NULL */
+    PyObject *new_batch; /* the step for a record whose open batch has no room, or NULL */
     PyObject *accumulator_dict; /* its instance dict, once read */
     /* The queues of cache_topic by partition, found in the map cache_queues, see
      * cached_queue(). */
@@ -2043,6 +2115,7 @@ Sender_traverse(Sender *self, visitproc visit, void *arg)
     Py_VISIT(self->lock_acquire);
     Py_VISIT(self->lock_release);
     Py_VISIT(self->fallback);
+    Py_VISIT(self->new_batch);
     Py_VISIT(self->accumulator_dict);
     Py_VISIT(self->cache_queues);
     Py_VISIT(self->cache_topic);
@@ -2077,6 +2150,7 @@ Sender_clear(Sender *self)
     Py_CLEAR(self->lock_acquire);
     Py_CLEAR(self->lock_release);
     Py_CLEAR(self->fallback);
+    Py_CLEAR(self->new_batch);
     Py_CLEAR(self->accumulator_dict);
     queue_cache_clear(self);
     return 0;
@@ -2302,6 +2376,24 @@ plain_int(PyObject *obj, long long hi, long long *out)
     return 0;
 }
 
+/* new_batch(topic, partition, timestamp_ms, key, value): the future of a record that needs a
+ * new batch (see OpenBatchSender), or NULL with its error. */
+static PyObject *
+sender_new_batch(Sender *self, PyObject *const *args, long long partition, long long timestamp)
+{
+    PyObject *call[5] = {args[0], args[4], args[5], args[2], args[1]};
+    PyObject *partition_obj = NULL, *timestamp_obj = NULL, *result = NULL;
+    if (call[1] == Py_None && (call[1] = partition_obj = PyLong_FromLongLong(partition)) == NULL)
+        return NULL;
+    if (call[2] == Py_None && (call[2] = timestamp_obj = PyLong_FromLongLong(timestamp)) == NULL)
+        goto done;
+    result = PyObject_Vectorcall(self->new_batch, call, 5, NULL);
+done:
+    Py_XDECREF(partition_obj);
+    Py_XDECREF(timestamp_obj);
+    return result;
+}
+
 /* The record into its partition's open batch: its future, or None with nothing done. */
 static PyObject *
 sender_try(Sender *self, PyObject *const *args)
@@ -2403,7 +2495,9 @@ sender_try(Sender *self, PyObject *const *args)
     Py_ssize_t n = PyObject_Length(batches);
     PyObject *batch = n > 0 ? PySequence_GetItem(batches, n - 1) : NULL;
     PyObject *builder = batch ? read_slot(batch, str_builder, &self->batch_builder) : NULL;
-    int appended = 0;
+    int appended = 0, no_room = n == 0 && sticky == NULL;
+    if (builder != NULL && Py_IS_TYPE(builder, &BuilderType) && ((Builder *)builder)->closed)
+        no_room = sticky == NULL;
     if (builder != NULL && Py_IS_TYPE(builder, &BuilderType) && !((Builder *)builder)->closed) {
         Builder *b = (Builder *)builder;
         PyObject *produced = NULL;
@@ -2442,6 +2536,9 @@ sender_try(Sender *self, PyObject *const *args)
             offset_delta = b->count - 1;
             batch_result = read_slot(batch, str_result, &self->batch_result);
         }
+        else if (sticky == NULL && !PyErr_Occurred()) {
+            no_room = builder_has_no_room(b, timestamp, key_size, value_size);
+        }
     }
     Py_XDECREF(builder);
     Py_XDECREF(batch);
@@ -2457,8 +2554,13 @@ sender_try(Sender *self, PyObject *const *args)
         PyErr_Restore(exc_type, exc_value, exc_tb);
         goto done;
     }
-    if (batch_result == NULL)
-        goto none;
+    if (batch_result == NULL) {
+        if (no_room && self->new_batch != NULL)
+            result = sender_new_batch(self, args, partition, timestamp);
+        else
+            result = Py_NewRef(Py_None);
+        goto done;
+    }
     result = future_make(self->future_type, batch_result, offset_delta, key_size, value_size,
                          timestamp);
     goto done;
@@ -2548,6 +2650,23 @@ Sender_get_fallback(Sender *self, void *Py_UNUSED(c))
     return Py_NewRef(self->fallback == NULL ? Py_None : self->fallback);
 }
 
+static PyObject *
+Sender_get_new_batch(Sender *self, void *Py_UNUSED(c))
+{
+    return Py_NewRef(self->new_batch == NULL ? Py_None : self->new_batch);
+}
+
+static int
+Sender_set_new_batch(Sender *self, PyObject *value, void *Py_UNUSED(c))
+{
+    if (value != NULL && value != Py_None && !PyCallable_Check(value)) {
+        PyErr_SetString(PyExc_TypeError, "new_batch must be callable or None");
+        return -1;
+    }
+    Py_XSETREF(self->new_batch, value == Py_None ? NULL : Py_XNewRef(value));
+    return 0;
+}
+
 static int
 Sender_set_fallback(Sender *self, PyObject *value, void *Py_UNUSED(c))
 {
@@ -2563,6 +2682,9 @@ static PyGetSetDef Sender_getset[] = {
     {"fallback", (getter)Sender_get_fallback, (setter)Sender_set_fallback,
      "What a call the core declines goes to (send()'s general path), or None.", NULL},
     {"__wrapped__", (getter)Sender_get_fallback, NULL, "The fallback.", NULL},
+    {"new_batch", (getter)Sender_get_new_batch, (setter)Sender_set_new_batch,
+     "new_batch(topic, partition, timestamp_ms, key, value): the future of a record that needs "
+     "a new batch, or None (it then goes to the fallback).", NULL},
     {"__doc__", (getter)Sender_fallback_attr, NULL, NULL, "__doc__"},
     {"__name__", (getter)Sender_fallback_attr, NULL, NULL, "__name__"},
     {"__qualname__", (getter)Sender_fallback_attr, NULL, NULL, "__qualname__"},
@@ -3607,7 +3729,11 @@ PyInit__record_core(void)
         (str_current = PyUnicode_InternFromString("_current")) == NULL ||
         (str_partition = PyUnicode_InternFromString("partition")) == NULL ||
         (str_produced_bytes = PyUnicode_InternFromString("produced_bytes")) == NULL ||
-        (str_sticky_batch_size = PyUnicode_InternFromString("sticky_batch_size")) == NULL)
+        (str_sticky_batch_size = PyUnicode_InternFromString("sticky_batch_size")) == NULL ||
+        (str_compression = PyUnicode_InternFromString("compression")) == NULL ||
+        (str_compression_level = PyUnicode_InternFromString("compression_level")) == NULL ||
+        (str_ratio = PyUnicode_InternFromString("estimated_compression_ratio")) == NULL ||
+        (str_is_transactional = PyUnicode_InternFromString("is_transactional")) == NULL)
         return NULL;
     static const char *const send_arg_names[6] = {"topic",     "value",        "key",
                                                   "headers",   "partition",    "timestamp_ms"};

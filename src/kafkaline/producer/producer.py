@@ -10,9 +10,11 @@ on the Sender's thread, started by the first send (or :meth:`Producer.start`).
 With the compiled record core, the common case (bytes or None, no headers, a known topic, an
 open batch with room) is one C call at the top of ``send()``
 (:meth:`RecordAccumulator.open_batch_sender
-<kafkaline.producer.accumulator.RecordAccumulator.open_batch_sender>`); every other record,
-and every record of the pure-Python build, takes the general path described above, which
-is the reference for what that call does.
+<kafkaline.producer.accumulator.RecordAccumulator.open_batch_sender>`). When that call has
+chosen the partition (the record's own, or its key's) and the partition's batch has no room,
+it goes on with the general path's last step, :meth:`Producer._send_to_new_batch`. Every
+other record, and every record of the pure-Python build, takes the general path described
+above, which is the reference for what that call does.
 
 Life cycle decisions (close, a failed I/O thread, fork): see :mod:`kafkaline.producer.lifecycle`.
 """
@@ -164,6 +166,7 @@ class Producer:
         core_send = self._accumulator.open_batch_sender(self._payload_limit)
         if core_send is not None:
             core_send.partition_counts = self._topics.counts
+            core_send.new_batch = self._send_to_new_batch
             if type(self).send is Producer.send:  # (a subclass's own send() stays)
                 # producer.send is then the compiled call itself, no Python frame first; what
                 # it declines goes to the class's send(), the general path.
@@ -362,6 +365,25 @@ class Producer:
             self._wakeup()
         if interceptors is not None:
             _acknowledge_to(interceptors, future)
+        return future
+
+    def _send_to_new_batch(
+        self, topic: str, partition: int, timestamp: int, key: bytes | None, value: bytes | None
+    ) -> FutureRecordMetadata:
+        """The end of send()'s general path, for a record the compiled send() checked and
+        placed (bytes or None, no headers, its own partition or its key's, a topic whose
+        partitions are known) when the partition has no batch with room for it."""
+        try:
+            future, batch_is_full, new_batch = self._accumulator.append_to_new_batch(
+                topic, partition, timestamp, key, value, self._max_block_ms, _monotonic() * 1000.0
+            )
+        except Exception as error:
+            replacement = self._send_failed(error, topic, partition, None)
+            if replacement is not None:
+                raise replacement from error
+            raise
+        if batch_is_full or new_batch:
+            self._wakeup()
         return future
 
     def _partition(

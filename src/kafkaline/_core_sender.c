@@ -27,7 +27,9 @@
  *
  * The producer makes one only when nothing else must see each record (no interceptors,
  * serializers, custom partitioner or transactions), sets `open` while its gate is open, and
- * `partition_counts` to its map of topic -> partition count whenever it replaces that map. */
+ * `partition_counts` to its map of topic -> partition count whenever it replaces that map;
+ * in between it only adds topics to the map, never changes or removes one (a topic's count
+ * is kept per map, see topic_cache_select()). */
 /* Where a type keeps an attribute declared in __slots__ (its member descriptor's offset), so
  * that reading it is a load instead of a lookup through the type; offset -1 when the
  * attribute is something else and is read the general way. */
@@ -54,16 +56,18 @@ typedef struct {
     PyObject *fallback; /* the general send(), or NULL */
     PyObject *new_batch; /* the step for a record whose open batch has no room, or NULL */
     PyObject *accumulator_dict; /* its instance dict, once read */
-    /* The queues of cache_topic by partition, found in the map cache_queues, see
-     * cached_queue(). */
-    PyObject *cache_queues, *cache_topic, **cache_queue;
+    /* What sends to cache_topic found, see topic_cache_select(): its partition count (-1:
+     * not read from the current partition_counts), its sticky partitioner and its queues by
+     * partition (NULL: not found yet). */
+    PyObject *cache_topic, *cache_sticky, **cache_queue;
+    long long cache_count;
     Py_ssize_t cache_size;
 } Sender;
 
 static PyObject *Sender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
                                    PyObject *kwnames);
 static int Sender_set_fallback(Sender *self, PyObject *value, void *Py_UNUSED(c));
-static void queue_cache_clear(Sender *self);
+static void topic_cache_clear(Sender *self);
 
 static PyObject *str_queues, *str_lock, *str_batches, *str_builder, *str_result, *str_sticky;
 static PyObject *str_current, *str_partition, *str_produced_bytes, *str_sticky_batch_size;
@@ -95,6 +99,7 @@ Sender_init(Sender *self, PyObject *args, PyObject *kwds)
     self->payload_limit = payload_limit;
     self->record_overhead = record_overhead;
     self->open = 0;
+    self->cache_count = -1;
     self->vectorcall = Sender_vectorcall;
     return 0;
 }
@@ -111,8 +116,8 @@ Sender_traverse(Sender *self, visitproc visit, void *arg)
     Py_VISIT(self->fallback);
     Py_VISIT(self->new_batch);
     Py_VISIT(self->accumulator_dict);
-    Py_VISIT(self->cache_queues);
     Py_VISIT(self->cache_topic);
+    Py_VISIT(self->cache_sticky);
     for (Py_ssize_t i = 0; i < self->cache_size; i++)
         Py_VISIT(self->cache_queue[i]);
     Py_VISIT(self->queue_lock.type);
@@ -146,7 +151,7 @@ Sender_clear(Sender *self)
     Py_CLEAR(self->fallback);
     Py_CLEAR(self->new_batch);
     Py_CLEAR(self->accumulator_dict);
-    queue_cache_clear(self);
+    topic_cache_clear(self);
     return 0;
 }
 
@@ -192,5 +197,6 @@ Sender_set_counts(Sender *self, PyObject *value, void *Py_UNUSED(c))
         return -1;
     }
     Py_SETREF(self->partition_counts, Py_NewRef(value));
+    self->cache_count = -1; /* read again from the new map */
     return 0;
 }

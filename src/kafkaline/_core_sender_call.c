@@ -110,52 +110,87 @@ accumulator_attr(Sender *self, PyObject *name)
     return PyObject_GetAttr(self->accumulator, name);
 }
 
+static int plain_int(PyObject *obj, long long hi, long long *out);
+
 static void
-queue_cache_clear(Sender *self)
+topic_cache_clear(Sender *self)
 {
     for (Py_ssize_t i = 0; i < self->cache_size; i++)
         Py_CLEAR(self->cache_queue[i]);
     PyMem_Free(self->cache_queue);
     self->cache_queue = NULL;
     self->cache_size = 0;
-    Py_CLEAR(self->cache_queues);
     Py_CLEAR(self->cache_topic);
+    Py_CLEAR(self->cache_sticky);
+    self->cache_count = -1;
 }
 
-/* queues[topic][partition] (a new reference; NULL, maybe with an exception set, when there
- * is none). The accumulator replaces its map of queues (copy-on-write) whenever a queue is
- * added, never changes one, so the queues found stay valid for the same map, remembered per
- * partition for the last topic. */
-static PyObject *
-cached_queue(Sender *self, PyObject *queues, PyObject *topic, long long partition,
-             long long count)
+/* Makes the cache the topic's (a str). What it keeps needs no check per send: the producer
+ * only adds topics to partition_counts between replacing it (a new one forgets the count),
+ * and the accumulator makes each queue and sticky partitioner once and never replaces or
+ * removes one (partition_queues.py). What was not found is not kept, so a queue or count
+ * that appears meanwhile (another thread's) is found by the next send. */
+static void
+topic_cache_select(Sender *self, PyObject *topic)
 {
-    if (queues != self->cache_queues || topic != self->cache_topic ||
-        partition >= self->cache_size) {
-        queue_cache_clear(self);
+    if (topic == self->cache_topic ||
+        (self->cache_topic != NULL && PyUnicode_Compare(topic, self->cache_topic) == 0))
+        return; /* two exact str: no error, no Python code */
+    topic_cache_clear(self);
+    self->cache_topic = Py_NewRef(topic);
+}
+
+/* The cached topic's partition count: > 0, 0 when there is none to use, -1 on error. */
+static long long
+cached_count(Sender *self, PyObject *topic)
+{
+    if (self->cache_count >= 0)
+        return self->cache_count;
+    PyObject *count_obj = PyDict_GetItemWithError(self->partition_counts, topic);
+    long long count;
+    if (count_obj == NULL)
+        return PyErr_Occurred() ? -1 : 0;
+    if (plain_int(count_obj, PY_SSIZE_T_MAX, &count) || count == 0)
+        return 0;
+    self->cache_count = count;
+    return count;
+}
+
+/* The cached topic's queue of the partition (a new reference; NULL, maybe with an exception
+ * set, when there is none), kept by partition below max(count, 64). */
+static PyObject *
+cached_queue(Sender *self, PyObject *topic, long long partition, long long count)
+{
+    if (partition >= self->cache_size && self->cache_size < count) {
         Py_ssize_t size = count > 64 ? (Py_ssize_t)count : 64;
-        if (partition < size && (self->cache_queue = PyMem_Calloc((size_t)size,
-                                                                  sizeof(PyObject *))) != NULL) {
+        PyObject **grown = PyMem_Calloc((size_t)size, sizeof(PyObject *));
+        if (grown != NULL) {
+            for (Py_ssize_t i = 0; i < self->cache_size; i++)
+                grown[i] = self->cache_queue[i];
+            PyMem_Free(self->cache_queue);
+            self->cache_queue = grown;
             self->cache_size = size;
-            self->cache_queues = Py_NewRef(queues);
-            self->cache_topic = Py_NewRef(topic);
         }
     }
     if (partition < self->cache_size && self->cache_queue[partition] != NULL)
         return Py_NewRef(self->cache_queue[partition]);
+    PyObject *queues = accumulator_attr(self, str_queues);
+    if (queues == NULL)
+        return NULL;
     PyObject *by_partition = PyDict_Check(queues) ? PyDict_GetItemWithError(queues, topic) : NULL;
-    if (by_partition == NULL || !PyDict_Check(by_partition))
-        return NULL;
-    PyObject *number = PyLong_FromLongLong(partition);
-    if (number == NULL)
-        return NULL;
-    PyObject *queue = PyDict_GetItemWithError(by_partition, number);
-    Py_DECREF(number);
-    if (queue == NULL)
-        return NULL;
-    if (partition < self->cache_size)
+    PyObject *queue = NULL;
+    if (by_partition != NULL && PyDict_Check(by_partition)) {
+        PyObject *number = PyLong_FromLongLong(partition);
+        if (number != NULL) {
+            queue = PyDict_GetItemWithError(by_partition, number);
+            Py_XINCREF(queue);
+            Py_DECREF(number);
+        }
+    }
+    Py_DECREF(queues);
+    if (queue != NULL && partition < self->cache_size)
         self->cache_queue[partition] = Py_NewRef(queue);
-    return Py_NewRef(queue);
+    return queue;
 }
 
 /* A non-negative int up to hi, exactly int (not bool, not a subclass): 0 and *out, else 1. */
@@ -223,15 +258,13 @@ sender_try(Sender *self, PyObject *const *args)
     else if (plain_int(args[5], INT64_MAX, &timestamp))
         Py_RETURN_NONE;
 
-    PyObject *count_obj = PyDict_GetItemWithError(self->partition_counts, topic);
-    long long count;
-    if (count_obj == NULL) {
-        if (PyErr_Occurred())
+    topic_cache_select(self, topic);
+    long long count = cached_count(self, topic);
+    if (count <= 0) {
+        if (count < 0)
             return NULL;
         Py_RETURN_NONE;
     }
-    if (plain_int(count_obj, PY_SSIZE_T_MAX, &count) || count == 0)
-        Py_RETURN_NONE;
 
     /* The partition, or for a keyless record the sticky partitioner (chosen under the lock). */
     long long partition = -1;
@@ -249,14 +282,18 @@ sender_try(Sender *self, PyObject *const *args)
     long long offset_delta = -1;
     Py_ssize_t sticky_limit = 0, record_size = 0;
     if (partition < 0) {
-        PyObject *by_topic = accumulator_attr(self, str_sticky);
-        if (by_topic == NULL)
-            return NULL;
-        partitioner = PyDict_Check(by_topic) ? PyDict_GetItemWithError(by_topic, topic) : NULL;
-        Py_XINCREF(partitioner);
-        Py_DECREF(by_topic);
-        if (partitioner == NULL)
-            goto none_or_error;
+        if (self->cache_sticky == NULL) {
+            PyObject *by_topic = accumulator_attr(self, str_sticky);
+            if (by_topic == NULL)
+                return NULL;
+            PyObject *found =
+                PyDict_Check(by_topic) ? PyDict_GetItemWithError(by_topic, topic) : NULL;
+            Py_XSETREF(self->cache_sticky, Py_XNewRef(found));
+            Py_DECREF(by_topic);
+            if (found == NULL)
+                goto none_or_error;
+        }
+        partitioner = Py_NewRef(self->cache_sticky);
         sticky = read_slot(partitioner, str_current, &self->sticky_current);
         if (sticky == NULL)
             goto done;
@@ -277,11 +314,7 @@ sender_try(Sender *self, PyObject *const *args)
         record_size = self->record_overhead + (value_size < 0 ? 0 : value_size);
     }
 
-    PyObject *queues = accumulator_attr(self, str_queues);
-    if (queues == NULL)
-        goto done;
-    queue = cached_queue(self, queues, topic, partition, count);
-    Py_DECREF(queues);
+    queue = cached_queue(self, topic, partition, count);
     if (queue == NULL)
         goto none_or_error;
     if ((lock = read_slot(queue, str_lock, &self->queue_lock)) == NULL)

@@ -266,7 +266,8 @@ class RecordAccumulator(EncodedAppendSide, SenderSide):
 
         The caller sets ``sender.open`` while sends may go straight on and
         ``sender.partition_counts`` to its topic -> partition count map (a topic not in it
-        is ``None``)."""
+        is ``None``), set again whenever a count changes: the sender keeps each topic's
+        count until then, and the queues and sticky partitioners it found for good."""
         core = compiled_core()
         if core is None:
             return None

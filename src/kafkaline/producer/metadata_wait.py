@@ -18,7 +18,8 @@ __all__ = ["TopicMetadata", "last_connection_error", "wait_on_metadata"]
 class TopicMetadata:
     """The partition counts of the topics a producer sends to, for the current metadata:
     send()'s only metadata lookup (``counts.get(topic)``). The Sender replaces ``counts``
-    (never changes it) on each metadata update, see :meth:`update`."""
+    on each metadata update, see :meth:`update`; in between, the first wait for a topic
+    adds it, and nothing else changes the map."""
 
     def __init__(self, max_block_ms: float) -> None:
         self.max_block_ms = max_block_ms
@@ -46,8 +47,10 @@ class TopicMetadata:
         cluster, remaining = wait_on_metadata(client, topic, self.max_block_ms)
         count = cluster.partition_count(topic)
         self.cluster = client.metadata.cluster
-        self.counts[topic] = count
-        return count, remaining
+        # Only ever adds: a topic's count in a map never changes (the compiled send() keeps
+        # it until the map is replaced), so a thread that waited alongside another takes
+        # the count the first one put in.
+        return self.counts.setdefault(topic, count), remaining
 
     def update(self, cluster: ClusterMetadata) -> dict[str, int]:
         """On the Sender's thread, after each metadata update: new counts for the known

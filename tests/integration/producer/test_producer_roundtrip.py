@@ -480,6 +480,39 @@ def test_repeated_keys_take_the_hot_path_and_read_back_bit_exact(
     assert read_with_confluent(broker, topic, 5, len(sent)) == expected
 
 
+def test_sends_alternating_between_topics_land_in_each_topics_partitions(
+    broker: LocalBroker, make_topic: TopicFactory
+) -> None:
+    """The compiled send() keeps the last topic's partition count and queues: records that
+    alternate between two topics of different partition counts (keyed and keyless, one topic
+    also named by an equal str of its own) land where each topic's own count puts them, read
+    back bit-exact by librdkafka."""
+    from kafkaline.producer.partitioner import partition_for_key
+
+    counts = {make_topic(partitions=3): 3, make_topic(partitions=7): 7}
+    first, second = counts
+    twin = "".join(list(second))  # equal to second, another str object
+    order = [first, second, twin, second, first, first]
+    sent: list[tuple[str, bytes | None, bytes]] = [
+        (order[i % len(order)], None if i % 5 == 0 else b"k%d" % (i % 50), os.urandom(i % 90))
+        for i in range(3000)
+    ]
+    with producer_for(broker) as producer:
+        futures = [producer.send(topic, value, key) for topic, key, value in sent]
+        producer.flush()
+        metadata = [future.get(10) for future in futures]
+    for meta, (topic, key, _) in zip(metadata, sent, strict=True):
+        assert meta.topic == topic
+        if key is not None:
+            assert meta.partition == partition_for_key(key, counts[topic])
+    for topic, count in counts.items():
+        mine: list[tuple[RecordMetadata, bytes | None, bytes | None, tuple[Header, ...]]] = [
+            (m, k, v, ()) for m, (t, k, v) in zip(metadata, sent, strict=True) if t == topic
+        ]
+        expected = expected_from(mine)
+        assert read_with_confluent(broker, topic, count, len(mine)) == expected
+
+
 def test_the_hot_path_keeps_every_check_for_known_keys(broker: LocalBroker, topic: str) -> None:
     from kafkaline.errors import ProducerClosedError, RecordTooLargeError
 

@@ -169,12 +169,14 @@ cached_count(Sender *self, PyObject *topic)
 }
 
 /* The cached topic's queue of the partition (a new reference; NULL, maybe with an exception
- * set, when there is none), kept by partition below max(count, 64). */
+ * set, when there is none), kept by partition below max(count, 64), at most QUEUES_KEPT. */
+#define QUEUES_KEPT 65536
 static PyObject *
 cached_queue(Sender *self, PyObject *topic, long long partition, long long count)
 {
-    if (partition >= self->cache_size && self->cache_size < count) {
-        Py_ssize_t size = count > 64 ? (Py_ssize_t)count : 64;
+    if (partition >= self->cache_size && self->cache_size < count &&
+        self->cache_size < QUEUES_KEPT) {
+        Py_ssize_t size = count < 64 ? 64 : count > QUEUES_KEPT ? QUEUES_KEPT : (Py_ssize_t)count;
         PyObject **grown = PyMem_Calloc((size_t)size, sizeof(PyObject *));
         if (grown != NULL) {
             for (Py_ssize_t i = 0; i < self->cache_size; i++)

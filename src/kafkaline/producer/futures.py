@@ -120,13 +120,12 @@ _get_ident = _thread.get_ident
 _Hook = tuple[int, "FutureRecordMetadata", Callback | None, Errback | None]
 
 
-class ProduceRequestResult:
-    """The completion of one batch: done or not, base offset, log-append time, error.
+class _ResultState:
+    """The completion state of one batch, under a lock: the pure-Python base of
+    :class:`ProduceRequestResult` and the reference for the compiled core's ``BatchResult``.
 
-    Completed exactly once, by :meth:`complete` or :meth:`redirect`; both return ``None``
-    when they completed it, else the state it already had, so the caller decides whether a
-    second completion is a bug (see :meth:`ProducerBatch.done
-    <kafkaline.producer.batch.ProducerBatch.done>`).
+    The compiled base has the same fields and methods and no lock: its methods run under the
+    GIL without running Python code between reading and writing the state.
     """
 
     __slots__ = (
@@ -168,12 +167,15 @@ class ProduceRequestResult:
         # One held lock per waiting thread, released on completion (see wait()).
         self._waiters: list[_Waiter | LoopWaker] | None = None
 
-    # ------------------------------------------------------------------ state
-
     @property
     def state(self) -> BatchState | None:
         """How the batch ended, or ``None`` while pending (set before its callbacks run)."""
         return self._state
+
+    @property
+    def error(self) -> Exception | None:
+        """The batch's exception, ``None`` unless it failed or was aborted."""
+        return self._error
 
     def is_done(self) -> bool:
         """Whether the batch completed and its callbacks ran (or it was split): whether
@@ -181,15 +183,25 @@ class ProduceRequestResult:
         return self._final or (self._state is not None and self._waits_for_itself())
 
     def _waits_for_itself(self) -> bool:
-        """Whether a wait on this thread for this batch's callbacks could wait for itself:
-        this thread runs them (a callback waiting for its own batch), or it is an I/O thread
-        (whose callbacks must never block on another thread's)."""
-        return self._completer == _get_ident() or on_io_thread()
+        raise NotImplementedError  # ProduceRequestResult's
 
-    @property
-    def error(self) -> Exception | None:
-        """The batch's exception, ``None`` unless it failed or was aborted."""
-        return self._error
+    def _run_hook(
+        self,
+        offset_delta: int,
+        future: FutureRecordMetadata,
+        on_success: Callback | None,
+        on_error: Errback | None,
+    ) -> None:
+        raise NotImplementedError  # ProduceRequestResult's
+
+    def add_hook(
+        self,
+        offset_delta: int,
+        future: FutureRecordMetadata,
+        on_success: Callback | None,
+        on_error: Errback | None,
+    ) -> None:
+        raise NotImplementedError  # ProduceRequestResult's
 
     def record_error(self, offset_delta: int) -> Exception | None:
         """The exception of the record at ``offset_delta``: its own (a broker's per-record
@@ -204,40 +216,6 @@ class ProduceRequestResult:
         redirects = self._redirects
         return None if redirects is None else redirects[offset_delta]
 
-    def wait(self, timeout: float | None = None) -> bool:
-        """Block until done (its callbacks ran) or ``timeout`` seconds passed; return
-        whether done. On the thread running the batch's callbacks, or on an I/O thread, it
-        returns once the batch completed, without waiting for the callbacks."""
-        if self._final:
-            return True
-        if self._state is not None and self._waits_for_itself():
-            return True
-        if timeout is not None and timeout <= 0:
-            return False  # as Event.wait(0): no waiting
-        if on_io_thread():
-            raise IllegalStateError(
-                f"a record sent to {self.topic}-{self.partition} is not acknowledged yet, and "
-                "get() (or another wait for it) was called from a callback on the producer's "
-                "I/O thread: it would wait for itself, as that thread completes the record. "
-                "Wait in another thread, or use add_callback()"
-            )
-        # A bare lock rather than a threading.Event, whose wait/set run Condition's Python
-        # code (see docs/performance.md, Notes moved from the code). No `with`: acquired here, it is
-        # released by the completing thread, and the second acquire waits for that.
-        waiter = _allocate_lock()
-        waiter.acquire()
-        if not self.add_waiter(waiter):
-            return True
-        if waiter.acquire(True, -1.0 if timeout is None else timeout):
-            return True
-        with self._lock:
-            # Timed out, unless completion released it between the acquire and this lock.
-            waiters = self._waiters
-            if waiters is not None and waiter in waiters:
-                waiters.remove(waiter)
-                return False
-        return True
-
     def add_waiter(self, waiter: _Waiter | LoopWaker) -> bool:
         """Have ``waiter.release()`` called once the batch is done (its callbacks ran, or it
         was split); return ``False``, keeping nothing, if it is already."""
@@ -250,21 +228,28 @@ class ProduceRequestResult:
                 self._waiters.append(waiter)
         return True
 
-    def wait_final(self, deadline: float | None) -> bool:
-        """Block until this batch, and after a split every batch its records went to, are
-        done, or until the ``time.monotonic()`` ``deadline``; return whether all are."""
-        pending: list[ProduceRequestResult] = [self]
-        while pending:
-            result = pending.pop()
-            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
-            if not result.wait(timeout):
-                return False
-            redirects = result._redirects  # same class: its own state, not another object's
-            if redirects is not None:
-                pending.extend({id(target): target for target, _ in redirects}.values())
-        return True
+    def _drop_waiter(self, waiter: _Waiter | LoopWaker) -> bool:
+        """Forget a waiter whose wait timed out; ``False`` if completion took it first."""
+        with self._lock:
+            waiters = self._waiters
+            if waiters is not None and any(kept is waiter for kept in waiters):
+                waiters.remove(waiter)
+                return True
+        return False
 
-    # ------------------------------------------------------------------ completing
+    def _keep_hook(
+        self,
+        offset_delta: int,
+        future: FutureRecordMetadata,
+        on_success: Callback | None,
+        on_error: Errback | None,
+    ) -> bool:
+        """Keep a hook for completion; ``False``, keeping nothing, if completed already."""
+        with self._lock:
+            if self._state is not None:
+                return False
+            self._hooks.append((offset_delta, future, on_success, on_error))
+        return True
 
     def complete(
         self,
@@ -315,9 +300,9 @@ class ProduceRequestResult:
                     self._final = True
                     waiters = self._waiters
                     self._waiters = None
-        if waiters is not None:
-            for waiter in waiters:
-                waiter.release()
+                _release(waiters)
+            return None
+        _release(waiters)
         return None
 
     def redirect(self, targets: Sequence[tuple[ProduceRequestResult, int]]) -> BatchState | None:
@@ -340,10 +325,76 @@ class ProduceRequestResult:
             self._final = True
             waiters = self._waiters
             self._waiters = None
-        if waiters is not None:
-            for waiter in waiters:
-                waiter.release()
+        _release(waiters)
         return None
+
+
+def _release(waiters: list[_Waiter | LoopWaker] | None) -> None:
+    if waiters is not None:
+        for waiter in waiters:
+            waiter.release()
+
+
+if TYPE_CHECKING:
+    _MethodsBase = _ResultState
+else:
+    _MethodsBase = object
+
+
+class _ResultMethods(_MethodsBase):
+    """What a :class:`ProduceRequestResult` does besides keeping its state: waiting, the
+    callbacks, the records' metadata. The same Python over either base of the state."""
+
+    __slots__ = ()
+
+    def _waits_for_itself(self) -> bool:
+        """Whether a wait on this thread for this batch's callbacks could wait for itself:
+        this thread runs them (a callback waiting for its own batch), or it is an I/O thread
+        (whose callbacks must never block on another thread's)."""
+        return self._completer == _get_ident() or on_io_thread()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        """Block until done (its callbacks ran) or ``timeout`` seconds passed; return
+        whether done. On the thread running the batch's callbacks, or on an I/O thread, it
+        returns once the batch completed, without waiting for the callbacks."""
+        if self._final:
+            return True
+        if self._state is not None and self._waits_for_itself():
+            return True
+        if timeout is not None and timeout <= 0:
+            return False  # as Event.wait(0): no waiting
+        if on_io_thread():
+            raise IllegalStateError(
+                f"a record sent to {self.topic}-{self.partition} is not acknowledged yet, and "
+                "get() (or another wait for it) was called from a callback on the producer's "
+                "I/O thread: it would wait for itself, as that thread completes the record. "
+                "Wait in another thread, or use add_callback()"
+            )
+        # A bare lock rather than a threading.Event, whose wait/set run Condition's Python
+        # code (see docs/performance.md, Notes moved from the code). No `with`: acquired here, it is
+        # released by the completing thread, and the second acquire waits for that.
+        waiter = _allocate_lock()
+        waiter.acquire()
+        if not self.add_waiter(waiter):
+            return True
+        if waiter.acquire(True, -1.0 if timeout is None else timeout):
+            return True
+        # Timed out, unless completion released it between the acquire and the drop.
+        return not self._drop_waiter(waiter)
+
+    def wait_final(self, deadline: float | None) -> bool:
+        """Block until this batch, and after a split every batch its records went to, are
+        done, or until the ``time.monotonic()`` ``deadline``; return whether all are."""
+        pending: list[_ResultMethods] = [self]
+        while pending:
+            result = pending.pop()
+            timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not result.wait(timeout):
+                return False
+            redirects = result._redirects  # same class: its own state, not another object's
+            if redirects is not None:
+                pending.extend({id(target): target for target, _ in redirects}.values())
+        return True
 
     def add_hook(
         self,
@@ -355,16 +406,13 @@ class ProduceRequestResult:
         """Call ``on_success(metadata)`` or ``on_error(exception)`` when the record at
         ``offset_delta`` completes; at once, on this thread, if it already has."""
         result, delta = self, offset_delta
-        while True:
-            with result._lock:  # same class: its own state, not another object's
-                if result._state is None:
-                    result._hooks.append((delta, future, on_success, on_error))
-                    return
-                redirects = result._redirects
-            if redirects is None:
-                break
-            result, delta = redirects[delta]
-        result._run_hook(delta, future, on_success, on_error)
+        while not result._keep_hook(delta, future, on_success, on_error):
+            # Completed: its state no longer changes, so the redirection read here holds.
+            target = result.redirected(delta)
+            if target is None:
+                result._run_hook(delta, future, on_success, on_error)
+                return
+            result, delta = target
 
     def metadata(self, offset_delta: int, future: FutureRecordMetadata) -> RecordMetadata:
         """The record's metadata once the batch succeeded."""
@@ -414,6 +462,33 @@ class ProduceRequestResult:
         return f"<ProduceRequestResult {self.topic}-{self.partition} {state}>"
 
 
+class PythonProduceRequestResult(_ResultMethods, _ResultState):
+    """The pure-Python build's :class:`ProduceRequestResult`, and the compiled one's reference
+    (a test runs the same behaviour tests against both)."""
+
+    __slots__ = ()
+
+
+_core = compiled_core()
+if TYPE_CHECKING or _core is None:
+    ProduceRequestResult = PythonProduceRequestResult
+else:
+    _core.register_result_states(SUCCEEDED, SPLIT)
+
+    class ProduceRequestResult(_ResultMethods, _core.BatchResult):
+        """The completion of one batch: done or not, base offset, log-append time, error.
+
+        Completed exactly once, by :meth:`complete` or :meth:`redirect`; both return ``None``
+        when they completed it, else the state it already had, so the caller decides whether a
+        second completion is a bug (see :meth:`ProducerBatch.done
+        <kafkaline.producer.batch.ProducerBatch.done>`). The compiled build's: its state is
+        the compiled core's ``BatchResult`` (no lock, no Python per completion), the pure
+        build's is :class:`PythonProduceRequestResult`; both behave the same.
+        """
+
+        __slots__ = ()
+
+
 class _RecordHandle(NamedTuple):
     batch_result: ProduceRequestResult
     offset_delta: int
@@ -422,7 +497,6 @@ class _RecordHandle(NamedTuple):
     timestamp: int
 
 
-_core = compiled_core()
 if TYPE_CHECKING:
     _HandleBase = _RecordHandle
 else:

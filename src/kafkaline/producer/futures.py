@@ -14,6 +14,11 @@ without ``__dict__``). The methods are the same Python code on either base. Noth
 is allocated besides the handle: callbacks are kept by the batch's result, and a
 ``threading.Event`` is only made when a thread waits.
 
+The batch's result is built the same way: its state (done, offsets, error, redirection,
+callbacks kept, waiters) lives in the compiled core's ``BatchResult`` (no lock: the GIL, and
+no Python run between reading and writing the state) or in the pure-Python ``_ResultState``
+(the reference, with a lock); waiting and running callbacks are the same Python on either.
+
 Splitting a batch (MESSAGE_TOO_LARGE, KIP-126) re-appends its records to new batches; the old
 result is then *redirected*: it maps each old offset delta to (new result, new offset delta),
 and a handle follows the redirection when it resolves, so the handles the user holds stay valid
@@ -67,6 +72,7 @@ __all__ = [
     "Errback",
     "FutureRecordMetadata",
     "ProduceRequestResult",
+    "PythonProduceRequestResult",
     "new_future",
 ]
 

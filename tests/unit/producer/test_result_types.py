@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import gc
 import threading
+from collections.abc import Callable
 
 import pytest
 
@@ -78,9 +79,13 @@ def test_a_split_moves_callbacks_in_order_and_to_a_done_target_at_once(
     old = result_type("events", 0)
     futures = [new_future(old, i, 1, 1, TS) for i in range(3)]
     seen: list[tuple[str, int]] = []
+
+    def note(round_: str) -> Callable[[RecordMetadata], None]:
+        return lambda metadata: seen.append((round_, metadata.offset))
+
     for round_ in ("first", "second"):
         for future in futures:
-            future.add_callback(lambda m, r=round_: seen.append((r, m.offset)))
+            future.add_callback(note(round_))
     pending, done = result_type("events", 0), result_type("events", 0)
     done.complete(SUCCEEDED, base_offset=100)
     # Records 0 and 2 go to the pending batch (deltas 1 and 0), record 1 to the done one.

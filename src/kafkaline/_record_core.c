@@ -2601,12 +2601,14 @@ static PyTypeObject SenderType = {
 typedef struct {
     PyObject_HEAD
     PyObject *topic, *partition, *base_offset, *log_append_time;
-    PyObject *state;     /* a BatchState; NULL while pending */
-    PyObject *completer; /* the thread id running its callbacks; NULL if none */
+    /* None until set, never NULL (but after a GC clear): the Python side reads them as
+     * slots, which the interpreter specializes only for members that are never NULL. */
+    PyObject *state;     /* a BatchState; None while pending */
+    PyObject *final;     /* True once completed and its callbacks ran (or split) */
+    PyObject *completer; /* the thread id running its callbacks */
     PyObject *error, *error_traceback, *record_errors, *redirects;
     PyObject *hooks;   /* list of (offset delta, future, on_success, on_error), or NULL */
     PyObject *waiters; /* list of objects with release(), or NULL */
-    char final;        /* completed and its callbacks ran (or split) */
 } BatchResult;
 
 static PyTypeObject BatchResultType;
@@ -2635,6 +2637,13 @@ BatchResult_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->partition = Py_NewRef(partition);
     self->base_offset = Py_NewRef(minus_one);
     self->log_append_time = Py_NewRef(minus_one);
+    self->state = Py_NewRef(Py_None);
+    self->final = Py_NewRef(Py_False);
+    self->completer = Py_NewRef(Py_None);
+    self->error = Py_NewRef(Py_None);
+    self->error_traceback = Py_NewRef(Py_None);
+    self->record_errors = Py_NewRef(Py_None);
+    self->redirects = Py_NewRef(Py_None);
     return (PyObject *)self;
 }
 
@@ -2646,6 +2655,7 @@ BatchResult_traverse(BatchResult *self, visitproc visit, void *arg)
     Py_VISIT(self->base_offset);
     Py_VISIT(self->log_append_time);
     Py_VISIT(self->state);
+    Py_VISIT(self->final);
     Py_VISIT(self->completer);
     Py_VISIT(self->error);
     Py_VISIT(self->error_traceback);
@@ -2666,6 +2676,7 @@ BatchResult_clear(BatchResult *self)
     Py_CLEAR(self->base_offset);
     Py_CLEAR(self->log_append_time);
     Py_CLEAR(self->state);
+    Py_CLEAR(self->final);
     Py_CLEAR(self->completer);
     Py_CLEAR(self->error);
     Py_CLEAR(self->error_traceback);
@@ -2705,9 +2716,9 @@ release_waiters(PyObject *waiters)
 static PyObject *
 BatchResult_is_done(BatchResult *self, PyObject *Py_UNUSED(ignored))
 {
-    if (self->final)
+    if (self->final == Py_True)
         Py_RETURN_TRUE;
-    if (self->state == NULL)
+    if (self->state == Py_None)
         Py_RETURN_FALSE;
     return PyObject_CallMethodNoArgs((PyObject *)self, str_waits_for_itself);
 }
@@ -2715,20 +2726,20 @@ BatchResult_is_done(BatchResult *self, PyObject *Py_UNUSED(ignored))
 static PyObject *
 BatchResult_record_error(BatchResult *self, PyObject *offset_delta)
 {
-    if (self->record_errors != NULL && self->record_errors != Py_None) {
+    if (self->record_errors != Py_None) {
         int has = PySequence_Contains(self->record_errors, offset_delta);
         if (has < 0)
             return NULL;
         if (has)
             return PyObject_GetItem(self->record_errors, offset_delta);
     }
-    return Py_NewRef(self->error != NULL ? self->error : Py_None);
+    return Py_NewRef(self->error);
 }
 
 static PyObject *
 BatchResult_redirected(BatchResult *self, PyObject *offset_delta)
 {
-    if (self->redirects == NULL)
+    if (self->redirects == Py_None)
         Py_RETURN_NONE;
     return PyObject_GetItem(self->redirects, offset_delta);
 }
@@ -2736,7 +2747,7 @@ BatchResult_redirected(BatchResult *self, PyObject *offset_delta)
 static PyObject *
 BatchResult_add_waiter(BatchResult *self, PyObject *waiter)
 {
-    if (self->final)
+    if (self->final == Py_True)
         Py_RETURN_FALSE;
     if (self->waiters == NULL) {
         if ((self->waiters = PyList_New(0)) == NULL)
@@ -2772,7 +2783,7 @@ BatchResult_keep_hook(BatchResult *self, PyObject *const *args, Py_ssize_t nargs
                         "_keep_hook() takes offset_delta, future, on_success, on_error");
         return NULL;
     }
-    if (self->state != NULL)
+    if (self->state != Py_None)
         Py_RETURN_FALSE;
     if (self->hooks == NULL && (self->hooks = PyList_New(0)) == NULL)
         return NULL;
@@ -2864,29 +2875,32 @@ BatchResult_complete(BatchResult *self, PyObject *const *args, Py_ssize_t nargs,
         }
         return NULL;
     }
-    if (self->state != NULL)
+    if (self->state != Py_None)
         return Py_NewRef(self->state);
     if (error != Py_None) {
-        if ((self->error_traceback = PyObject_GetAttr(error, str_traceback)) == NULL)
+        PyObject *traceback = PyObject_GetAttr(error, str_traceback);
+        if (traceback == NULL)
             return NULL;
-        self->error = Py_NewRef(error);
+        Py_SETREF(self->error_traceback, traceback);
+        Py_SETREF(self->error, Py_NewRef(error));
     }
     Py_SETREF(self->base_offset, Py_NewRef(given[1]));
     Py_SETREF(self->log_append_time, Py_NewRef(given[2]));
-    if (given[4] != Py_None)
-        self->record_errors = Py_NewRef(given[4]);
-    self->state = Py_NewRef(state);
+    Py_SETREF(self->record_errors, Py_NewRef(given[4]));
+    Py_SETREF(self->state, Py_NewRef(state));
     PyObject *hooks = self->hooks;
     int failed = 0;
     if (hooks != NULL && PyList_GET_SIZE(hooks) > 0) {
-        if ((self->completer = PyLong_FromUnsignedLong(PyThread_get_thread_ident())) == NULL)
+        PyObject *completer = PyLong_FromUnsignedLong(PyThread_get_thread_ident());
+        if (completer == NULL)
             return NULL;
+        Py_SETREF(self->completer, completer);
         self->hooks = NULL;
         failed = run_hooks(self, hooks);
         Py_DECREF(hooks);
     }
     /* Done only now, after the callbacks: what a callback did is seen by the waiters. */
-    self->final = 1;
+    Py_SETREF(self->final, Py_NewRef(Py_True));
     PyObject *waiters = self->waiters;
     self->waiters = NULL;
     if (failed) {
@@ -2921,7 +2935,7 @@ move_hook(PyObject *redirects, PyObject *hook)
     target = PyTuple_GET_ITEM(where, 0);
     delta = PyTuple_GET_ITEM(where, 1);
     PyObject *moved = NULL;
-    if (PyObject_TypeCheck(target, &BatchResultType) && ((BatchResult *)target)->state == NULL) {
+    if (PyObject_TypeCheck(target, &BatchResultType) && ((BatchResult *)target)->state == Py_None) {
         BatchResult *pending = (BatchResult *)target;
         if (pending->hooks != NULL || (pending->hooks = PyList_New(0)) != NULL) {
             PyObject *entry = PyTuple_Pack(4, delta, PyTuple_GET_ITEM(hook, 1),
@@ -2947,7 +2961,7 @@ move_hook(PyObject *redirects, PyObject *hook)
 static PyObject *
 BatchResult_redirect(BatchResult *self, PyObject *targets)
 {
-    if (self->state != NULL)
+    if (self->state != Py_None)
         return Py_NewRef(self->state);
     if (state_split == NULL) {
         PyErr_SetString(PyExc_RuntimeError, "register_result_states() was not called");
@@ -2964,9 +2978,10 @@ BatchResult_redirect(BatchResult *self, PyObject *targets)
         }
     }
     Py_CLEAR(self->hooks);
-    self->redirects = redirects;
-    self->state = Py_NewRef(state_split);
-    self->final = 1; /* no callbacks run here (they moved): the waiters go on to the new ones */
+    Py_SETREF(self->redirects, redirects);
+    Py_SETREF(self->state, Py_NewRef(state_split));
+    /* No callbacks run here (they moved): the waiters go on to the new results. */
+    Py_SETREF(self->final, Py_NewRef(Py_True));
     PyObject *waiters = self->waiters;
     self->waiters = NULL;
     if (release_waiters(waiters) < 0)
@@ -2988,7 +3003,7 @@ static PyMethodDef BatchResult_methods[] = {
 };
 
 #define RESULT_FIELD(name, field) \
-    {name, T_OBJECT, offsetof(BatchResult, field), READONLY, NULL}
+    {name, T_OBJECT_EX, offsetof(BatchResult, field), READONLY, NULL}
 static PyMemberDef BatchResult_members[] = {
     RESULT_FIELD("topic", topic),
     RESULT_FIELD("partition", partition),
@@ -3002,8 +3017,8 @@ static PyMemberDef BatchResult_members[] = {
     RESULT_FIELD("_record_errors", record_errors),
     RESULT_FIELD("_redirects", redirects),
     RESULT_FIELD("_completer", completer),
-    RESULT_FIELD("_waiters", waiters),
-    {"_final", T_BOOL, offsetof(BatchResult, final), READONLY, NULL},
+    RESULT_FIELD("_final", final),
+    {"_waiters", T_OBJECT, offsetof(BatchResult, waiters), READONLY, NULL},
     {NULL, 0, 0, 0, NULL},
 };
 #undef RESULT_FIELD

@@ -83,7 +83,8 @@ def main() -> None:
         short = count_instructions(mode, args.short)
         long = count_instructions(mode, args.long)
         per_result = (long - short) / (args.long - args.short)
-        print(f"{mode:<20} {per_result:8,.0f} instructions per result (+{per_result - previous:,.0f})")
+        step = per_result - previous
+        print(f"{mode:<20} {per_result:8,.0f} instructions per result (+{step:,.0f})")
         previous = per_result
 
 

@@ -2744,15 +2744,30 @@ BatchResult_redirected(BatchResult *self, PyObject *offset_delta)
     return PyObject_GetItem(self->redirects, offset_delta);
 }
 
+/* A list in *slot for add_waiter() and _keep_hook(). Made before they read the state: making
+ * it may run the GC, and so Python code, and so another thread that completes the result. */
+static int
+ensure_list(PyObject **slot)
+{
+    if (*slot != NULL)
+        return 0;
+    PyObject *list = PyList_New(0);
+    if (list == NULL)
+        return -1;
+    if (*slot == NULL)
+        *slot = list;
+    else
+        Py_DECREF(list);
+    return 0;
+}
+
 static PyObject *
 BatchResult_add_waiter(BatchResult *self, PyObject *waiter)
 {
+    if (self->final == Py_False && ensure_list(&self->waiters) < 0)
+        return NULL;
     if (self->final == Py_True)
         Py_RETURN_FALSE;
-    if (self->waiters == NULL) {
-        if ((self->waiters = PyList_New(0)) == NULL)
-            return NULL;
-    }
     if (PyList_Append(self->waiters, waiter) < 0)
         return NULL;
     Py_RETURN_TRUE;
@@ -2783,13 +2798,17 @@ BatchResult_keep_hook(BatchResult *self, PyObject *const *args, Py_ssize_t nargs
                         "_keep_hook() takes offset_delta, future, on_success, on_error");
         return NULL;
     }
-    if (self->state != Py_None)
-        Py_RETURN_FALSE;
-    if (self->hooks == NULL && (self->hooks = PyList_New(0)) == NULL)
-        return NULL;
     PyObject *hook = PyTuple_Pack(4, args[0], args[1], args[2], args[3]);
     if (hook == NULL)
         return NULL;
+    if (self->state == Py_None && ensure_list(&self->hooks) < 0) {
+        Py_DECREF(hook);
+        return NULL;
+    }
+    if (self->state != Py_None) {
+        Py_DECREF(hook);
+        Py_RETURN_FALSE;
+    }
     int failed = PyList_Append(self->hooks, hook);
     Py_DECREF(hook);
     if (failed < 0)
@@ -2937,13 +2956,19 @@ move_hook(PyObject *redirects, PyObject *hook)
     PyObject *moved = NULL;
     if (PyObject_TypeCheck(target, &BatchResultType) && ((BatchResult *)target)->state == Py_None) {
         BatchResult *pending = (BatchResult *)target;
-        if (pending->hooks != NULL || (pending->hooks = PyList_New(0)) != NULL) {
-            PyObject *entry = PyTuple_Pack(4, delta, PyTuple_GET_ITEM(hook, 1),
-                                           PyTuple_GET_ITEM(hook, 2), PyTuple_GET_ITEM(hook, 3));
-            if (entry != NULL && PyList_Append(pending->hooks, entry) == 0)
+        PyObject *entry = PyTuple_Pack(4, delta, PyTuple_GET_ITEM(hook, 1),
+                                       PyTuple_GET_ITEM(hook, 2), PyTuple_GET_ITEM(hook, 3));
+        if (entry != NULL && ensure_list(&pending->hooks) == 0) {
+            /* Completed meanwhile (the GC ran Python code): its add_hook() knows what to do. */
+            if (pending->state != Py_None)
+                moved = PyObject_CallMethodObjArgs(target, str_add_hook, delta,
+                                                   PyTuple_GET_ITEM(hook, 1),
+                                                   PyTuple_GET_ITEM(hook, 2),
+                                                   PyTuple_GET_ITEM(hook, 3), NULL);
+            else if (PyList_Append(pending->hooks, entry) == 0)
                 moved = Py_NewRef(Py_None);
-            Py_XDECREF(entry);
         }
+        Py_XDECREF(entry);
     }
     else {
         PyObject *call[5] = {target, delta, PyTuple_GET_ITEM(hook, 1), PyTuple_GET_ITEM(hook, 2),

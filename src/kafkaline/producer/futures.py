@@ -306,9 +306,10 @@ class _ResultState:
                     self._final = True
                     waiters = self._waiters
                     self._waiters = None
-                _release(waiters)
-            return None
-        _release(waiters)
+                if waiters is not None:
+                    _release(waiters)
+        elif waiters is not None:
+            _release(waiters)
         return None
 
     def redirect(self, targets: Sequence[tuple[ProduceRequestResult, int]]) -> BatchState | None:
@@ -331,14 +332,14 @@ class _ResultState:
             self._final = True
             waiters = self._waiters
             self._waiters = None
-        _release(waiters)
+        if waiters is not None:
+            _release(waiters)
         return None
 
 
-def _release(waiters: list[_Waiter | LoopWaker] | None) -> None:
-    if waiters is not None:
-        for waiter in waiters:
-            waiter.release()
+def _release(waiters: list[_Waiter | LoopWaker]) -> None:
+    for waiter in waiters:
+        waiter.release()
 
 
 if TYPE_CHECKING:

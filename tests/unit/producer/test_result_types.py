@@ -8,10 +8,14 @@ from __future__ import annotations
 import gc
 import threading
 from collections.abc import Callable
+from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kafkaline.producer.futures import (
+    ABORTED,
     FAILED,
     SPLIT,
     SUCCEEDED,
@@ -137,3 +141,72 @@ def test_a_callback_raising_past_exception_still_releases_the_waiters(
         result.complete(SUCCEEDED, base_offset=1)
     waiter.join(10)
     assert woke == [True] and result.is_done() and future.get(0).offset == 1
+
+
+# An operation on a batch of three records: a hook on a record, completing it, splitting it
+# into two new results, or completing one of those.
+_OPERATIONS = st.lists(
+    st.one_of(
+        st.tuples(
+            st.just("hook"), st.integers(0, 2), st.sampled_from(["callback", "errback", "both"])
+        ),
+        st.tuples(
+            st.just("complete"),
+            st.sampled_from(["succeeded", "failed", "aborted"]),
+            st.frozensets(st.integers(0, 2)),
+        ),
+        st.tuples(st.just("split"), st.permutations([(0, 0), (0, 1), (1, 0)])),
+        st.tuples(st.just("complete part"), st.integers(0, 1), st.booleans()),
+    ),
+    max_size=12,
+)
+
+
+def _run(result_class: type[ProduceRequestResult], operations: list[tuple[Any, ...]]) -> list[Any]:
+    """What a user could see of ``operations`` on a result of ``result_class``."""
+    errors = {"failed": ValueError("failed"), "aborted": KeyError("aborted")}
+    seen: list[Any] = []
+    old = result_class("events", 1)
+    parts = [result_class("events", 1), result_class("events", 1)]
+    futures = [new_future(old, delta, 1, 1, TS) for delta in range(3)]
+
+    def name(error: Exception | None) -> str | None:
+        return None if error is None else str(error)
+
+    for index, operation in enumerate(operations):
+        if operation[0] == "hook":
+            _, delta, kind = operation
+            future = futures[delta]
+            if kind != "errback":
+                future.add_callback(lambda m, i=index: seen.append((i, "ok", m.offset)))
+            if kind != "callback":
+                future.add_errback(lambda e, i=index: seen.append((i, "error", name(e))))
+        elif operation[0] == "complete":
+            _, outcome, own_errors = operation
+            error = errors.get(outcome)
+            state = {"succeeded": SUCCEEDED, "failed": FAILED, "aborted": ABORTED}[outcome]
+            record_errors = {delta: IndexError(f"own {delta}") for delta in own_errors}
+            seen.append(("complete", old.complete(state, 10, -1, error, record_errors or None)))
+        elif operation[0] == "split":
+            targets = [(parts[part], delta) for part, delta in operation[1]]
+            seen.append(("split", old.redirect(targets)))
+        else:
+            _, part, succeeded = operation
+            error = None if succeeded else errors["failed"]
+            state = SUCCEEDED if succeeded else FAILED
+            seen.append(("part", parts[part].complete(state, 100 * (part + 1), -1, error)))
+    for future in futures:
+        done = future.done()
+        seen.append(("future", done, name(future.exception(0)) if done else None))
+        if done and future.exception(0) is None:
+            seen.append(("offset", future.get(0).offset))
+    seen.append(("old", old.state, old.is_done(), [name(old.record_error(d)) for d in range(3)]))
+    return seen
+
+
+@pytest.mark.skipif(len(RESULT_TYPES) < 2, reason="the C record core is not in use")
+@settings(max_examples=300, deadline=None)
+@given(_OPERATIONS)
+def test_the_compiled_result_behaves_as_the_python_one(operations: list[tuple[Any, ...]]) -> None:
+    python = _run(RESULT_TYPES["python"], operations)
+    assert _run(RESULT_TYPES["compiled"], operations) == python

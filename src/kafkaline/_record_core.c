@@ -2594,10 +2594,11 @@ static PyTypeObject SenderType = {
 /* ---------------------------------------------------------------- BatchResult */
 
 /* One batch's completion, shared by its records' futures: the compiled base of
- * kafkaline.producer.futures.ProduceRequestResult, whose pure-Python base (_ResultState) is the
- * reference. No lock: each method reads and writes the state without running Python code in
- * between, so the GIL makes it atomic; callbacks and waiter.release() run after the state
- * is written, as the Python base runs them outside its lock. */
+ * kafkaline.producer.futures.ProduceRequestResult, whose pure-Python base (PythonResultState,
+ * in producer/result_state.py) is the reference. No lock: each method reads and writes the
+ * state without running Python code in between, so the GIL makes it atomic; callbacks and
+ * waiter.release() run after the state is written, as the Python base runs them outside its
+ * lock. */
 typedef struct {
     PyObject_HEAD
     PyObject *topic, *partition, *base_offset, *log_append_time;

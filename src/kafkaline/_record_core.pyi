@@ -75,7 +75,7 @@ def register_future_type(cls: type[RecordFuture], /) -> None: ...
 
 class BatchResult:
     # The state of kafkaline.producer.futures.ProduceRequestResult in the compiled build; its
-    # pure-Python reference is futures._ResultState (same fields and methods, with a lock).
+    # pure-Python reference is result_state.PythonResultState (same fields, methods, a lock).
     @property
     def topic(self) -> str: ...
     @property

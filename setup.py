@@ -8,6 +8,7 @@ the reference implementation the extension is tested against.
 from __future__ import annotations
 
 import sys
+from pathlib import Path
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
@@ -45,6 +46,8 @@ setup(
         Extension(
             "kafkaline._record_core",
             sources=["src/kafkaline/_record_core.c"],
+            # The parts it #includes: a change to any of them rebuilds it (`make core`).
+            depends=sorted(str(path) for path in Path("src/kafkaline").glob("_core_*.c")),
             extra_compile_args=["-O2"] if sys.platform != "win32" else [],
         )
     ],

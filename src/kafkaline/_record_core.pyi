@@ -11,6 +11,7 @@ class OpenBatchSender:
     open: bool
     partition_counts: dict[str, int]
     fallback: Callable[..., object] | None
+    new_batch: Callable[[str, int, int, bytes | None, bytes | None], object] | None
     def __init__(
         self,
         accumulator: object,

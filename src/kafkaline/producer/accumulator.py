@@ -225,6 +225,31 @@ class RecordAccumulator(EncodedAppendSide, SenderSide):
             raise IllegalStateError("a record was not appended")
         return record.future, sendable, created
 
+    def append_to_new_batch(
+        self,
+        topic: str,
+        partition: int,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        max_time_to_block_ms: float,
+        now: float,
+    ) -> RecordAppendResult:
+        """:meth:`append` for a record (bytes or None, no headers) whose partition's last
+        batch was just found unable to take it, or missing: by the compiled send() (see
+        :meth:`open_batch_sender`), which checked the record and chose its partition. The
+        append protocol starts at its second step: memory for a new batch from the pool
+        (with no lock held, blocking up to ``max_time_to_block_ms``), then under the queue's
+        lock a new batch with the record, unless another thread made one meanwhile that
+        takes it. Same result and errors as :meth:`append`."""
+        record = OneRecord(timestamp, key, value, None)
+        sendable, created = self._append_records(
+            topic, partition, record, max_time_to_block_ms, now, None, last_batch_full=True
+        )
+        if record.future is None:  # pragma: no cover - _append_records appends or raises
+            raise IllegalStateError("a record was not appended")
+        return record.future, sendable, created
+
     def open_batch_sender(self, payload_limit: int) -> OpenBatchSender | None:
         """Producer.send()'s common case in one compiled call, when the compiled record core
         is in use (else ``None``): ``sender(topic, value, key, headers, partition,
@@ -235,7 +260,9 @@ class RecordAccumulator(EncodedAppendSide, SenderSide):
         it returns what ``sender.fallback`` (send()'s general path, which takes
         :meth:`append`) returns for the same arguments, or ``None`` without fallback. The
         record core owns the open batch's buffer, so it takes the queue's lock and encodes
-        into it itself.
+        into it itself. A keyed record or one with its partition, whose partition's queue
+        has no batch that could take it, goes to ``sender.new_batch`` instead (if set):
+        the producer's step into :meth:`append_to_new_batch`.
 
         The caller sets ``sender.open`` while sends may go straight on and
         ``sender.partition_counts`` to its topic -> partition count map (a topic not in it

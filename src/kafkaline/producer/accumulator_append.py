@@ -62,12 +62,15 @@ class AppendSide(QueueMap):
         now: float,
         cluster: ClusterPartitions | None,
         wakeup: Callable[[], None] | None = None,
+        last_batch_full: bool = False,
     ) -> tuple[bool, bool]:
         """The one append protocol: try the partition's last batch; else take memory from
         the pool and try it again before queueing a new batch. With the sticky partitioner,
         start over if another thread switched partitions. Repeats until every record is
         queued, calling ``wakeup`` when a new batch queues behind another. Returns ``(a
-        batch became sendable, a batch was made)``."""
+        batch became sendable, a batch was made)``. ``last_batch_full``: the caller just
+        found that the partition's last batch (if any) cannot take the records, so the
+        first round starts at taking memory for a new batch."""
         partitioner: BuiltInPartitioner | None = None
         if partition is None:
             if cluster is None:
@@ -84,7 +87,9 @@ class AppendSide(QueueMap):
                     sticky = partitioner.peek_current(cluster)
                     queue = self._queue(topic, sticky.partition)
                 tried = _FULL  # an empty queue has no last batch: no lock round
-                if queue.batches:
+                if last_batch_full:
+                    last_batch_full = False
+                elif queue.batches:
                     with queue.lock:
                         if sticky is not None and self._sticky_changed(partitioner, sticky):
                             continue  # start over on the new sticky partition

@@ -82,6 +82,10 @@ class OpenBatchSender(Protocol):
     partition_counts: dict[str, int]
     #: What gets the calls the core declines (send()'s general path), or None.
     fallback: Callable[..., FutureRecordMetadata] | None
+    #: ``new_batch(topic, partition, timestamp_ms, key, value)``: what gets a record the core
+    #: checked and placed whose partition has no batch with room for it, or None (the
+    #: fallback then gets it).
+    new_batch: Callable[[str, int, int, bytes | None, bytes | None], FutureRecordMetadata] | None
 
     def __call__(
         self,

@@ -194,6 +194,19 @@ def stop_sender(sender: Sender, timeout: float | None) -> None:
             )
 
 
+def flush_sender(sender: Sender, accumulator: RecordAccumulator, timeout: float | None) -> None:
+    """Producer.flush()'s wait: every batch made sendable now, then every record appended
+    before this call completed (``timeout`` in seconds, None for no limit)."""
+    if sender.is_sender_thread():
+        raise IllegalStateError(
+            "flush() was called from a callback on the producer's I/O thread: it would "
+            "wait for itself"
+        )
+    accumulator.begin_flush()
+    sender.wakeup()
+    accumulator.await_flush_completion(None if timeout is None else timeout * 1000.0)
+
+
 def close_user_objects(
     interceptors: InterceptorChain | None, named_objects: Iterable[tuple[str, object]]
 ) -> None:

@@ -10,9 +10,11 @@ on the Sender's thread, started by the first send (or :meth:`Producer.start`).
 With the compiled record core, the common case (bytes or None, no headers, a known topic, an
 open batch with room) is one C call at the top of ``send()``
 (:meth:`RecordAccumulator.open_batch_sender
-<kafkaline.producer.accumulator.RecordAccumulator.open_batch_sender>`); every other record,
-and every record of the pure-Python build, takes the general path described above, which
-is the reference for what that call does.
+<kafkaline.producer.accumulator.RecordAccumulator.open_batch_sender>`). When that call has
+chosen the partition (the record's own, or its key's) and the partition's batch has no room,
+it goes on with the general path's last step, :meth:`Producer._send_to_new_batch`. Every
+other record, and every record of the pure-Python build, takes the general path described
+above, which is the reference for what that call does.
 
 Life cycle decisions (close, a failed I/O thread, fork): see :mod:`kafkaline.producer.lifecycle`.
 """
@@ -24,11 +26,10 @@ import os
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from types import TracebackType
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from kafkaline.config import ProducerConfig
-from kafkaline.errors import IllegalStateError, KafkaError, SenderFailedError
+from kafkaline.errors import KafkaError, SenderFailedError
 from kafkaline.net.client import NetworkClient
 from kafkaline.net.cluster import ClusterMetadata, PartitionMetadata
 from kafkaline.producer import transaction_calls
@@ -40,6 +41,7 @@ from kafkaline.producer.interceptors import acknowledge_to as _acknowledge_to
 from kafkaline.producer.lifecycle import Gate as _State
 from kafkaline.producer.lifecycle import (
     close_user_objects,
+    flush_sender,
     gate_error,
     nothing,
     register_fork_handler,
@@ -52,8 +54,7 @@ from kafkaline.producer.metrics import ProducerMetrics, SenderCounters
 from kafkaline.producer.partitioner import Partitioner
 from kafkaline.producer.send_steps import (
     PLAIN,
-    check_partition_argument,
-    choose_partition,
+    PartitionChooser,
     config_of,
     intercepted,
     key_partitioner,
@@ -116,6 +117,9 @@ class Producer:
         self._key_partition = key_partitioner() if keyed else None
         self._max_block_ms = float(config.max_block_ms)
         self._topics = TopicMetadata(self._max_block_ms)
+        self._choose_partition = PartitionChooser(
+            self._topics, self._key_partition, self._partitioner, self._max_block_ms
+        )
         # Key + value bytes above which send() checks the record's full size bound.
         self._payload_limit = min(config.max_request_size, config.buffer_memory) - (
             RECORD_SIZE_OVERHEAD
@@ -164,6 +168,7 @@ class Producer:
         core_send = self._accumulator.open_batch_sender(self._payload_limit)
         if core_send is not None:
             core_send.partition_counts = self._topics.counts
+            core_send.new_batch = self._send_to_new_batch
             if type(self).send is Producer.send:  # (a subclass's own send() stays)
                 # producer.send is then the compiled call itself, no Python frame first; what
                 # it declines goes to the class's send(), the general path.
@@ -298,12 +303,7 @@ class Producer:
     def __enter__(self) -> Producer:
         return self
 
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
+    def __exit__(self, *exc_info: object) -> None:
         self.close()
 
     # ------------------------------------------------------------------ sending
@@ -348,42 +348,34 @@ class Producer:
             size = (0 if key is None else len(key)) + (0 if value is None else len(value))
             if headers is not None or size > self._payload_limit:
                 self._check_size(topic, size, headers)
-            partition, wait_ms = self._partition(topic, partition, key, value)
+            partition, wait_ms = self._choose_partition(topic, partition, key, value)
             now = _monotonic() * 1000.0
             future, batch_is_full, new_batch = self._accumulator.append(
                 topic, partition, timestamp, key, value, headers, wait_ms, now, self._topics.cluster
             )
         except Exception as error:
-            replacement = self._send_failed(error, topic, partition, interceptors)
-            if replacement is not None:
-                raise replacement from error
-            raise
+            self._raise_failed(error, topic, partition, interceptors)
         if batch_is_full or new_batch:
             self._wakeup()
         if interceptors is not None:
             _acknowledge_to(interceptors, future)
         return future
 
-    def _partition(
-        self, topic: str, partition: int | None, key: bytes | None, value: bytes | None
-    ) -> tuple[int | None, float]:
-        """Java's ``partition()``: the record's partition (None: the topic's sticky partition,
-        chosen when appending), once the topic's metadata is known (waited for on the first
-        send to it); and the ``max_block_ms`` left."""
-        if partition is not None:  # checked before any wait for metadata
-            check_partition_argument(partition)
-        topics = self._topics
-        count = topics.counts.get(topic)
-        max_block_ms = self._max_block_ms
-        if count is None:
-            count, max_block_ms = topics.wait(topic)
-        if partition is None and key is not None and self._key_partition is not None:
-            return self._key_partition(key, count), max_block_ms
-        if partition is not None or self._partitioner is not None:
-            partition = choose_partition(
-                topic, partition, key, value, count, self._partitioner, topics.cluster
+    def _send_to_new_batch(
+        self, topic: str, partition: int, timestamp: int, key: bytes | None, value: bytes | None
+    ) -> FutureRecordMetadata:
+        """The end of send()'s general path, for a record the compiled send() checked and
+        placed (bytes or None, no headers, its own partition or its key's, a topic whose
+        partitions are known) when the partition has no batch with room for it."""
+        try:
+            future, batch_is_full, new_batch = self._accumulator.append_to_new_batch(
+                topic, partition, timestamp, key, value, self._max_block_ms, _monotonic() * 1000.0
             )
-        return partition, max_block_ms
+        except Exception as error:
+            self._raise_failed(error, topic, partition, None)
+        if batch_is_full or new_batch:
+            self._wakeup()
+        return future
 
     def send_batch(
         self,
@@ -465,6 +457,19 @@ class Producer:
         gate_error = None if gate is None else self._gate_error(gate)
         return record_failed(error, topic, partition, interceptors, gate_error)
 
+    def _raise_failed(
+        self,
+        error: Exception,
+        topic: str,
+        partition: int | None,
+        interceptors: InterceptorChain | None,
+    ) -> NoReturn:
+        """Raise what a record call's ``error`` is for the user (:meth:`_send_failed`)."""
+        replacement = self._send_failed(error, topic, partition, interceptors)
+        if replacement is not None:
+            raise replacement from error
+        raise error
+
     # ------------------------------------------------------------------ flushing, metadata
 
     def flush(self, timeout: float | None = None) -> None:
@@ -486,14 +491,7 @@ class Producer:
         sender = self._sender
         if sender is None:  # pragma: no cover - started when the gate is None
             return
-        if sender.is_sender_thread():
-            raise IllegalStateError(
-                "flush() was called from a callback on the producer's I/O thread: it would "
-                "wait for itself"
-            )
-        self._accumulator.begin_flush()
-        sender.wakeup()
-        self._accumulator.await_flush_completion(None if timeout is None else timeout * 1000.0)
+        flush_sender(sender, self._accumulator, timeout)
         if self._gate is _State.FAILED:
             raise self._gate_error(_State.FAILED)
 
@@ -585,10 +583,7 @@ class Producer:
         try:
             self._topics.wait(topic)
         except Exception as error:
-            replacement = self._send_failed(error, topic, None, None)
-            if replacement is not None:
-                raise replacement from error
-            raise
+            self._raise_failed(error, topic, None, None)
         cluster = self._topics.cluster
         return () if cluster is None else cluster.partitions_for(topic)
 

@@ -12,6 +12,7 @@ from kafkaline.config import ProducerConfig
 from kafkaline.errors import IllegalStateError, InvalidPartitionError, InvalidTopicNameError
 from kafkaline.net.cluster import ClusterMetadata
 from kafkaline.producer.interceptors import InterceptorChain
+from kafkaline.producer.metadata_wait import TopicMetadata
 from kafkaline.producer.partitioner import KeyPartitionCache, Partitioner, validate_partition
 from kafkaline.producer.record import ProducerRecord
 from kafkaline.producer.serializers import (
@@ -27,6 +28,7 @@ from kafkaline.record.core import compiled_core
 
 __all__ = [
     "PLAIN",
+    "PartitionChooser",
     "check_partition_argument",
     "choose_partition",
     "config_of",
@@ -125,6 +127,42 @@ def choose_partition(
         raise IllegalStateError("no custom partitioner or no metadata")
     chosen = partitioner.partition(topic, key, value, cluster)
     return validate_partition(topic, chosen, count, f"partitioner {partitioner!r}")
+
+
+class PartitionChooser:
+    """Java's ``partition()`` for send()'s general path: the record's partition (None: the
+    topic's sticky partition, chosen when appending), once the topic's metadata is known
+    (waited for on the first send to it), and the ``max_block_ms`` left."""
+
+    def __init__(
+        self,
+        topics: TopicMetadata,
+        key_partition: Callable[[bytes, int], int] | None,
+        partitioner: Partitioner | None,
+        max_block_ms: float,
+    ) -> None:
+        self._topics = topics
+        self._key_partition = key_partition
+        self._partitioner = partitioner
+        self._max_block_ms = max_block_ms
+
+    def __call__(
+        self, topic: str, partition: int | None, key: bytes | None, value: bytes | None
+    ) -> tuple[int | None, float]:
+        if partition is not None:  # checked before any wait for metadata
+            check_partition_argument(partition)
+        topics = self._topics
+        count = topics.counts.get(topic)
+        max_block_ms = self._max_block_ms
+        if count is None:
+            count, max_block_ms = topics.wait(topic)
+        if partition is None and key is not None and self._key_partition is not None:
+            return self._key_partition(key, count), max_block_ms
+        if partition is not None or self._partitioner is not None:
+            partition = choose_partition(
+                topic, partition, key, value, count, self._partitioner, topics.cluster
+            )
+        return partition, max_block_ms
 
 
 def record_failed(

@@ -21,6 +21,7 @@ from kafka import KafkaConsumer
 from kafka import TopicPartition as KafkaPythonTopicPartition
 
 from kafkaline import Producer, RecordMetadata
+from kafkaline.producer.futures import FutureRecordMetadata
 from kafkaline.record import CompressionType, RecordBatch
 from kafkaline.record.record_encoder import RECORD_OVERHEAD_BOUND
 from kafkaline.testing import LocalBroker, TopicFactory
@@ -358,6 +359,54 @@ def test_eight_threads_at_once_keep_per_key_order(
     for key, sequence in sequence_by_key.items():
         assert sequence == sorted(sequence), key
         assert len(sequence) == per_thread // keys_per_thread
+
+
+def test_records_that_each_open_a_batch_on_many_partitions_read_back_in_order(
+    broker: LocalBroker, make_topic: TopicFactory
+) -> None:
+    """batch_size 1, so every record needs a new batch (after each partition's first record,
+    the compiled send() hands keyed records and records with a partition to its new-batch
+    step): 4 threads over 300 partitions read back bit-exact by confluent-kafka, each thread's
+    records in order within each partition."""
+    partitions, threads, per_thread = 300, 4, 600
+    topic = make_topic(partitions=partitions)
+    sent: list[list[tuple[FutureRecordMetadata, bytes | None, bytes]]] = [
+        [] for _ in range(threads)
+    ]
+    with producer_for(broker, batch_size=1) as producer:
+        for p in range(partitions):
+            producer.send(topic, b"first", partition=p, timestamp_ms=TS)
+
+        def work(thread: int) -> None:
+            for i in range(per_thread):
+                value = b"%d:%d" % (thread, i)
+                key = b"k%d" % (i % 97) if i % 2 else None
+                partition = None if i % 2 else (i * 7 + thread) % partitions
+                future = producer.send(
+                    topic, value, key=key, partition=partition, timestamp_ms=TS + i
+                )
+                sent[thread].append((future, key, value))
+
+        workers = [threading.Thread(target=work, args=(n,)) for n in range(threads)]
+        for worker in workers:
+            worker.start()
+        for worker in workers:
+            worker.join()
+        producer.flush()
+        expected = expected_from(
+            [(future.get(10), key, value, ()) for records in sent for future, key, value in records]
+        )
+    count = partitions + threads * per_thread
+    stored = read_with_confluent(broker, topic, partitions, count)
+    assert len(stored) == count
+    assert {k: v for k, v in stored.items() if v[1] != b"first"} == expected
+    last: dict[tuple[int, int], int] = {}
+    for (partition, _offset), (_, value, _, _) in sorted(stored.items()):
+        assert value is not None
+        if value != b"first":
+            thread, number = (int(part) for part in value.split(b":"))
+            assert number > last.get((partition, thread), -1)
+            last[(partition, thread)] = number
 
 
 def test_futures_can_be_awaited(broker: LocalBroker, topic: str) -> None:

@@ -1,0 +1,277 @@
+/* kafkaline._record_core: the record batch builder: its buffer and life cycle.
+ * A part of _record_core.c, which #includes the parts in order as one translation unit. */
+
+/* ----------------------------------------------------------------------- the builder */
+
+typedef struct {
+    PyObject_HEAD
+    PyObject *buffer;          /* bytes: header room + records; NULL once compressed */
+    Py_ssize_t used;           /* bytes of buffer in use, header room included */
+    Py_ssize_t capacity;
+    int64_t count;
+    int64_t base_timestamp;
+    int64_t max_timestamp;
+    int closed;
+    int sealed;
+    int buffer_returned;       /* build_buffer() handed the buffer out: never change it */
+    int has_log_append_time;
+    int64_t log_append_time;
+    Py_ssize_t size_limit;
+    Py_ssize_t limit;          /* size_limit scaled by the compression ratio */
+    Py_ssize_t memory_cap;     /* buffer memory the batch holds: the appender stays within */
+    double ratio;
+    PyObject *compression;     /* CompressionType member */
+    long compression_id;
+    PyObject *compression_level; /* None or int */
+    int64_t base_offset;
+    int32_t partition_leader_epoch;
+    int64_t producer_id;
+    int16_t producer_epoch;
+    int32_t base_sequence;
+    int16_t attributes;
+    PyObject *payload;         /* header room + compressed records, after seal() */
+    Py_ssize_t uncompressed_size;
+    PyObject *built;           /* cached build_buffer() result */
+    PyObject *bad_timestamp;   /* str: why seal() must fail, for a timestamp outside int64 */
+} Builder;
+
+/* The buffer's next capacity for `need` bytes: small batches grow by doubling up to
+ * GROWN_CAPACITY (a batch of a few small records stays small, as with many partitions);
+ * past that, or at once when the first record is bigger than INITIAL_CAPACITY, it takes
+ * the buffer memory its batch holds (memory_cap), up to the batch's limit: growing a large
+ * batch by doubling copied it about once more, and a buffer much larger than the memory
+ * held would let the process outgrow buffer_memory. */
+static Py_ssize_t
+builder_capacity_for(const Builder *self, Py_ssize_t need)
+{
+    Py_ssize_t capacity = self->capacity;
+    if (capacity == 0 && need <= INITIAL_CAPACITY)
+        return INITIAL_CAPACITY;
+    if (capacity != 0 && capacity < GROWN_CAPACITY) {
+        while (capacity < need && capacity < GROWN_CAPACITY)
+            capacity *= 2;
+        if (capacity >= need)
+            return capacity;
+    }
+    Py_ssize_t target = self->memory_cap < self->limit ? self->memory_cap : self->limit;
+    /* At least double (up to the limit): a pool smaller than batch_size tops a batch up by
+     * what each record needs, and growing to just that would copy the batch every time. */
+    Py_ssize_t doubled = capacity <= self->limit / 2 ? capacity * 2 : self->limit;
+    if (target < doubled)
+        target = doubled;
+    return target > need ? target : need;
+}
+
+static int
+builder_reserve(Builder *self, Py_ssize_t extra)
+{
+    Py_ssize_t need = self->used + extra;
+    if (need <= self->capacity)
+        return 0;
+    Py_ssize_t capacity = builder_capacity_for(self, need);
+    if (self->buffer == NULL) {
+        self->buffer = PyBytes_FromStringAndSize(NULL, capacity);
+        if (self->buffer == NULL)
+            return -1;
+    }
+    else if (_PyBytes_Resize(&self->buffer, capacity) < 0) {
+        return -1;
+    }
+    self->capacity = capacity;
+    return 0;
+}
+
+static Py_ssize_t
+records_room(Py_ssize_t size_limit, double ratio)
+{
+    return (Py_ssize_t)((double)(size_limit - HEADER_SIZE) / ratio);
+}
+
+/* The keywords a ProducerBatch gives every new builder, by their interned names. */
+static PyObject *str_compression, *str_compression_level, *str_ratio, *str_is_transactional;
+
+/* Those keywords read without PyArg_ParseTupleAndKeywords, which makes a str of each name it
+ * looks up (about a thousand instructions a name, up to the last one given: most of making a
+ * batch, and with many partitions a batch is made per record or two). 0 when every keyword
+ * is one of them with a value of the usual type, else 1 and the general parse reads them. */
+static int
+builder_usual_kwargs(PyObject *kwds, PyObject **compression, PyObject **level, double *ratio,
+                     int *transactional)
+{
+    Py_ssize_t pos = 0;
+    PyObject *key, *value;
+    while (PyDict_Next(kwds, &pos, &key, &value)) {
+        if (key == str_compression)
+            *compression = value;
+        else if (key == str_compression_level)
+            *level = value;
+        else if (key == str_ratio && PyFloat_CheckExact(value))
+            *ratio = PyFloat_AS_DOUBLE(value);
+        else if (key == str_is_transactional && PyBool_Check(value))
+            *transactional = value == Py_True;
+        else
+            return 1;
+    }
+    return 0;
+}
+
+static int
+Builder_init(Builder *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"batch_size_limit", "compression", "compression_level",
+                             "estimated_compression_ratio", "base_offset",
+                             "partition_leader_epoch", "producer_id", "producer_epoch",
+                             "base_sequence", "is_transactional", "is_control",
+                             "timestamp_type", "log_append_time", NULL};
+    Py_ssize_t size_limit = 16384;
+    PyObject *compression = NULL, *level = Py_None, *base_offset = NULL, *ple = NULL;
+    PyObject *producer_id = NULL, *producer_epoch = NULL, *base_sequence = NULL;
+    PyObject *timestamp_type = NULL, *log_append_time = Py_None;
+    double ratio = 1.0;
+    int transactional = 0, control = 0;
+    if (kwds != NULL && PyDict_CheckExact(kwds) && PyTuple_GET_SIZE(args) <= 1 &&
+        builder_usual_kwargs(kwds, &compression, &level, &ratio, &transactional) == 0) {
+        if (!PyArg_ParseTuple(args, "|n:RecordBatchBuilder", &size_limit))
+            return -1;
+    }
+    else if (!PyArg_ParseTupleAndKeywords(args, kwds, "|n$OOdOOOOOppOO", kwlist, &size_limit,
+                                          &compression, &level, &ratio, &base_offset, &ple,
+                                          &producer_id, &producer_epoch, &base_sequence,
+                                          &transactional, &control, &timestamp_type,
+                                          &log_append_time)) {
+        return -1;
+    }
+    if (ensure_python_side() < 0)
+        return -1;
+    if (self->buffer != NULL || self->payload != NULL) {
+        PyErr_SetString(PyExc_TypeError, "RecordBatchBuilder is initialised once");
+        return -1;
+    }
+    PyObject *codec;
+    if (compression == NULL || compression == compression_none) {
+        codec = Py_NewRef(compression_none);
+    }
+    else {
+        codec = PyObject_CallOneArg(compression_type_fn, compression);
+        if (codec == NULL)
+            return -1;
+    }
+    Py_XSETREF(self->compression, codec);
+    self->compression_id = PyLong_AsLong(codec);
+    if (self->compression_id == -1 && PyErr_Occurred())
+        return -1;
+    if (level != Py_None) {
+        PyObject *checked = PyObject_CallFunctionObjArgs(resolve_level_fn, codec, level, NULL);
+        if (checked == NULL)
+            return -1;
+        Py_DECREF(checked);
+    }
+    Py_XSETREF(self->compression_level, Py_NewRef(level));
+    if (!(size_limit > HEADER_SIZE && size_limit <= MAX_BATCH_SIZE)) {
+        PyErr_Format(PyExc_ValueError, "batch_size_limit %zd is outside %d..%lld", size_limit,
+                     HEADER_SIZE + 1, (long long)MAX_BATCH_SIZE);
+        return -1;
+    }
+    if (!(ratio > 0.0 && ratio <= 1.0)) {
+        PyObject *r = PyFloat_FromDouble(ratio);
+        if (r != NULL) {
+            PyErr_Format(PyExc_ValueError, "estimated_compression_ratio %R is outside (0, 1]", r);
+            Py_DECREF(r);
+        }
+        return -1;
+    }
+    int log_append = 0;
+    if (timestamp_type != NULL) {
+        long tt = PyLong_AsLong(timestamp_type);
+        if (tt == -1 && PyErr_Occurred())
+            return -1;
+        log_append = tt == 1;
+    }
+    self->has_log_append_time = 0;
+    if (log_append) {
+        long long lat;
+        if (log_append_time == Py_None) {
+            PyErr_SetString(PyExc_ValueError, "LOG_APPEND_TIME batches need log_append_time");
+            return -1;
+        }
+        if (check_range("log_append_time", log_append_time, INT64_MIN, INT64_MAX, &lat) < 0)
+            return -1;
+        self->has_log_append_time = 1;
+        self->log_append_time = lat;
+    }
+    self->size_limit = size_limit;
+    self->memory_cap = (Py_ssize_t)MAX_BATCH_SIZE;
+    self->ratio = ratio;
+    self->limit = ratio == 1.0 ? size_limit : HEADER_SIZE + records_room(size_limit, ratio);
+    long long v;
+    self->base_offset = 0;
+    if (base_offset != NULL) {
+        if (check_range("base_offset", base_offset, INT64_MIN, INT64_MAX, &v) < 0)
+            return -1;
+        self->base_offset = v;
+    }
+    self->partition_leader_epoch = -1;
+    if (ple != NULL) {
+        if (check_range("partition_leader_epoch", ple, INT32_MIN, INT32_MAX, &v) < 0)
+            return -1;
+        self->partition_leader_epoch = (int32_t)v;
+    }
+    self->producer_id = -1;
+    self->producer_epoch = -1;
+    self->base_sequence = -1;
+    if (producer_id != NULL) {
+        if (check_range("producer_id", producer_id, INT64_MIN, INT64_MAX, &v) < 0)
+            return -1;
+        self->producer_id = v;
+    }
+    if (producer_epoch != NULL) {
+        if (check_range("producer_epoch", producer_epoch, INT16_MIN, INT16_MAX, &v) < 0)
+            return -1;
+        self->producer_epoch = (int16_t)v;
+    }
+    if (base_sequence != NULL) {
+        if (check_range("base_sequence", base_sequence, INT32_MIN, INT32_MAX, &v) < 0)
+            return -1;
+        self->base_sequence = (int32_t)v;
+    }
+    self->attributes = (int16_t)(self->compression_id | (log_append ? ATTR_TIMESTAMP_TYPE : 0) |
+                                 (transactional ? ATTR_TRANSACTIONAL : 0) |
+                                 (control ? ATTR_CONTROL : 0));
+    self->used = HEADER_SIZE;
+    self->capacity = 0;
+    self->count = 0;
+    self->closed = 0;
+    self->sealed = 0;
+    self->buffer_returned = 0;
+    self->uncompressed_size = 0;
+    return 0;
+}
+
+static int
+Builder_traverse(Builder *self, visitproc visit, void *arg)
+{
+    Py_VISIT(self->compression);
+    Py_VISIT(self->compression_level);
+    return 0;
+}
+
+static void
+Builder_dealloc(Builder *self)
+{
+    PyObject_GC_UnTrack(self);
+    Py_CLEAR(self->buffer);
+    Py_CLEAR(self->payload);
+    Py_CLEAR(self->built);
+    Py_CLEAR(self->bad_timestamp);
+    Py_CLEAR(self->compression);
+    Py_CLEAR(self->compression_level);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static int
+Builder_clear(Builder *self)
+{
+    Py_CLEAR(self->compression);
+    Py_CLEAR(self->compression_level);
+    return 0;
+}

@@ -1,0 +1,343 @@
+/* kafkaline._record_core: the builder: one record encoded and appended.
+ * A part of _record_core.c, which #includes the parts in order as one translation unit. */
+
+/* The header_count and headers fields, encoded into a new bytes object (NULL on error). */
+static PyObject *
+encode_headers(PyObject *headers)
+{
+    PyObject *seq = PySequence_Fast(headers, "headers must be a sequence of (str, bytes) pairs");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    Py_ssize_t size = varint_size(zigzag(n));
+    /* first pass: sizes and checks */
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *pair = items[i];
+        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+            PyObject *fast = PySequence_Fast(pair, "a header must be a (str, bytes) pair");
+            if (fast == NULL)
+                goto error;
+            Py_ssize_t len = PySequence_Fast_GET_SIZE(fast);
+            Py_DECREF(fast);
+            if (len != 2) {
+                PyErr_Format(PyExc_ValueError,
+                             "a header must be a (str, bytes) pair, not %zd items", len);
+                goto error;
+            }
+        }
+        PyObject *key = PySequence_GetItem(pair, 0);
+        if (key == NULL)
+            goto error;
+        if (!PyUnicode_Check(key)) {
+            PyErr_Format(PyExc_TypeError, "header key must be str, not %.200s",
+                         Py_TYPE(key)->tp_name);
+            Py_DECREF(key);
+            goto error;
+        }
+        Py_ssize_t klen;
+        if (PyUnicode_AsUTF8AndSize(key, &klen) == NULL) {
+            Py_DECREF(key);
+            goto error;
+        }
+        Py_DECREF(key);
+        size += varint_size(zigzag(klen)) + klen;
+        PyObject *value = PySequence_GetItem(pair, 1);
+        if (value == NULL)
+            goto error;
+        if (value == Py_None) {
+            size += 1;
+        }
+        else {
+            BytesArg arg;
+            if (bytes_arg(value, "header value", &arg) < 0) {
+                Py_DECREF(value);
+                goto error;
+            }
+            size += varint_size(zigzag(arg.size)) + arg.size;
+            bytes_arg_release(&arg);
+        }
+        Py_DECREF(value);
+    }
+    PyObject *block = PyBytes_FromStringAndSize(NULL, size);
+    if (block == NULL)
+        goto error;
+    unsigned char *p = (unsigned char *)PyBytes_AS_STRING(block);
+    p = put_varint(p, zigzag(n));
+    for (Py_ssize_t i = 0; i < n; i++) {
+        PyObject *key = PySequence_GetItem(items[i], 0);
+        Py_ssize_t klen;
+        const char *kdata = PyUnicode_AsUTF8AndSize(key, &klen);
+        p = put_varint(p, zigzag(klen));
+        memcpy(p, kdata, klen);
+        p += klen;
+        Py_DECREF(key);
+        PyObject *value = PySequence_GetItem(items[i], 1);
+        if (value == Py_None) {
+            p = put_varint(p, zigzag(-1));
+        }
+        else {
+            BytesArg arg;
+            if (bytes_arg(value, "header value", &arg) < 0) { /* changed meanwhile */
+                Py_DECREF(value);
+                Py_DECREF(block);
+                goto error;
+            }
+            p = put_varint(p, zigzag(arg.size));
+            memcpy(p, arg.data, arg.size);
+            p += arg.size;
+            bytes_arg_release(&arg);
+        }
+        Py_DECREF(value);
+    }
+    Py_DECREF(seq);
+    return block;
+error:
+    Py_DECREF(seq);
+    return NULL;
+}
+
+/* Results of try_append. */
+#define APPENDED 0
+#define NO_ROOM 1
+#define FAILED -1
+
+/* A record's body size (after its length varint) as the batch's next record; key_size or
+ * value_size -1 for null, header_size -1 for no header block. */
+static int64_t
+record_body_size(const Builder *self, uint64_t ts_z, Py_ssize_t key_size, Py_ssize_t value_size,
+                 Py_ssize_t header_size)
+{
+    uint64_t key_z = key_size < 0 ? 1 : zigzag(key_size);
+    uint64_t value_z = value_size < 0 ? 1 : zigzag(value_size);
+    return 1 + varint_size(ts_z) + varint_size(zigzag(self->count)) + varint_size(key_z) +
+           (key_size < 0 ? 0 : key_size) + varint_size(value_z) +
+           (value_size < 0 ? 0 : value_size) + (header_size < 0 ? 1 : header_size);
+}
+
+/* Whether a record without headers could not go into the batch whatever memory it held:
+ * what append() refuses (closed, or past the batch's limit), without encoding it. */
+static int
+builder_has_no_room(const Builder *self, int64_t timestamp, Py_ssize_t key_size,
+                    Py_ssize_t value_size)
+{
+    if (self->closed || self->count >= INT32_MAX)
+        return 1;
+    if (self->count == 0)
+        return 0;
+    int64_t delta;
+    if (__builtin_sub_overflow(timestamp, self->base_timestamp, &delta))
+        delta = 0; /* as try_append() sizes it */
+    int64_t body = record_body_size(self, zigzag(delta), key_size, value_size, -1);
+    return self->used + varint_size(zigzag(body)) + body > self->limit;
+}
+
+/* Encode one record into the batch if it fits under `limit` (exactly; the first record always
+ * fits, up to the largest batch). */
+static int
+try_append(Builder *self, int64_t timestamp, const char *key, Py_ssize_t key_size,
+           const char *value, Py_ssize_t value_size, const char *header_block,
+           Py_ssize_t header_size, Py_ssize_t limit)
+{
+    int64_t base = self->count ? self->base_timestamp : timestamp;
+    int64_t delta;
+    if (__builtin_sub_overflow(timestamp, base, &delta)) {
+        /* The reference fails the batch when it encodes the delta: at seal. */
+        if (self->bad_timestamp == NULL) {
+            self->bad_timestamp = PyUnicode_FromFormat(
+                "timestamp %lld is too far from the batch's first, %lld, for an int64 delta",
+                (long long)timestamp, (long long)base);
+            if (self->bad_timestamp == NULL)
+                return FAILED;
+        }
+        delta = 0;
+    }
+    if (self->count >= INT32_MAX) {
+        return NO_ROOM;
+    }
+    uint64_t ts_z = zigzag(delta);
+    uint64_t off_z = zigzag(self->count);
+    uint64_t key_z = key == NULL ? 1 : zigzag(key_size);
+    uint64_t value_z = value == NULL ? 1 : zigzag(value_size);
+    int64_t body = record_body_size(self, ts_z, key == NULL ? -1 : key_size,
+                                    value == NULL ? -1 : value_size,
+                                    header_block ? header_size : -1);
+    uint64_t body_z = zigzag(body);
+    int64_t total = varint_size(body_z) + body;
+    if (self->count) {
+        if (self->used + total > limit)
+            return NO_ROOM;
+    }
+    else if (HEADER_SIZE + total > MAX_BATCH_SIZE) {
+        PyErr_Format(record_too_large_error,
+                     "a record of %lld bytes cannot fit a record batch (at most %lld bytes)",
+                     (long long)total, (long long)MAX_BATCH_SIZE);
+        return FAILED;
+    }
+    if (builder_reserve(self, (Py_ssize_t)total) < 0)
+        return FAILED;
+    unsigned char *p = (unsigned char *)PyBytes_AS_STRING(self->buffer) + self->used;
+    p = put_varint(p, body_z);
+    *p++ = 0;
+    p = put_varint(p, ts_z);
+    p = put_varint(p, off_z);
+    p = put_varint(p, key_z);
+    if (key != NULL) {
+        memcpy(p, key, key_size);
+        p += key_size;
+    }
+    p = put_varint(p, value_z);
+    if (value != NULL) {
+        memcpy(p, value, value_size);
+        p += value_size;
+    }
+    if (header_block != NULL) {
+        memcpy(p, header_block, header_size);
+        p += header_size;
+    }
+    else {
+        *p++ = 0;
+    }
+    self->used += (Py_ssize_t)total;
+    if (self->count == 0) {
+        self->base_timestamp = timestamp;
+        self->max_timestamp = timestamp;
+    }
+    else if (timestamp > self->max_timestamp) {
+        self->max_timestamp = timestamp;
+    }
+    self->count++;
+    return APPENDED;
+}
+
+/* The reference sizes a record by len(): a bytes subclass whose len() says it cannot fit any
+ * batch is refused as there, before its (real) bytes are looked at. */
+static int
+declared_too_large(PyObject *obj)
+{
+    if (obj == Py_None || PyBytes_CheckExact(obj))
+        return 0;
+    Py_ssize_t declared = PyObject_Length(obj);
+    if (declared < 0)
+        return -1;
+    if (HEADER_SIZE + (int64_t)declared > MAX_BATCH_SIZE) {
+        PyErr_Format(record_too_large_error,
+                     "a record of about %zd bytes cannot fit a record batch (at most %lld bytes)",
+                     declared, (long long)MAX_BATCH_SIZE);
+        return -1;
+    }
+    return 0;
+}
+
+/* append() / append_many()'s record, its timestamp converted (out_of_range: outside int64):
+ * convert the rest as the reference does, then try_append. */
+/* append_converted()'s record with a key or value to convert, or headers. */
+static int
+append_converting(Builder *self, int64_t timestamp, PyObject *key_obj, PyObject *value_obj,
+                  PyObject *headers, Py_ssize_t limit)
+{
+    BytesArg key = {NULL, 0}, value = {NULL, 0};
+    key.has_view = value.has_view = 0;
+    PyObject *block = NULL;
+    int rc = FAILED;
+    if (key_obj != Py_None && bytes_arg(key_obj, "key", &key) < 0)
+        goto done;
+    if (value_obj != Py_None && bytes_arg(value_obj, "value", &value) < 0)
+        goto done;
+    if (declared_too_large(key_obj) || declared_too_large(value_obj))
+        goto done;
+    if (headers != NULL && headers != Py_None) {
+        int truth = PyObject_IsTrue(headers);
+        if (truth < 0)
+            goto done;
+        if (truth && (block = encode_headers(headers)) == NULL)
+            goto done;
+    }
+    rc = try_append(self, timestamp, key_obj == Py_None ? NULL : key.data, key.size,
+                    value_obj == Py_None ? NULL : value.data, value.size,
+                    block ? PyBytes_AS_STRING(block) : NULL, block ? PyBytes_GET_SIZE(block) : 0,
+                    limit);
+done:
+    bytes_arg_release(&key);
+    bytes_arg_release(&value);
+    Py_XDECREF(block);
+    return rc;
+}
+
+static int
+append_converted(Builder *self, int64_t timestamp, int out_of_range, PyObject *ts_obj,
+                 PyObject *key_obj, PyObject *value_obj, PyObject *headers, Py_ssize_t limit)
+{
+    int rc;
+    int no_key = key_obj == Py_None, no_value = value_obj == Py_None;
+    if ((headers == NULL || headers == Py_None) && (no_key || PyBytes_CheckExact(key_obj)) &&
+        (no_value || PyBytes_CheckExact(value_obj)))
+        /* The usual record (send_batch()'s lists): bytes or None, nothing to convert. */
+        rc = try_append(self, timestamp, no_key ? NULL : PyBytes_AS_STRING(key_obj),
+                        no_key ? 0 : PyBytes_GET_SIZE(key_obj),
+                        no_value ? NULL : PyBytes_AS_STRING(value_obj),
+                        no_value ? 0 : PyBytes_GET_SIZE(value_obj), NULL, 0, limit);
+    else
+        rc = append_converting(self, timestamp, key_obj, value_obj, headers, limit);
+    if (rc == APPENDED && out_of_range && self->bad_timestamp == NULL) {
+        self->bad_timestamp = PyUnicode_FromFormat("timestamp %R is outside int64", ts_obj);
+        if (self->bad_timestamp == NULL)
+            rc = FAILED;
+    }
+    return rc;
+}
+
+static int
+append_objects(Builder *self, PyObject *ts_obj, PyObject *key_obj, PyObject *value_obj,
+               PyObject *headers, Py_ssize_t limit)
+{
+    int64_t timestamp;
+    int out_of_range = 0;
+    if (as_timestamp(ts_obj, &timestamp, &out_of_range) < 0)
+        return FAILED;
+    return append_converted(self, timestamp, out_of_range, ts_obj, key_obj, value_obj, headers,
+                            limit);
+}
+
+static PyObject *
+Builder_append(Builder *self, PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames)
+{
+    static const char *names[] = {"timestamp", "key", "value", "headers"};
+    PyObject *argv[4] = {NULL, NULL, NULL, Py_None};
+    Py_ssize_t nkw = kwnames ? PyTuple_GET_SIZE(kwnames) : 0;
+    if (nargs > 4 || (nargs + nkw) < 3) {
+        PyErr_SetString(PyExc_TypeError, "append() takes timestamp, key, value[, headers]");
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < nargs; i++)
+        argv[i] = args[i];
+    for (Py_ssize_t i = 0; i < nkw; i++) {
+        const char *kw = PyUnicode_AsUTF8(PyTuple_GET_ITEM(kwnames, i));
+        int found = 0;
+        for (int j = 0; j < 4 && kw; j++) {
+            if (strcmp(kw, names[j]) == 0) {
+                argv[j] = args[nargs + i];
+                found = 1;
+            }
+        }
+        if (!found) {
+            PyErr_Format(PyExc_TypeError, "append() got an unexpected keyword argument '%s'", kw);
+            return NULL;
+        }
+    }
+    if (argv[0] == NULL || argv[1] == NULL || argv[2] == NULL) {
+        PyErr_SetString(PyExc_TypeError, "append() takes timestamp, key, value[, headers]");
+        return NULL;
+    }
+    if (self->closed)
+        Py_RETURN_NONE;
+    int rc = append_objects(self, argv[0], argv[1], argv[2], argv[3], self->limit);
+    if (rc == FAILED)
+        return NULL;
+    if (rc == NO_ROOM) {
+        /* A builder that refuses a record for its size closes for appends (as Java's). */
+        self->closed = 1;
+        Py_RETURN_NONE;
+    }
+    return PyLong_FromLongLong(self->count - 1);
+}

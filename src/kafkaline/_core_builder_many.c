@@ -1,0 +1,215 @@
+/* kafkaline._record_core: the builder: records appended many at a time, or already encoded.
+ * A part of _record_core.c, which #includes the parts in order as one translation unit. */
+
+/* append_many()'s positions: none (every index from start), a buffer of Py_ssize_t (the
+ * grouping's, kept compact) or a list or tuple of ints. */
+typedef struct {
+    Py_buffer view;
+    int has_view;
+    PyObject *seq;
+    const Py_ssize_t *items;
+    PyObject **objects;
+    Py_ssize_t count;
+} Positions;
+
+static int
+positions_open(PyObject *obj, Positions *out)
+{
+    if (PyList_Check(obj) || PyTuple_Check(obj)) {
+        if ((out->seq = PySequence_Fast(obj, "positions must be a sequence")) == NULL)
+            return -1;
+        out->objects = PySequence_Fast_ITEMS(out->seq);
+        out->count = PySequence_Fast_GET_SIZE(out->seq);
+        return 0;
+    }
+    if (PyObject_CheckBuffer(obj) &&
+        PyObject_GetBuffer(obj, &out->view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT) == 0) {
+        out->has_view = 1;
+        const char *format = out->view.format ? out->view.format : "B";
+        if (out->view.itemsize == (Py_ssize_t)sizeof(Py_ssize_t) &&
+            (strcmp(format, "n") == 0 || strcmp(format, "@n") == 0)) {
+            out->items = (const Py_ssize_t *)out->view.buf;
+            out->count = out->view.len / out->view.itemsize;
+            return 0;
+        }
+    }
+    PyErr_Clear();
+    PyErr_Format(PyExc_TypeError,
+                 "positions must be a list of ints or a buffer of format 'n', not %.200s",
+                 Py_TYPE(obj)->tp_name);
+    return -1;
+}
+
+static void
+positions_close(Positions *p)
+{
+    if (p->has_view)
+        PyBuffer_Release(&p->view);
+    Py_CLEAR(p->seq);
+}
+
+/* The input index of the j-th record (0 <= index < n), or -1 with an error set. */
+static Py_ssize_t
+position_at(const Positions *p, Py_ssize_t j, Py_ssize_t n)
+{
+    Py_ssize_t at = p->items ? p->items[j] : p->objects ? PyLong_AsSsize_t(p->objects[j]) : j;
+    if (at == -1 && PyErr_Occurred())
+        return -1;
+    if (at < 0 || at >= n) {
+        PyErr_Format(PyExc_IndexError, "position %zd is outside 0..%zd", at, n - 1);
+        return -1;
+    }
+    return at;
+}
+
+static PyObject *
+Builder_append_many(Builder *self, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"keys", "values", "timestamps", "headers", "start", "positions",
+                             NULL};
+    PyObject *keys, *values, *timestamps, *headers = Py_None, *positions = Py_None;
+    Py_ssize_t start = 0;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO|O$nO", kwlist, &keys, &values,
+                                     &timestamps, &headers, &start, &positions))
+        return NULL;
+    PyObject *kseq = NULL, *vseq = NULL, *tseq = NULL, *hseq = NULL;
+    Positions order = {.has_view = 0, .seq = NULL, .items = NULL, .objects = NULL};
+    PyObject *result = NULL;
+    Py_ssize_t taken = 0;
+    if ((kseq = PySequence_Fast(keys, "keys must be a sequence")) == NULL)
+        goto done;
+    if ((vseq = PySequence_Fast(values, "values must be a sequence")) == NULL)
+        goto done;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(vseq);
+    if (headers != Py_None &&
+        (hseq = PySequence_Fast(headers, "headers must be a sequence")) == NULL)
+        goto done;
+    if (PySequence_Fast_GET_SIZE(kseq) != n ||
+        (hseq != NULL && PySequence_Fast_GET_SIZE(hseq) != n)) {
+        PyErr_SetString(PyExc_ValueError, "keys, values and headers must have the same length");
+        goto done;
+    }
+    int one_timestamp = PyLong_Check(timestamps);
+    if (!one_timestamp) {
+        if ((tseq = PySequence_Fast(timestamps, "timestamps must be one int or one per record")) ==
+            NULL)
+            goto done;
+        if (PySequence_Fast_GET_SIZE(tseq) != n) {
+            PyErr_SetString(PyExc_ValueError, "timestamps must be one int or one per record");
+            goto done;
+        }
+    }
+    order.count = n;
+    if (positions != Py_None && positions_open(positions, &order) < 0)
+        goto done;
+    Py_ssize_t count = order.count;
+    if (start < 0 || start > count) {
+        PyErr_Format(PyExc_ValueError, "start %zd is outside 0..%zd", start, count);
+        goto done;
+    }
+    PyObject **k = PySequence_Fast_ITEMS(kseq);
+    PyObject **v = PySequence_Fast_ITEMS(vseq);
+    PyObject **t = tseq ? PySequence_Fast_ITEMS(tseq) : NULL;
+    PyObject **h = hseq ? PySequence_Fast_ITEMS(hseq) : NULL;
+    /* One timestamp for all is converted once, not per record. */
+    int64_t timestamp = 0;
+    int out_of_range = 0;
+    if (one_timestamp && start < count && !self->closed &&
+        as_timestamp(timestamps, &timestamp, &out_of_range) < 0)
+        goto done;
+    for (Py_ssize_t j = start; j < count && !self->closed; j++) {
+        Py_ssize_t i = position_at(&order, j, n);
+        if (i < 0)
+            goto done;
+        int rc = t ? append_objects(self, t[i], k[i], v[i], h ? h[i] : NULL, self->limit)
+                   : append_converted(self, timestamp, out_of_range, timestamps, k[i], v[i],
+                                      h ? h[i] : NULL, self->limit);
+        if (rc == FAILED)
+            goto done;
+        if (rc == NO_ROOM)
+            break;
+        taken++;
+    }
+    result = PyLong_FromSsize_t(taken);
+done:
+    positions_close(&order);
+    Py_XDECREF(kseq);
+    Py_XDECREF(vseq);
+    Py_XDECREF(tseq);
+    Py_XDECREF(hseq);
+    return result;
+}
+
+static PyObject *
+Builder_open_state(Builder *self, PyObject *Py_UNUSED(ignored))
+{
+    if (self->closed || self->count == 0)
+        Py_RETURN_NONE;
+    return Py_BuildValue("(nLL)", self->limit - self->used, (long long)self->count,
+                         (long long)self->base_timestamp);
+}
+
+static PyObject *
+Builder_append_encoded(Builder *self, PyObject *args)
+{
+    PyObject *records;
+    long long count, first_timestamp, max_timestamp;
+    if (!PyArg_ParseTuple(args, "OLLL:append_encoded", &records, &count, &first_timestamp,
+                          &max_timestamp))
+        return NULL;
+    if (ensure_python_side() < 0)
+        return NULL;
+    if (self->closed) {
+        PyErr_SetString(illegal_state_error, "cannot append to a closed record batch");
+        return NULL;
+    }
+    if (count <= 0) {
+        PyErr_Format(PyExc_ValueError, "count %lld must be positive", count);
+        return NULL;
+    }
+    PyObject *seq = PySequence_Fast(records, "records must be a sequence of bytes");
+    if (seq == NULL)
+        return NULL;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    Py_ssize_t size = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t len = PyObject_Length(items[i]);
+        if (len < 0) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+        size += len;
+    }
+    if (self->count == 0 && HEADER_SIZE + (int64_t)size > MAX_BATCH_SIZE) {
+        PyErr_Format(record_too_large_error,
+                     "%lld records of %zd bytes cannot fit a record batch (at most %lld bytes)",
+                     count, size, (long long)MAX_BATCH_SIZE);
+        Py_DECREF(seq);
+        return NULL;
+    }
+    if (builder_reserve(self, size) < 0) {
+        Py_DECREF(seq);
+        return NULL;
+    }
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_buffer view;
+        if (PyObject_GetBuffer(items[i], &view, PyBUF_C_CONTIGUOUS) < 0) {
+            Py_DECREF(seq);
+            return NULL;
+        }
+        memcpy(PyBytes_AS_STRING(self->buffer) + self->used, view.buf, view.len);
+        self->used += view.len;
+        PyBuffer_Release(&view);
+    }
+    Py_DECREF(seq);
+    if (self->count == 0) {
+        self->base_timestamp = first_timestamp;
+        self->max_timestamp = max_timestamp;
+    }
+    else if (max_timestamp > self->max_timestamp) {
+        self->max_timestamp = max_timestamp;
+    }
+    self->count += count;
+    Py_RETURN_NONE;
+}

@@ -1,0 +1,260 @@
+"""send() of a record that needs a new batch, in the compiled build: the core checks the record
+and chooses its partition, then hands it to one Python step (Producer._send_to_new_batch,
+RecordAccumulator.append_to_new_batch) instead of send()'s general path. Each test also runs
+in the pure-Python build, where the general path takes every record: the outcomes must match.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from typing import Any
+
+import pytest
+
+from kafkaline import Producer
+from kafkaline.errors import BufferExhaustedError, ProducerClosedError
+from kafkaline.net.cluster import BrokerNode, ClusterMetadata, PartitionMetadata
+from kafkaline.producer.accumulator import RecordAccumulator
+from kafkaline.record import core_build, read_record_batches
+
+TS = 1_700_000_000_000
+COMPILED = core_build() == "compiled"
+
+
+def offline_producer(partitions: int, **settings: Any) -> Producer:
+    """A producer that knows topic "t" and is open, without a broker or a thread (test-only
+    hooks into its state, as in tests/unit/record/test_record_core.py)."""
+    producer = Producer(bootstrap_servers="127.0.0.1:1", **settings)
+    producer._accumulator._rng = random.Random(1)
+    producer._topics.cluster = ClusterMetadata(
+        [BrokerNode(1, "b1", 9092)],
+        [PartitionMetadata("t", p, leader=1) for p in range(partitions)],
+    )
+    producer._topics.counts["t"] = partitions
+    producer._set_gate(None)
+    return producer
+
+
+def general_path_only(producer: Producer) -> Producer:
+    producer._core_send = None
+    producer.__dict__.pop("send", None)  # the compiled call bound as producer.send
+    return producer
+
+
+class Calls:
+    """Counts the general path's append() and the new-batch step of an accumulator."""
+
+    def __init__(self, accumulator: RecordAccumulator) -> None:
+        self.append = self.new_batch = 0
+        append, new_batch = accumulator.append, accumulator.append_to_new_batch
+
+        def counted_append(*args: Any) -> Any:
+            self.append += 1
+            return append(*args)
+
+        def counted_new_batch(*args: Any) -> Any:
+            self.new_batch += 1
+            return new_batch(*args)
+
+        accumulator.append = counted_append  # type: ignore[method-assign, assignment]
+        accumulator.append_to_new_batch = counted_new_batch  # type: ignore[method-assign, assignment]
+
+
+def queued(producer: Producer) -> dict[int, list[bytes]]:
+    """Each partition's batches, built."""
+    out: dict[int, list[bytes]] = {}
+    for partition, queue in sorted(producer._accumulator._queues.get("t", {}).items()):
+        out[partition] = []
+        for batch in queue.batches:
+            batch.builder.set_producer_state(-1, -1, -1)
+            out[partition].append(bytes(batch.builder.build()))
+    return out
+
+
+def outcome(producer: Producer, *args: Any, **kwargs: Any) -> tuple[object, ...]:
+    future = producer.send("t", *args, **kwargs)
+    return (future.batch_result.partition, future.offset_delta, future.timestamp)
+
+
+def test_records_that_need_a_new_batch_skip_the_general_path() -> None:
+    """One record per batch: after each partition's first record, keyed records and records
+    with a partition go through the new-batch step, keyless ones the general path; the
+    batches are those of the general path alone."""
+    producers = [
+        offline_producer(3, batch_size=1),
+        general_path_only(offline_producer(3, batch_size=1)),
+    ]
+    calls = [Calls(p._accumulator) for p in producers]
+    try:
+        for producer in producers:
+            for p in range(3):  # each partition's first record: the general path
+                producer.send("t", b"first", partition=p, timestamp_ms=TS)
+        compared = []
+        for producer in producers:
+            compared.append(
+                [outcome(producer, b"v%d" % i, key=b"k%d" % i, timestamp_ms=TS) for i in range(30)]
+                + [outcome(producer, b"p", partition=i % 3, timestamp_ms=TS) for i in range(30)]
+            )
+        assert compared[0] == compared[1]
+        assert all(delta == 0 for _, delta, _ in compared[0])
+        assert queued(producers[0]) == queued(producers[1])
+        core, general = calls
+        assert (general.append, general.new_batch) == (63, 0)
+        if COMPILED:
+            assert (core.append, core.new_batch) == (3, 60)
+        else:
+            assert (core.append, core.new_batch) == (63, 0)
+        for producer in producers:
+            producer.send("t", b"keyless", timestamp_ms=TS)
+        assert core.new_batch == (60 if COMPILED else 0)  # the sticky partitioner: general
+    finally:
+        for producer in producers:
+            producer.close(0)
+
+
+def test_a_batch_short_of_memory_but_not_of_room_takes_the_general_path() -> None:
+    """A batch holds a few KiB of buffer memory first: a record past them but within the
+    batch's limit goes into the same batch (the general path takes more memory for it), not
+    into a new one. Records of ~1 KB into 16 KiB batches, compared with the general path."""
+    producers = [offline_producer(2), general_path_only(offline_producer(2))]
+    core_calls = Calls(producers[0]._accumulator)
+    try:
+        results = [
+            [outcome(p, bytes([i]) * 1000, key=b"k", timestamp_ms=TS + i) for i in range(40)]
+            for p in producers
+        ]
+        assert results[0] == results[1]
+        deltas = [delta for _, delta, _ in results[0]]
+        assert deltas[:16] == list(range(16))  # past 4 KiB, into the same batch
+        assert deltas.count(0) == 3  # two full batches, then a third
+        assert queued(producers[0]) == queued(producers[1])
+        if COMPILED:
+            assert core_calls.new_batch == 2
+    finally:
+        for producer in producers:
+            producer.close(0)
+
+
+def test_a_new_batch_blocks_up_to_max_block_ms_when_buffer_memory_is_used_up() -> None:
+    """The new-batch step takes a new batch's memory as the general path does: it waits
+    max_block_ms for it, then raises BufferExhaustedError naming buffer_memory, with nothing
+    queued; once memory is given back, sends go on."""
+    producer = offline_producer(2, batch_size=1, buffer_memory=1024, max_block_ms=150)
+    value = b"v" * 300
+    try:
+        for p in range(2):  # each partition's first record (the general path)
+            producer.send("t", value, partition=p)
+        accumulator = producer._accumulator
+        assert accumulator.buffer_pool.available_memory < 300
+        calls = Calls(accumulator)
+        batches_before = sum(len(batches) for batches in queued(producer).values())
+        started = time.monotonic()
+        with pytest.raises(BufferExhaustedError, match="buffer_memory"):
+            producer.send("t", value, partition=0)
+        waited = time.monotonic() - started
+        assert 0.14 <= waited < 5.0
+        assert sum(len(batches) for batches in queued(producer).values()) == batches_before
+        assert (calls.append, calls.new_batch) == ((0, 1) if COMPILED else (1, 0))
+        # Memory given back while a send waits: it goes on within max_block_ms.
+        queue = accumulator._queues["t"][0]
+        with queue.lock:
+            batch = queue.batches.popleft()
+        timer = threading.Timer(0.05, accumulator.deallocate, (batch,))
+        timer.start()
+        future = producer.send("t", value, partition=1)
+        timer.join()
+        assert future.offset_delta == 0 and future.batch_result.partition == 1
+    finally:
+        producer.close(0)
+
+
+def test_a_producer_closed_during_the_step_raises_producer_closed() -> None:
+    producer = offline_producer(2, batch_size=1)
+    try:
+        producer.send("t", b"v", partition=0)
+        producer._accumulator.close()  # the accumulator closes before the gate shuts
+        with pytest.raises(ProducerClosedError):
+            producer.send("t", b"v", partition=0)
+    finally:
+        producer.close(0)
+
+
+def test_threads_opening_batches_keep_each_partitions_order() -> None:
+    """Several threads whose every record needs a new batch (one record per batch): each
+    partition's records keep each thread's order, every record once."""
+    producer = offline_producer(3, batch_size=1, buffer_memory=1 << 26)
+    per_thread = 600
+    try:
+        for p in range(3):
+            producer.send("t", b"9:%06d" % 0, partition=p)
+
+        def send_all(thread: int) -> None:
+            for i in range(per_thread):
+                value = b"%d:%06d" % (thread, i)
+                if i % 2:
+                    producer.send("t", value, key=b"k%d" % (i % 5))
+                else:
+                    producer.send("t", value, partition=i % 3)
+
+        threads = [threading.Thread(target=send_all, args=(n,)) for n in range(4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        seen: dict[int, list[int]] = {}
+        for batches in queued(producer).values():
+            last: dict[int, int] = {}
+            for batch in batches:
+                for record_batch in read_record_batches(batch):
+                    assert len(record_batch.records) == 1
+                    for record in record_batch.records:
+                        assert record.value is not None
+                        sender_text, number_text = record.value.split(b":")
+                        sender, number = int(sender_text), int(number_text)
+                        if sender == 9:
+                            continue
+                        assert number > last.get(sender, -1)
+                        last[sender] = number
+                        seen.setdefault(sender, []).append(number)
+        assert all(sorted(numbers) == list(range(per_thread)) for numbers in seen.values())
+        assert len(seen) == 4
+    finally:
+        producer.close(0)
+
+
+@pytest.mark.skipif(not COMPILED, reason="the compiled record core is not in use")
+def test_the_core_hands_new_batch_the_checked_record() -> None:
+    """new_batch gets (topic, partition, timestamp_ms, key, value) with the partition and
+    timestamp the core chose; what it returns is send()'s result, and with None (or no
+    new_batch) the call goes to the fallback."""
+    accumulator = RecordAccumulator(batch_size=1)
+    sender = accumulator.open_batch_sender(1000)
+    assert sender is not None
+    sender.partition_counts = {"t": 4}
+    sender.open = True
+    accumulator.append("t", 2, TS, None, b"first")  # the partition's queue, its batch full
+    handed: list[tuple[object, ...]] = []
+    marker = object()
+
+    def new_batch(*args: object) -> object:
+        handed.append(args)
+        return marker if args[4] != b"decline" else None
+
+    sender.new_batch = new_batch  # type: ignore[assignment]
+    assert sender.new_batch is new_batch
+    assert sender("t", b"v", None, None, 2, TS + 1) is marker
+    assert handed == [("t", 2, TS + 1, None, b"v")]
+    before = time.time_ns() // 1_000_000
+    assert sender("t", b"w", partition=2) is marker
+    assert before <= handed[-1][2] <= time.time_ns() // 1_000_000  # type: ignore[operator]
+    assert sender("t", b"decline", None, None, 2, TS) is None  # no fallback: None
+    assert sender("t", b"v", None, None, 3, TS) is None  # no queue yet: the general path
+    assert sender("t", b"v", None, None, None, TS) is None  # keyless: the general path
+    assert len(handed) == 3
+    with pytest.raises(TypeError, match="callable"):
+        sender.new_batch = 1  # type: ignore[assignment]
+    sender.new_batch = None
+    assert sender("t", b"v", None, None, 2, TS) is None
+    assert len(handed) == 3

@@ -58,6 +58,7 @@
 #include "_core_lists.c"
 #include "_core_produce_response.c"
 #include "_core_produce_request.c"
+#include "_core_result.c"
 
 static PyMethodDef core_methods[] = {
     {"buffer_capacity", (PyCFunction)core_buffer_capacity, METH_O,
@@ -81,6 +82,8 @@ static PyMethodDef core_methods[] = {
      METH_FASTCALL, "An object of cls per (index, records) pair, or None if not 2-tuples."},
     {"register_future_type", (PyCFunction)core_register_future_type, METH_O,
      "Have a subclass of RecordFuture with __slots__ = () freed as RecordFuture is."},
+    {"register_result_states", (PyCFunction)(void (*)(void))core_register_result_states,
+     METH_FASTCALL, "The BatchState members SUCCEEDED and SPLIT, for BatchResult.complete()."},
     {NULL, NULL, 0, NULL},
 };
 
@@ -97,7 +100,7 @@ PyInit__record_core(void)
 {
     crc_init();
     if (PyType_Ready(&BuilderType) < 0 || PyType_Ready(&SenderType) < 0 ||
-        PyType_Ready(&QueueLockType) < 0 || PyType_Ready(&RecordFutureType) < 0)
+        PyType_Ready(&QueueLockType) < 0 || PyType_Ready(&RecordFutureType) < 0 || PyType_Ready(&BatchResultType) < 0)
         return NULL;
     if ((str_queues = PyUnicode_InternFromString("_queues")) == NULL ||
         (str_lock = PyUnicode_InternFromString("lock")) == NULL ||
@@ -112,8 +115,20 @@ PyInit__record_core(void)
         (str_compression = PyUnicode_InternFromString("compression")) == NULL ||
         (str_compression_level = PyUnicode_InternFromString("compression_level")) == NULL ||
         (str_ratio = PyUnicode_InternFromString("estimated_compression_ratio")) == NULL ||
-        (str_is_transactional = PyUnicode_InternFromString("is_transactional")) == NULL)
+        (str_is_transactional = PyUnicode_InternFromString("is_transactional")) == NULL ||
+        (str_release = PyUnicode_InternFromString("release")) == NULL ||
+        (str_run_hook = PyUnicode_InternFromString("_run_hook")) == NULL ||
+        (str_add_hook = PyUnicode_InternFromString("add_hook")) == NULL ||
+        (str_waits_for_itself = PyUnicode_InternFromString("_waits_for_itself")) == NULL ||
+        (str_value = PyUnicode_InternFromString("value")) == NULL ||
+        (str_traceback = PyUnicode_InternFromString("__traceback__")) == NULL ||
+        (minus_one = PyLong_FromLong(-1)) == NULL)
         return NULL;
+    static const char *const complete_arg_names[5] = {"state", "base_offset", "log_append_time",
+                                                      "error", "record_errors"};
+    for (int i = 0; i < 5; i++)
+        if ((str_complete_args[i] = PyUnicode_InternFromString(complete_arg_names[i])) == NULL)
+            return NULL;
     static const char *const send_arg_names[6] = {"topic",     "value",        "key",
                                                   "headers",   "partition",    "timestamp_ms"};
     for (int i = 0; i < 6; i++)
@@ -126,6 +141,7 @@ PyInit__record_core(void)
         PyModule_AddObjectRef(module, "OpenBatchSender", (PyObject *)&SenderType) < 0 ||
         PyModule_AddObjectRef(module, "QueueLock", (PyObject *)&QueueLockType) < 0 ||
         PyModule_AddObjectRef(module, "RecordFuture", (PyObject *)&RecordFutureType) < 0 ||
+        PyModule_AddObjectRef(module, "BatchResult", (PyObject *)&BatchResultType) < 0 ||
         PyModule_AddStringConstant(module, "BUILD", "compiled") < 0) {
         Py_DECREF(module);
         return NULL;

@@ -14,6 +14,11 @@ without ``__dict__``). The methods are the same Python code on either base. Noth
 is allocated besides the handle: callbacks are kept by the batch's result, and a
 ``threading.Event`` is only made when a thread waits.
 
+The batch's result is built the same way: its state (done, offsets, error, redirection,
+callbacks kept, waiters) lives in the compiled core's ``BatchResult`` (no lock: the GIL, and
+no Python run between reading and writing the state) or in the pure-Python ``PythonResultState``
+(the reference, with a lock); waiting and running callbacks are the same Python on either.
+
 Splitting a batch (MESSAGE_TOO_LARGE, KIP-126) re-appends its records to new batches; the old
 result is then *redirected*: it maps each old offset delta to (new result, new offset delta),
 and a handle follows the redirection when it resolves, so the handles the user holds stay valid
@@ -42,16 +47,25 @@ Example (what the Sender does with a response, then what the user sees)::
 from __future__ import annotations
 
 import _thread
-import enum
 import logging
 import threading
 import time
-from collections.abc import Callable, Generator, Mapping, Sequence
+from collections.abc import Generator
 from typing import TYPE_CHECKING, Any, NamedTuple
 
 from kafkaline.errors import IllegalStateError, KafkaTimeoutError
 from kafkaline.producer.loop_waker import LoopWaker
 from kafkaline.producer.record_metadata import NO_TIMESTAMP, UNKNOWN_OFFSET, RecordMetadata
+from kafkaline.producer.result_state import (
+    ABORTED,
+    FAILED,
+    SPLIT,
+    SUCCEEDED,
+    BatchState,
+    Callback,
+    Errback,
+    PythonResultState,
+)
 from kafkaline.record.core import compiled_core
 
 if TYPE_CHECKING:
@@ -67,6 +81,7 @@ __all__ = [
     "Errback",
     "FutureRecordMetadata",
     "ProduceRequestResult",
+    "PythonProduceRequestResult",
     "new_future",
 ]
 
@@ -76,6 +91,8 @@ _log = logging.getLogger(__name__)
 #: Set on the producers' I/O threads (:func:`mark_io_thread`): a wait there for a record that
 #: is not done would wait for the thread that completes it, from inside a callback of it.
 _io_thread = threading.local()
+_allocate_lock = _thread.allocate_lock
+_get_ident = _thread.get_ident
 
 
 def mark_io_thread() -> None:
@@ -88,121 +105,23 @@ def on_io_thread() -> bool:
     return getattr(_io_thread, "active", False) is True
 
 
-class BatchState(enum.Enum):
-    """How a batch ended (Java's ``ProducerBatch.FinalState``, plus SPLIT)."""
-
-    #: The broker acknowledged it.
-    SUCCEEDED = "succeeded"
-    #: The broker or the client failed it (error response, delivery timeout, ...).
-    FAILED = "failed"
-    #: Given up without an answer (forced close, aborted transaction).
-    ABORTED = "aborted"
-    #: Split into smaller batches that carry its records on (MESSAGE_TOO_LARGE).
-    SPLIT = "split"
+if TYPE_CHECKING:
+    _MethodsBase = PythonResultState
+else:
+    _MethodsBase = object
 
 
-SUCCEEDED = BatchState.SUCCEEDED
-FAILED = BatchState.FAILED
-ABORTED = BatchState.ABORTED
-SPLIT = BatchState.SPLIT
+class _ResultMethods(_MethodsBase):
+    """What a :class:`ProduceRequestResult` does besides keeping its state: waiting, the
+    callbacks, the records' metadata. The same Python over either base of the state."""
 
-#: Called with a record's metadata when it succeeded.
-Callback = Callable[[RecordMetadata], object]
-#: Called with a record's exception when it failed.
-Errback = Callable[[Exception], object]
-
-_Waiter = _thread.LockType
-_allocate_lock = _thread.allocate_lock
-_get_ident = _thread.get_ident
-
-# A hook kept by a result until it completes: (offset delta in that result, the record's
-# handle, on success, on failure). Either function may be None.
-_Hook = tuple[int, "FutureRecordMetadata", Callback | None, Errback | None]
-
-
-class ProduceRequestResult:
-    """The completion of one batch: done or not, base offset, log-append time, error.
-
-    Completed exactly once, by :meth:`complete` or :meth:`redirect`; both return ``None``
-    when they completed it, else the state it already had, so the caller decides whether a
-    second completion is a bug (see :meth:`ProducerBatch.done
-    <kafkaline.producer.batch.ProducerBatch.done>`).
-    """
-
-    __slots__ = (
-        "_completer",
-        "_error",
-        "_error_traceback",
-        "_final",
-        "_hooks",
-        "_lock",
-        "_record_errors",
-        "_redirects",
-        "_state",
-        "_waiters",
-        "base_offset",
-        "log_append_time",
-        "partition",
-        "topic",
-    )
-
-    def __init__(self, topic: str, partition: int) -> None:
-        self.topic = topic
-        self.partition = partition
-        #: The first record's offset; -1 until done, and with acks=0 or on failure.
-        self.base_offset = UNKNOWN_OFFSET
-        #: The broker's log-append time, -1 when the topic uses create time.
-        self.log_append_time = NO_TIMESTAMP
-        # _state is set when the batch completes, _final once its callbacks ran after it: the
-        # threads waiting for it are released then (Java counts its latch down after them).
-        self._state: BatchState | None = None
-        self._final = False
-        # The thread that completed it (running its callbacks), which must not wait for them.
-        self._completer: int | None = None
-        self._error: Exception | None = None
-        self._error_traceback: Any = None
-        self._record_errors: Mapping[int, Exception] | None = None
-        self._redirects: Sequence[tuple[ProduceRequestResult, int]] | None = None
-        self._hooks: list[_Hook] = []
-        self._lock = threading.Lock()
-        # One held lock per waiting thread, released on completion (see wait()).
-        self._waiters: list[_Waiter | LoopWaker] | None = None
-
-    # ------------------------------------------------------------------ state
-
-    @property
-    def state(self) -> BatchState | None:
-        """How the batch ended, or ``None`` while pending (set before its callbacks run)."""
-        return self._state
-
-    def is_done(self) -> bool:
-        """Whether the batch completed and its callbacks ran (or it was split): whether
-        :meth:`wait` would return at once."""
-        return self._final or (self._state is not None and self._waits_for_itself())
+    __slots__ = ()
 
     def _waits_for_itself(self) -> bool:
         """Whether a wait on this thread for this batch's callbacks could wait for itself:
         this thread runs them (a callback waiting for its own batch), or it is an I/O thread
         (whose callbacks must never block on another thread's)."""
         return self._completer == _get_ident() or on_io_thread()
-
-    @property
-    def error(self) -> Exception | None:
-        """The batch's exception, ``None`` unless it failed or was aborted."""
-        return self._error
-
-    def record_error(self, offset_delta: int) -> Exception | None:
-        """The exception of the record at ``offset_delta``: its own (a broker's per-record
-        error, KIP-467) or the batch's; ``None`` if it succeeded."""
-        errors = self._record_errors
-        if errors is not None and offset_delta in errors:
-            return errors[offset_delta]
-        return self._error
-
-    def redirected(self, offset_delta: int) -> tuple[ProduceRequestResult, int] | None:
-        """Where the record at ``offset_delta`` went when this batch was split, or ``None``."""
-        redirects = self._redirects
-        return None if redirects is None else redirects[offset_delta]
 
     def wait(self, timeout: float | None = None) -> bool:
         """Block until done (its callbacks ran) or ``timeout`` seconds passed; return
@@ -230,30 +149,13 @@ class ProduceRequestResult:
             return True
         if waiter.acquire(True, -1.0 if timeout is None else timeout):
             return True
-        with self._lock:
-            # Timed out, unless completion released it between the acquire and this lock.
-            waiters = self._waiters
-            if waiters is not None and waiter in waiters:
-                waiters.remove(waiter)
-                return False
-        return True
-
-    def add_waiter(self, waiter: _Waiter | LoopWaker) -> bool:
-        """Have ``waiter.release()`` called once the batch is done (its callbacks ran, or it
-        was split); return ``False``, keeping nothing, if it is already."""
-        with self._lock:
-            if self._final:
-                return False
-            if self._waiters is None:
-                self._waiters = [waiter]
-            else:
-                self._waiters.append(waiter)
-        return True
+        # Timed out, unless completion released it between the acquire and the drop.
+        return not self._drop_waiter(waiter)
 
     def wait_final(self, deadline: float | None) -> bool:
         """Block until this batch, and after a split every batch its records went to, are
         done, or until the ``time.monotonic()`` ``deadline``; return whether all are."""
-        pending: list[ProduceRequestResult] = [self]
+        pending: list[_ResultMethods] = [self]
         while pending:
             result = pending.pop()
             timeout = None if deadline is None else max(0.0, deadline - time.monotonic())
@@ -263,87 +165,6 @@ class ProduceRequestResult:
             if redirects is not None:
                 pending.extend({id(target): target for target, _ in redirects}.values())
         return True
-
-    # ------------------------------------------------------------------ completing
-
-    def complete(
-        self,
-        state: BatchState,
-        base_offset: int = UNKNOWN_OFFSET,
-        log_append_time: int = NO_TIMESTAMP,
-        error: Exception | None = None,
-        record_errors: Mapping[int, Exception] | None = None,
-    ) -> BatchState | None:
-        """Complete the batch and run its records' callbacks on this thread.
-
-        ``state`` is SUCCEEDED (``error`` must be None), FAILED or ABORTED (``error``
-        required). ``record_errors`` maps offset deltas to their own exceptions (a broker's
-        per-record errors), the others get ``error``. Returns ``None`` if this call completed
-        the batch, else the state it already had (nothing changes then).
-        """
-        if state is SPLIT:
-            raise ValueError("a split completes through redirect()")
-        if (error is None) != (state is SUCCEEDED):
-            raise ValueError(f"a {state.value} batch needs an error exactly when it failed")
-        with self._lock:
-            if self._state is not None:
-                return self._state
-            self.base_offset = base_offset
-            self.log_append_time = log_append_time
-            self._error = error
-            self._error_traceback = None if error is None else error.__traceback__
-            self._record_errors = record_errors
-            self._state = state
-            hooks = self._hooks
-            if hooks:
-                self._completer = _get_ident()
-                self._hooks = []
-                waiters = None
-            else:  # no callbacks to wait for: done now, one lock as before
-                self._final = True
-                waiters = self._waiters
-                self._waiters = None
-        if hooks:
-            try:
-                for offset_delta, future, on_success, on_error in hooks:
-                    self._run_hook(offset_delta, future, on_success, on_error)
-            finally:
-                # Only now are the waiters released (flush(), get()): after the callbacks,
-                # as Java's producer does, so that what a callback did is seen once they
-                # return.
-                with self._lock:
-                    self._final = True
-                    waiters = self._waiters
-                    self._waiters = None
-        if waiters is not None:
-            for waiter in waiters:
-                waiter.release()
-        return None
-
-    def redirect(self, targets: Sequence[tuple[ProduceRequestResult, int]]) -> BatchState | None:
-        """Complete the batch as SPLIT: the record at offset delta ``i`` now lives in
-        ``targets[i]`` = (new batch's result, offset delta there). Callbacks move to the new
-        results before any thread can see the redirection, so their order is kept.
-
-        Returns ``None`` if this call completed the batch, else the state it already had.
-        """
-        with self._lock:
-            if self._state is not None:
-                return self._state
-            for offset_delta, future, on_success, on_error in self._hooks:
-                target, target_delta = targets[offset_delta]
-                target.add_hook(target_delta, future, on_success, on_error)
-            self._hooks = []
-            self._redirects = tuple(targets)
-            self._state = SPLIT
-            # No callbacks run here (they moved): the waiters go on to the new results.
-            self._final = True
-            waiters = self._waiters
-            self._waiters = None
-        if waiters is not None:
-            for waiter in waiters:
-                waiter.release()
-        return None
 
     def add_hook(
         self,
@@ -355,16 +176,13 @@ class ProduceRequestResult:
         """Call ``on_success(metadata)`` or ``on_error(exception)`` when the record at
         ``offset_delta`` completes; at once, on this thread, if it already has."""
         result, delta = self, offset_delta
-        while True:
-            with result._lock:  # same class: its own state, not another object's
-                if result._state is None:
-                    result._hooks.append((delta, future, on_success, on_error))
-                    return
-                redirects = result._redirects
-            if redirects is None:
-                break
-            result, delta = redirects[delta]
-        result._run_hook(delta, future, on_success, on_error)
+        while not result._keep_hook(delta, future, on_success, on_error):
+            # Completed: its state no longer changes, so the redirection read here holds.
+            target = result.redirected(delta)
+            if target is None:
+                result._run_hook(delta, future, on_success, on_error)
+                return
+            result, delta = target
 
     def metadata(self, offset_delta: int, future: FutureRecordMetadata) -> RecordMetadata:
         """The record's metadata once the batch succeeded."""
@@ -414,6 +232,33 @@ class ProduceRequestResult:
         return f"<ProduceRequestResult {self.topic}-{self.partition} {state}>"
 
 
+class PythonProduceRequestResult(_ResultMethods, PythonResultState):
+    """The pure-Python build's :class:`ProduceRequestResult`, and the compiled one's reference
+    (a test runs the same behaviour tests against both)."""
+
+    __slots__ = ()
+
+
+_core = compiled_core()
+if TYPE_CHECKING or _core is None:
+    ProduceRequestResult = PythonProduceRequestResult
+else:
+    _core.register_result_states(SUCCEEDED, SPLIT)
+
+    class ProduceRequestResult(_ResultMethods, _core.BatchResult):
+        """The completion of one batch: done or not, base offset, log-append time, error.
+
+        Completed exactly once, by :meth:`complete` or :meth:`redirect`; both return ``None``
+        when they completed it, else the state it already had, so the caller decides whether a
+        second completion is a bug (see :meth:`ProducerBatch.done
+        <kafkaline.producer.batch.ProducerBatch.done>`). The compiled build's: its state is
+        the compiled core's ``BatchResult`` (no lock, no Python per completion), the pure
+        build's is :class:`PythonProduceRequestResult`; both behave the same.
+        """
+
+        __slots__ = ()
+
+
 class _RecordHandle(NamedTuple):
     batch_result: ProduceRequestResult
     offset_delta: int
@@ -422,7 +267,6 @@ class _RecordHandle(NamedTuple):
     timestamp: int
 
 
-_core = compiled_core()
 if TYPE_CHECKING:
     _HandleBase = _RecordHandle
 else:

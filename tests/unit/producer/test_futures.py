@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import doctest
 import logging
+import sys
 import threading
 import time
 import traceback
@@ -27,11 +28,25 @@ from kafkaline.producer.futures import (
     Callback,
     FutureRecordMetadata,
     ProduceRequestResult,
+    PythonProduceRequestResult,
     new_future,
 )
 from kafkaline.producer.record_metadata import RecordMetadata
 
 TS = 1_700_000_000_000
+
+# Every test here runs against the pure-Python result (the reference) and, with the compiled
+# core, against the result over its C state too: the same behaviour is required of both.
+RESULT_TYPES = {"python": PythonProduceRequestResult}
+if ProduceRequestResult is not PythonProduceRequestResult:
+    RESULT_TYPES["compiled"] = ProduceRequestResult
+
+
+@pytest.fixture(autouse=True, params=sorted(RESULT_TYPES))
+def result_type(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> type:
+    result_class: type = RESULT_TYPES[request.param]
+    monkeypatch.setattr(sys.modules[__name__], "ProduceRequestResult", result_class)
+    return result_class
 
 
 def handles(result: ProduceRequestResult, count: int) -> list[FutureRecordMetadata]:

@@ -1,7 +1,88 @@
 /* kafkaline._record_core: the builder: one record encoded and appended.
  * A part of _record_core.c, which #includes the parts in order as one translation unit. */
 
-/* The header_count and headers fields, encoded into a new bytes object (NULL on error). */
+/* Check one header pair (a (str, bytes-like or None) pair) and add its encoded size to *size. */
+static int
+header_pair_size(PyObject *pair, Py_ssize_t *size)
+{
+    if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+        PyObject *fast = PySequence_Fast(pair, "a header must be a (str, bytes) pair");
+        if (fast == NULL)
+            return -1;
+        Py_ssize_t len = PySequence_Fast_GET_SIZE(fast);
+        Py_DECREF(fast);
+        if (len != 2) {
+            PyErr_Format(PyExc_ValueError, "a header must be a (str, bytes) pair, not %zd items",
+                         len);
+            return -1;
+        }
+    }
+    PyObject *key = PySequence_GetItem(pair, 0);
+    if (key == NULL)
+        return -1;
+    if (!PyUnicode_Check(key)) {
+        PyErr_Format(PyExc_TypeError, "header key must be str, not %.200s",
+                     Py_TYPE(key)->tp_name);
+        Py_DECREF(key);
+        return -1;
+    }
+    Py_ssize_t klen;
+    const char *kdata = PyUnicode_AsUTF8AndSize(key, &klen);
+    Py_DECREF(key);
+    if (kdata == NULL)
+        return -1;
+    *size += varint_size(zigzag(klen)) + klen;
+    PyObject *value = PySequence_GetItem(pair, 1);
+    if (value == NULL)
+        return -1;
+    int rc = 0;
+    if (value == Py_None) {
+        *size += 1;
+    }
+    else {
+        BytesArg arg;
+        rc = bytes_arg(value, "header value", &arg);
+        if (rc == 0) {
+            *size += varint_size(zigzag(arg.size)) + arg.size;
+            bytes_arg_release(&arg);
+        }
+    }
+    Py_DECREF(value);
+    return rc;
+}
+
+/* Write one pair checked by header_pair_size() at *p, moving *p past it. */
+static int
+put_header_pair(unsigned char **p, PyObject *pair)
+{
+    PyObject *key = PySequence_GetItem(pair, 0);
+    Py_ssize_t klen;
+    const char *kdata = PyUnicode_AsUTF8AndSize(key, &klen);
+    *p = put_varint(*p, zigzag(klen));
+    memcpy(*p, kdata, klen);
+    *p += klen;
+    Py_DECREF(key);
+    PyObject *value = PySequence_GetItem(pair, 1);
+    int rc = 0;
+    if (value == Py_None) {
+        *p = put_varint(*p, zigzag(-1));
+    }
+    else {
+        BytesArg arg;
+        rc = bytes_arg(value, "header value", &arg); /* fails if changed meanwhile */
+        if (rc == 0) {
+            *p = put_varint(*p, zigzag(arg.size));
+            memcpy(*p, arg.data, arg.size);
+            *p += arg.size;
+            bytes_arg_release(&arg);
+        }
+    }
+    Py_DECREF(value);
+    return rc;
+}
+
+/* The header_count and headers fields, encoded into a new bytes object (NULL on error): sized
+ * and checked first, so that the block is made once at its exact size. */
 static PyObject *
 encode_headers(PyObject *headers)
 {
@@ -11,90 +92,23 @@ encode_headers(PyObject *headers)
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     PyObject **items = PySequence_Fast_ITEMS(seq);
     Py_ssize_t size = varint_size(zigzag(n));
-    /* first pass: sizes and checks */
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *pair = items[i];
-        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
-            PyObject *fast = PySequence_Fast(pair, "a header must be a (str, bytes) pair");
-            if (fast == NULL)
-                goto error;
-            Py_ssize_t len = PySequence_Fast_GET_SIZE(fast);
-            Py_DECREF(fast);
-            if (len != 2) {
-                PyErr_Format(PyExc_ValueError,
-                             "a header must be a (str, bytes) pair, not %zd items", len);
-                goto error;
-            }
-        }
-        PyObject *key = PySequence_GetItem(pair, 0);
-        if (key == NULL)
-            goto error;
-        if (!PyUnicode_Check(key)) {
-            PyErr_Format(PyExc_TypeError, "header key must be str, not %.200s",
-                         Py_TYPE(key)->tp_name);
-            Py_DECREF(key);
-            goto error;
-        }
-        Py_ssize_t klen;
-        if (PyUnicode_AsUTF8AndSize(key, &klen) == NULL) {
-            Py_DECREF(key);
-            goto error;
-        }
-        Py_DECREF(key);
-        size += varint_size(zigzag(klen)) + klen;
-        PyObject *value = PySequence_GetItem(pair, 1);
-        if (value == NULL)
-            goto error;
-        if (value == Py_None) {
-            size += 1;
-        }
-        else {
-            BytesArg arg;
-            if (bytes_arg(value, "header value", &arg) < 0) {
-                Py_DECREF(value);
-                goto error;
-            }
-            size += varint_size(zigzag(arg.size)) + arg.size;
-            bytes_arg_release(&arg);
-        }
-        Py_DECREF(value);
-    }
-    PyObject *block = PyBytes_FromStringAndSize(NULL, size);
+    PyObject *block = NULL;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (header_pair_size(items[i], &size) < 0)
+            goto done;
+    block = PyBytes_FromStringAndSize(NULL, size);
     if (block == NULL)
-        goto error;
+        goto done;
     unsigned char *p = (unsigned char *)PyBytes_AS_STRING(block);
     p = put_varint(p, zigzag(n));
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *key = PySequence_GetItem(items[i], 0);
-        Py_ssize_t klen;
-        const char *kdata = PyUnicode_AsUTF8AndSize(key, &klen);
-        p = put_varint(p, zigzag(klen));
-        memcpy(p, kdata, klen);
-        p += klen;
-        Py_DECREF(key);
-        PyObject *value = PySequence_GetItem(items[i], 1);
-        if (value == Py_None) {
-            p = put_varint(p, zigzag(-1));
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (put_header_pair(&p, items[i]) < 0) {
+            Py_CLEAR(block);
+            goto done;
         }
-        else {
-            BytesArg arg;
-            if (bytes_arg(value, "header value", &arg) < 0) { /* changed meanwhile */
-                Py_DECREF(value);
-                Py_DECREF(block);
-                goto error;
-            }
-            p = put_varint(p, zigzag(arg.size));
-            memcpy(p, arg.data, arg.size);
-            p += arg.size;
-            bytes_arg_release(&arg);
-        }
-        Py_DECREF(value);
-    }
+done:
     Py_DECREF(seq);
     return block;
-error:
-    Py_DECREF(seq);
-    return NULL;
 }
 
 /* Results of try_append. */

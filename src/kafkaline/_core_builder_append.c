@@ -146,72 +146,72 @@ builder_has_no_room(const Builder *self, int64_t timestamp, Py_ssize_t key_size,
     return self->used + varint_size(zigzag(body)) + body > self->limit;
 }
 
-/* Encode one record into the batch if it fits under `limit` (exactly; the first record always
- * fits, up to the largest batch). */
-static int
-try_append(Builder *self, int64_t timestamp, const char *key, Py_ssize_t key_size,
-           const char *value, Py_ssize_t value_size, const char *header_block,
-           Py_ssize_t header_size, Py_ssize_t limit)
+/* The timestamp's delta from the batch's first. The reference fails the batch when it encodes
+ * a delta outside int64: at seal, so here the delta is 0 and seal() raises the reason. */
+static inline int
+record_timestamp_delta(Builder *self, int64_t timestamp, int64_t *delta)
 {
     int64_t base = self->count ? self->base_timestamp : timestamp;
-    int64_t delta;
-    if (__builtin_sub_overflow(timestamp, base, &delta)) {
-        /* The reference fails the batch when it encodes the delta: at seal. */
-        if (self->bad_timestamp == NULL) {
-            self->bad_timestamp = PyUnicode_FromFormat(
-                "timestamp %lld is too far from the batch's first, %lld, for an int64 delta",
-                (long long)timestamp, (long long)base);
-            if (self->bad_timestamp == NULL)
-                return FAILED;
-        }
-        delta = 0;
+    if (!__builtin_sub_overflow(timestamp, base, delta))
+        return 0;
+    *delta = 0;
+    if (self->bad_timestamp == NULL) {
+        self->bad_timestamp = PyUnicode_FromFormat(
+            "timestamp %lld is too far from the batch's first, %lld, for an int64 delta",
+            (long long)timestamp, (long long)base);
+        if (self->bad_timestamp == NULL)
+            return -1;
     }
-    if (self->count >= INT32_MAX) {
-        return NO_ROOM;
-    }
-    uint64_t ts_z = zigzag(delta);
-    uint64_t off_z = zigzag(self->count);
-    uint64_t key_z = key == NULL ? 1 : zigzag(key_size);
-    uint64_t value_z = value == NULL ? 1 : zigzag(value_size);
-    int64_t body = record_body_size(self, ts_z, key == NULL ? -1 : key_size,
-                                    value == NULL ? -1 : value_size,
-                                    header_block ? header_size : -1);
-    uint64_t body_z = zigzag(body);
-    int64_t total = varint_size(body_z) + body;
-    if (self->count) {
-        if (self->used + total > limit)
-            return NO_ROOM;
-    }
-    else if (HEADER_SIZE + total > MAX_BATCH_SIZE) {
-        PyErr_Format(record_too_large_error,
-                     "a record of %lld bytes cannot fit a record batch (at most %lld bytes)",
-                     (long long)total, (long long)MAX_BATCH_SIZE);
-        return FAILED;
-    }
-    if (builder_reserve(self, (Py_ssize_t)total) < 0)
-        return FAILED;
-    unsigned char *p = (unsigned char *)PyBytes_AS_STRING(self->buffer) + self->used;
-    p = put_varint(p, body_z);
+    return 0;
+}
+
+/* Whether a record of `total` bytes goes into the batch under `limit`; the first one always
+ * does, up to the largest batch. */
+static inline int
+record_fits(const Builder *self, int64_t total, Py_ssize_t limit)
+{
+    if (self->count)
+        return self->used + total > limit ? NO_ROOM : APPENDED;
+    if (HEADER_SIZE + total <= MAX_BATCH_SIZE)
+        return APPENDED;
+    PyErr_Format(record_too_large_error,
+                 "a record of %lld bytes cannot fit a record batch (at most %lld bytes)",
+                 (long long)total, (long long)MAX_BATCH_SIZE);
+    return FAILED;
+}
+
+/* The record's fields after its length: attributes, deltas, key, value, headers (a header
+ * block, or a header_count of 0 when header_block is NULL); the end. */
+static inline unsigned char *
+put_record_fields(unsigned char *p, uint64_t ts_z, uint64_t off_z, const char *key,
+                  Py_ssize_t key_size, const char *value, Py_ssize_t value_size,
+                  const char *header_block, Py_ssize_t header_size)
+{
     *p++ = 0;
     p = put_varint(p, ts_z);
     p = put_varint(p, off_z);
-    p = put_varint(p, key_z);
+    p = put_varint(p, key == NULL ? 1 : zigzag(key_size));
     if (key != NULL) {
         memcpy(p, key, key_size);
         p += key_size;
     }
-    p = put_varint(p, value_z);
+    p = put_varint(p, value == NULL ? 1 : zigzag(value_size));
     if (value != NULL) {
         memcpy(p, value, value_size);
         p += value_size;
     }
-    if (header_block != NULL) {
-        memcpy(p, header_block, header_size);
-        p += header_size;
-    }
-    else {
+    if (header_block == NULL) {
         *p++ = 0;
+        return p;
     }
+    memcpy(p, header_block, header_size);
+    return p + header_size;
+}
+
+/* The batch's size, timestamps and count after a record of `total` bytes. */
+static inline void
+builder_count_record(Builder *self, int64_t total, int64_t timestamp)
+{
     self->used += (Py_ssize_t)total;
     if (self->count == 0) {
         self->base_timestamp = timestamp;
@@ -221,6 +221,36 @@ try_append(Builder *self, int64_t timestamp, const char *key, Py_ssize_t key_siz
         self->max_timestamp = timestamp;
     }
     self->count++;
+}
+
+/* Encode one record into the batch if it fits under `limit` (exactly; the first record always
+ * fits, up to the largest batch). */
+static int
+try_append(Builder *self, int64_t timestamp, const char *key, Py_ssize_t key_size,
+           const char *value, Py_ssize_t value_size, const char *header_block,
+           Py_ssize_t header_size, Py_ssize_t limit)
+{
+    int64_t delta;
+    if (record_timestamp_delta(self, timestamp, &delta) < 0)
+        return FAILED;
+    if (self->count >= INT32_MAX)
+        return NO_ROOM;
+    uint64_t ts_z = zigzag(delta);
+    int64_t body = record_body_size(self, ts_z, key == NULL ? -1 : key_size,
+                                    value == NULL ? -1 : value_size,
+                                    header_block ? header_size : -1);
+    uint64_t body_z = zigzag(body);
+    int64_t total = varint_size(body_z) + body;
+    int fits = record_fits(self, total, limit);
+    if (fits != APPENDED)
+        return fits;
+    if (builder_reserve(self, (Py_ssize_t)total) < 0)
+        return FAILED;
+    unsigned char *p = (unsigned char *)PyBytes_AS_STRING(self->buffer) + self->used;
+    p = put_varint(p, body_z);
+    put_record_fields(p, ts_z, zigzag(self->count), key, key_size, value, value_size,
+                      header_block, header_size);
+    builder_count_record(self, total, timestamp);
     return APPENDED;
 }
 

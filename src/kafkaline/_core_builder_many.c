@@ -180,6 +180,62 @@ Builder_open_state(Builder *self, PyObject *Py_UNUSED(ignored))
                          (long long)self->base_timestamp);
 }
 
+/* The records' total size in bytes, as len() gives it; -1 on error. */
+static Py_ssize_t
+encoded_size(PyObject **items, Py_ssize_t n)
+{
+    Py_ssize_t size = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t len = PyObject_Length(items[i]);
+        if (len < 0)
+            return -1;
+        size += len;
+    }
+    return size;
+}
+
+/* Copy the records into the buffer (reserved for them) after what it holds. */
+static int
+copy_encoded(Builder *self, PyObject **items, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_buffer view;
+        if (PyObject_GetBuffer(items[i], &view, PyBUF_C_CONTIGUOUS) < 0)
+            return -1;
+        memcpy(PyBytes_AS_STRING(self->buffer) + self->used, view.buf, view.len);
+        self->used += view.len;
+        PyBuffer_Release(&view);
+    }
+    return 0;
+}
+
+/* Records already encoded (as this batch's next ones) copied into the buffer, the batch held
+ * to the largest size; -1 on error. */
+static int
+append_encoded_records(Builder *self, PyObject *records, long long count)
+{
+    PyObject *seq = PySequence_Fast(records, "records must be a sequence of bytes");
+    if (seq == NULL)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    int rc = -1;
+    Py_ssize_t size = encoded_size(items, n);
+    if (size < 0)
+        goto done;
+    if (self->count == 0 && HEADER_SIZE + (int64_t)size > MAX_BATCH_SIZE) {
+        PyErr_Format(record_too_large_error,
+                     "%lld records of %zd bytes cannot fit a record batch (at most %lld bytes)",
+                     count, size, (long long)MAX_BATCH_SIZE);
+        goto done;
+    }
+    if (builder_reserve(self, size) == 0)
+        rc = copy_encoded(self, items, n);
+done:
+    Py_DECREF(seq);
+    return rc;
+}
+
 static PyObject *
 Builder_append_encoded(Builder *self, PyObject *args)
 {
@@ -198,42 +254,8 @@ Builder_append_encoded(Builder *self, PyObject *args)
         PyErr_Format(PyExc_ValueError, "count %lld must be positive", count);
         return NULL;
     }
-    PyObject *seq = PySequence_Fast(records, "records must be a sequence of bytes");
-    if (seq == NULL)
+    if (append_encoded_records(self, records, count) < 0)
         return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    PyObject **items = PySequence_Fast_ITEMS(seq);
-    Py_ssize_t size = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_ssize_t len = PyObject_Length(items[i]);
-        if (len < 0) {
-            Py_DECREF(seq);
-            return NULL;
-        }
-        size += len;
-    }
-    if (self->count == 0 && HEADER_SIZE + (int64_t)size > MAX_BATCH_SIZE) {
-        PyErr_Format(record_too_large_error,
-                     "%lld records of %zd bytes cannot fit a record batch (at most %lld bytes)",
-                     count, size, (long long)MAX_BATCH_SIZE);
-        Py_DECREF(seq);
-        return NULL;
-    }
-    if (builder_reserve(self, size) < 0) {
-        Py_DECREF(seq);
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_buffer view;
-        if (PyObject_GetBuffer(items[i], &view, PyBUF_C_CONTIGUOUS) < 0) {
-            Py_DECREF(seq);
-            return NULL;
-        }
-        memcpy(PyBytes_AS_STRING(self->buffer) + self->used, view.buf, view.len);
-        self->used += view.len;
-        PyBuffer_Release(&view);
-    }
-    Py_DECREF(seq);
     if (self->count == 0) {
         self->base_timestamp = first_timestamp;
         self->max_timestamp = max_timestamp;

@@ -175,15 +175,12 @@ pr_store(PyObject *obj, Py_ssize_t offset, PyObject *name, PyObject *value)
 /* The read steps below return 1 when their part is in the usual shape (read, appended), 0 when
  * it is not (the caller answers None and the Python decoder reads the body), -1 on error. */
 
+/* A partition's fixed fields (33 bytes: the usual shape has no errors and no tagged fields)
+ * as a partition_type object appended to partitions. */
 static inline int
-pr_read_partition(const unsigned char *data, Py_ssize_t end, Py_ssize_t *pos,
-                  PyObject *partition_type, PyObject *leader, PyObject *partitions)
+pr_read_partition(const unsigned char *fixed, PyObject *partition_type, PyObject *leader,
+                  PyObject *partitions)
 {
-    Py_ssize_t at = *pos;
-    if (end - at < 33 || data[at + 30] != 0x01 || data[at + 31] != 0x00 || data[at + 32] != 0x00)
-        return 0;
-    const unsigned char *fixed = data + at;
-    *pos = at + 33;
     PyObject *obj = pr_new(partition_type);
     if (obj == NULL || PR_STORE(obj, PR_INDEX, PyLong_FromLongLong(pr_int(fixed, 4))) < 0 ||
         PR_STORE(obj, PR_ERROR_CODE, PyLong_FromLongLong(pr_int(fixed + 4, 2))) < 0 ||
@@ -216,11 +213,17 @@ pr_read_partitions(const unsigned char *data, Py_ssize_t end, Py_ssize_t *pos,
         PR_STORE(leader, PR_LEADER_EPOCH, PyLong_FromLong(-1)) < 0 ||
         (partitions = PyList_New(0)) == NULL)
         goto done;
-    for (Py_ssize_t p = 0; p < partition_count; p++) {
-        status = pr_read_partition(data, end, pos, partition_type, leader, partitions);
-        if (status <= 0)
+    Py_ssize_t at = *pos;
+    for (Py_ssize_t p = 0; p < partition_count; p++, at += 33) {
+        status = 0;
+        if (end - at < 33 || data[at + 30] != 0x01 || data[at + 31] != 0x00 ||
+            data[at + 32] != 0x00)
+            goto done;
+        status = pr_read_partition(data + at, partition_type, leader, partitions);
+        if (status < 0)
             goto done;
     }
+    *pos = at;
     status = 1;
     *out = Py_NewRef(partitions);
 done:

@@ -159,9 +159,12 @@ pw_write_view_records(PyObject *out, long long index, PyObject *records,
 static inline int
 pw_records_head(unsigned char *head, long long index, Py_ssize_t size)
 {
+    /* written out: as a loop through the head pointer it was no longer unrolled */
+    head[0] = (unsigned char)(index >> 24);
+    head[1] = (unsigned char)(index >> 16);
+    head[2] = (unsigned char)(index >> 8);
+    head[3] = (unsigned char)index;
     int head_size = 4;
-    for (int i = 3; i >= 0; i--, index >>= 8)
-        head[i] = (unsigned char)(index & 0xFF);
     uint64_t length = (uint64_t)size + 1;
     while (length >= 0x80) {
         head[head_size++] = (unsigned char)((length & 0x7F) | 0x80);

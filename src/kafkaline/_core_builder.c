@@ -115,38 +115,43 @@ builder_usual_kwargs(PyObject *kwds, PyObject **compression, PyObject **level, d
     return 0;
 }
 
+/* RecordBatchBuilder()'s arguments; NULL where not given (the default applies). */
+typedef struct {
+    Py_ssize_t size_limit;
+    PyObject *compression, *level, *base_offset, *ple;
+    PyObject *producer_id, *producer_epoch, *base_sequence;
+    PyObject *timestamp_type, *log_append_time;
+    double ratio;
+    int transactional, control;
+} BuilderArgs;
+
 static int
-Builder_init(Builder *self, PyObject *args, PyObject *kwds)
+builder_parse_args(PyObject *args, PyObject *kwds, BuilderArgs *a)
 {
     static char *kwlist[] = {"batch_size_limit", "compression", "compression_level",
                              "estimated_compression_ratio", "base_offset",
                              "partition_leader_epoch", "producer_id", "producer_epoch",
                              "base_sequence", "is_transactional", "is_control",
                              "timestamp_type", "log_append_time", NULL};
-    Py_ssize_t size_limit = 16384;
-    PyObject *compression = NULL, *level = Py_None, *base_offset = NULL, *ple = NULL;
-    PyObject *producer_id = NULL, *producer_epoch = NULL, *base_sequence = NULL;
-    PyObject *timestamp_type = NULL, *log_append_time = Py_None;
-    double ratio = 1.0;
-    int transactional = 0, control = 0;
+    *a = (BuilderArgs){.size_limit = 16384, .level = Py_None, .log_append_time = Py_None,
+                       .ratio = 1.0};
     if (kwds != NULL && PyDict_CheckExact(kwds) && PyTuple_GET_SIZE(args) <= 1 &&
-        builder_usual_kwargs(kwds, &compression, &level, &ratio, &transactional) == 0) {
-        if (!PyArg_ParseTuple(args, "|n:RecordBatchBuilder", &size_limit))
-            return -1;
-    }
-    else if (!PyArg_ParseTupleAndKeywords(args, kwds, "|n$OOdOOOOOppOO", kwlist, &size_limit,
-                                          &compression, &level, &ratio, &base_offset, &ple,
-                                          &producer_id, &producer_epoch, &base_sequence,
-                                          &transactional, &control, &timestamp_type,
-                                          &log_append_time)) {
+        builder_usual_kwargs(kwds, &a->compression, &a->level, &a->ratio, &a->transactional) ==
+            0)
+        return PyArg_ParseTuple(args, "|n:RecordBatchBuilder", &a->size_limit) ? 0 : -1;
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "|n$OOdOOOOOppOO", kwlist, &a->size_limit,
+                                     &a->compression, &a->level, &a->ratio, &a->base_offset,
+                                     &a->ple, &a->producer_id, &a->producer_epoch,
+                                     &a->base_sequence, &a->transactional, &a->control,
+                                     &a->timestamp_type, &a->log_append_time))
         return -1;
-    }
-    if (ensure_python_side() < 0)
-        return -1;
-    if (self->buffer != NULL || self->payload != NULL) {
-        PyErr_SetString(PyExc_TypeError, "RecordBatchBuilder is initialised once");
-        return -1;
-    }
+    return 0;
+}
+
+/* The codec (a CompressionType member), its id and level, each checked by the Python side. */
+static int
+builder_set_compression(Builder *self, PyObject *compression, PyObject *level)
+{
     PyObject *codec;
     if (compression == NULL || compression == compression_none) {
         codec = Py_NewRef(compression_none);
@@ -167,6 +172,12 @@ Builder_init(Builder *self, PyObject *args, PyObject *kwds)
         Py_DECREF(checked);
     }
     Py_XSETREF(self->compression_level, Py_NewRef(level));
+    return 0;
+}
+
+static int
+builder_check_size(Py_ssize_t size_limit, double ratio)
+{
     if (!(size_limit > HEADER_SIZE && size_limit <= MAX_BATCH_SIZE)) {
         PyErr_Format(PyExc_ValueError, "batch_size_limit %zd is outside %d..%lld", size_limit,
                      HEADER_SIZE + 1, (long long)MAX_BATCH_SIZE);
@@ -180,63 +191,91 @@ Builder_init(Builder *self, PyObject *args, PyObject *kwds)
         }
         return -1;
     }
-    int log_append = 0;
-    if (timestamp_type != NULL) {
-        long tt = PyLong_AsLong(timestamp_type);
-        if (tt == -1 && PyErr_Occurred())
-            return -1;
-        log_append = tt == 1;
-    }
+    return 0;
+}
+
+/* Whether the batch is LOG_APPEND_TIME (1) or not (0), with its time; -1 on error. */
+static int
+builder_set_log_append(Builder *self, PyObject *timestamp_type, PyObject *log_append_time)
+{
     self->has_log_append_time = 0;
-    if (log_append) {
-        long long lat;
-        if (log_append_time == Py_None) {
-            PyErr_SetString(PyExc_ValueError, "LOG_APPEND_TIME batches need log_append_time");
-            return -1;
-        }
-        if (check_range("log_append_time", log_append_time, INT64_MIN, INT64_MAX, &lat) < 0)
-            return -1;
-        self->has_log_append_time = 1;
-        self->log_append_time = lat;
+    if (timestamp_type == NULL)
+        return 0;
+    long tt = PyLong_AsLong(timestamp_type);
+    if (tt == -1 && PyErr_Occurred())
+        return -1;
+    if (tt != 1)
+        return 0;
+    long long lat;
+    if (log_append_time == Py_None) {
+        PyErr_SetString(PyExc_ValueError, "LOG_APPEND_TIME batches need log_append_time");
+        return -1;
     }
-    self->size_limit = size_limit;
+    if (check_range("log_append_time", log_append_time, INT64_MIN, INT64_MAX, &lat) < 0)
+        return -1;
+    self->has_log_append_time = 1;
+    self->log_append_time = lat;
+    return 1;
+}
+
+/* An optional integer header field: `fallback` when not given, else checked to [lo, hi]. */
+static inline int
+builder_header_field(const char *name, PyObject *value, long long lo, long long hi,
+                     long long fallback, long long *out)
+{
+    *out = fallback;
+    return value == NULL ? 0 : check_range(name, value, lo, hi, out);
+}
+
+static int
+builder_set_header_fields(Builder *self, const BuilderArgs *a)
+{
+    long long offset, ple, id, epoch, sequence;
+    if (builder_header_field("base_offset", a->base_offset, INT64_MIN, INT64_MAX, 0,
+                             &offset) < 0 ||
+        builder_header_field("partition_leader_epoch", a->ple, INT32_MIN, INT32_MAX, -1,
+                             &ple) < 0 ||
+        builder_header_field("producer_id", a->producer_id, INT64_MIN, INT64_MAX, -1, &id) <
+            0 ||
+        builder_header_field("producer_epoch", a->producer_epoch, INT16_MIN, INT16_MAX, -1,
+                             &epoch) < 0 ||
+        builder_header_field("base_sequence", a->base_sequence, INT32_MIN, INT32_MAX, -1,
+                             &sequence) < 0)
+        return -1;
+    self->base_offset = offset;
+    self->partition_leader_epoch = (int32_t)ple;
+    self->producer_id = id;
+    self->producer_epoch = (int16_t)epoch;
+    self->base_sequence = (int32_t)sequence;
+    return 0;
+}
+
+static int
+Builder_init(Builder *self, PyObject *args, PyObject *kwds)
+{
+    BuilderArgs a;
+    if (builder_parse_args(args, kwds, &a) < 0 || ensure_python_side() < 0)
+        return -1;
+    if (self->buffer != NULL || self->payload != NULL) {
+        PyErr_SetString(PyExc_TypeError, "RecordBatchBuilder is initialised once");
+        return -1;
+    }
+    if (builder_set_compression(self, a.compression, a.level) < 0 ||
+        builder_check_size(a.size_limit, a.ratio) < 0)
+        return -1;
+    int log_append = builder_set_log_append(self, a.timestamp_type, a.log_append_time);
+    if (log_append < 0)
+        return -1;
+    self->size_limit = a.size_limit;
     self->memory_cap = (Py_ssize_t)MAX_BATCH_SIZE;
-    self->ratio = ratio;
-    self->limit = ratio == 1.0 ? size_limit : HEADER_SIZE + records_room(size_limit, ratio);
-    long long v;
-    self->base_offset = 0;
-    if (base_offset != NULL) {
-        if (check_range("base_offset", base_offset, INT64_MIN, INT64_MAX, &v) < 0)
-            return -1;
-        self->base_offset = v;
-    }
-    self->partition_leader_epoch = -1;
-    if (ple != NULL) {
-        if (check_range("partition_leader_epoch", ple, INT32_MIN, INT32_MAX, &v) < 0)
-            return -1;
-        self->partition_leader_epoch = (int32_t)v;
-    }
-    self->producer_id = -1;
-    self->producer_epoch = -1;
-    self->base_sequence = -1;
-    if (producer_id != NULL) {
-        if (check_range("producer_id", producer_id, INT64_MIN, INT64_MAX, &v) < 0)
-            return -1;
-        self->producer_id = v;
-    }
-    if (producer_epoch != NULL) {
-        if (check_range("producer_epoch", producer_epoch, INT16_MIN, INT16_MAX, &v) < 0)
-            return -1;
-        self->producer_epoch = (int16_t)v;
-    }
-    if (base_sequence != NULL) {
-        if (check_range("base_sequence", base_sequence, INT32_MIN, INT32_MAX, &v) < 0)
-            return -1;
-        self->base_sequence = (int32_t)v;
-    }
+    self->ratio = a.ratio;
+    self->limit =
+        a.ratio == 1.0 ? a.size_limit : HEADER_SIZE + records_room(a.size_limit, a.ratio);
+    if (builder_set_header_fields(self, &a) < 0)
+        return -1;
     self->attributes = (int16_t)(self->compression_id | (log_append ? ATTR_TIMESTAMP_TYPE : 0) |
-                                 (transactional ? ATTR_TRANSACTIONAL : 0) |
-                                 (control ? ATTR_CONTROL : 0));
+                                 (a.transactional ? ATTR_TRANSACTIONAL : 0) |
+                                 (a.control ? ATTR_CONTROL : 0));
     self->used = HEADER_SIZE;
     self->capacity = 0;
     self->count = 0;

@@ -1,7 +1,88 @@
 /* kafkaline._record_core: the builder: one record encoded and appended.
  * A part of _record_core.c, which #includes the parts in order as one translation unit. */
 
-/* The header_count and headers fields, encoded into a new bytes object (NULL on error). */
+/* Check one header pair (a (str, bytes-like or None) pair) and add its encoded size to *size. */
+static int
+header_pair_size(PyObject *pair, Py_ssize_t *size)
+{
+    if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
+        PyObject *fast = PySequence_Fast(pair, "a header must be a (str, bytes) pair");
+        if (fast == NULL)
+            return -1;
+        Py_ssize_t len = PySequence_Fast_GET_SIZE(fast);
+        Py_DECREF(fast);
+        if (len != 2) {
+            PyErr_Format(PyExc_ValueError, "a header must be a (str, bytes) pair, not %zd items",
+                         len);
+            return -1;
+        }
+    }
+    PyObject *key = PySequence_GetItem(pair, 0);
+    if (key == NULL)
+        return -1;
+    if (!PyUnicode_Check(key)) {
+        PyErr_Format(PyExc_TypeError, "header key must be str, not %.200s",
+                     Py_TYPE(key)->tp_name);
+        Py_DECREF(key);
+        return -1;
+    }
+    Py_ssize_t klen;
+    const char *kdata = PyUnicode_AsUTF8AndSize(key, &klen);
+    Py_DECREF(key);
+    if (kdata == NULL)
+        return -1;
+    *size += varint_size(zigzag(klen)) + klen;
+    PyObject *value = PySequence_GetItem(pair, 1);
+    if (value == NULL)
+        return -1;
+    int rc = 0;
+    if (value == Py_None) {
+        *size += 1;
+    }
+    else {
+        BytesArg arg;
+        rc = bytes_arg(value, "header value", &arg);
+        if (rc == 0) {
+            *size += varint_size(zigzag(arg.size)) + arg.size;
+            bytes_arg_release(&arg);
+        }
+    }
+    Py_DECREF(value);
+    return rc;
+}
+
+/* Write one pair checked by header_pair_size() at *p, moving *p past it. */
+static int
+put_header_pair(unsigned char **p, PyObject *pair)
+{
+    PyObject *key = PySequence_GetItem(pair, 0);
+    Py_ssize_t klen;
+    const char *kdata = PyUnicode_AsUTF8AndSize(key, &klen);
+    *p = put_varint(*p, zigzag(klen));
+    memcpy(*p, kdata, klen);
+    *p += klen;
+    Py_DECREF(key);
+    PyObject *value = PySequence_GetItem(pair, 1);
+    int rc = 0;
+    if (value == Py_None) {
+        *p = put_varint(*p, zigzag(-1));
+    }
+    else {
+        BytesArg arg;
+        rc = bytes_arg(value, "header value", &arg); /* fails if changed meanwhile */
+        if (rc == 0) {
+            *p = put_varint(*p, zigzag(arg.size));
+            memcpy(*p, arg.data, arg.size);
+            *p += arg.size;
+            bytes_arg_release(&arg);
+        }
+    }
+    Py_DECREF(value);
+    return rc;
+}
+
+/* The header_count and headers fields, encoded into a new bytes object (NULL on error): sized
+ * and checked first, so that the block is made once at its exact size. */
 static PyObject *
 encode_headers(PyObject *headers)
 {
@@ -11,90 +92,23 @@ encode_headers(PyObject *headers)
     Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
     PyObject **items = PySequence_Fast_ITEMS(seq);
     Py_ssize_t size = varint_size(zigzag(n));
-    /* first pass: sizes and checks */
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *pair = items[i];
-        if (!PyTuple_Check(pair) || PyTuple_GET_SIZE(pair) != 2) {
-            PyObject *fast = PySequence_Fast(pair, "a header must be a (str, bytes) pair");
-            if (fast == NULL)
-                goto error;
-            Py_ssize_t len = PySequence_Fast_GET_SIZE(fast);
-            Py_DECREF(fast);
-            if (len != 2) {
-                PyErr_Format(PyExc_ValueError,
-                             "a header must be a (str, bytes) pair, not %zd items", len);
-                goto error;
-            }
-        }
-        PyObject *key = PySequence_GetItem(pair, 0);
-        if (key == NULL)
-            goto error;
-        if (!PyUnicode_Check(key)) {
-            PyErr_Format(PyExc_TypeError, "header key must be str, not %.200s",
-                         Py_TYPE(key)->tp_name);
-            Py_DECREF(key);
-            goto error;
-        }
-        Py_ssize_t klen;
-        if (PyUnicode_AsUTF8AndSize(key, &klen) == NULL) {
-            Py_DECREF(key);
-            goto error;
-        }
-        Py_DECREF(key);
-        size += varint_size(zigzag(klen)) + klen;
-        PyObject *value = PySequence_GetItem(pair, 1);
-        if (value == NULL)
-            goto error;
-        if (value == Py_None) {
-            size += 1;
-        }
-        else {
-            BytesArg arg;
-            if (bytes_arg(value, "header value", &arg) < 0) {
-                Py_DECREF(value);
-                goto error;
-            }
-            size += varint_size(zigzag(arg.size)) + arg.size;
-            bytes_arg_release(&arg);
-        }
-        Py_DECREF(value);
-    }
-    PyObject *block = PyBytes_FromStringAndSize(NULL, size);
+    PyObject *block = NULL;
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (header_pair_size(items[i], &size) < 0)
+            goto done;
+    block = PyBytes_FromStringAndSize(NULL, size);
     if (block == NULL)
-        goto error;
+        goto done;
     unsigned char *p = (unsigned char *)PyBytes_AS_STRING(block);
     p = put_varint(p, zigzag(n));
-    for (Py_ssize_t i = 0; i < n; i++) {
-        PyObject *key = PySequence_GetItem(items[i], 0);
-        Py_ssize_t klen;
-        const char *kdata = PyUnicode_AsUTF8AndSize(key, &klen);
-        p = put_varint(p, zigzag(klen));
-        memcpy(p, kdata, klen);
-        p += klen;
-        Py_DECREF(key);
-        PyObject *value = PySequence_GetItem(items[i], 1);
-        if (value == Py_None) {
-            p = put_varint(p, zigzag(-1));
+    for (Py_ssize_t i = 0; i < n; i++)
+        if (put_header_pair(&p, items[i]) < 0) {
+            Py_CLEAR(block);
+            goto done;
         }
-        else {
-            BytesArg arg;
-            if (bytes_arg(value, "header value", &arg) < 0) { /* changed meanwhile */
-                Py_DECREF(value);
-                Py_DECREF(block);
-                goto error;
-            }
-            p = put_varint(p, zigzag(arg.size));
-            memcpy(p, arg.data, arg.size);
-            p += arg.size;
-            bytes_arg_release(&arg);
-        }
-        Py_DECREF(value);
-    }
+done:
     Py_DECREF(seq);
     return block;
-error:
-    Py_DECREF(seq);
-    return NULL;
 }
 
 /* Results of try_append. */
@@ -132,72 +146,72 @@ builder_has_no_room(const Builder *self, int64_t timestamp, Py_ssize_t key_size,
     return self->used + varint_size(zigzag(body)) + body > self->limit;
 }
 
-/* Encode one record into the batch if it fits under `limit` (exactly; the first record always
- * fits, up to the largest batch). */
-static int
-try_append(Builder *self, int64_t timestamp, const char *key, Py_ssize_t key_size,
-           const char *value, Py_ssize_t value_size, const char *header_block,
-           Py_ssize_t header_size, Py_ssize_t limit)
+/* The timestamp's delta from the batch's first. The reference fails the batch when it encodes
+ * a delta outside int64: at seal, so here the delta is 0 and seal() raises the reason. */
+static inline int
+record_timestamp_delta(Builder *self, int64_t timestamp, int64_t *delta)
 {
     int64_t base = self->count ? self->base_timestamp : timestamp;
-    int64_t delta;
-    if (__builtin_sub_overflow(timestamp, base, &delta)) {
-        /* The reference fails the batch when it encodes the delta: at seal. */
-        if (self->bad_timestamp == NULL) {
-            self->bad_timestamp = PyUnicode_FromFormat(
-                "timestamp %lld is too far from the batch's first, %lld, for an int64 delta",
-                (long long)timestamp, (long long)base);
-            if (self->bad_timestamp == NULL)
-                return FAILED;
-        }
-        delta = 0;
+    if (!__builtin_sub_overflow(timestamp, base, delta))
+        return 0;
+    *delta = 0;
+    if (self->bad_timestamp == NULL) {
+        self->bad_timestamp = PyUnicode_FromFormat(
+            "timestamp %lld is too far from the batch's first, %lld, for an int64 delta",
+            (long long)timestamp, (long long)base);
+        if (self->bad_timestamp == NULL)
+            return -1;
     }
-    if (self->count >= INT32_MAX) {
-        return NO_ROOM;
-    }
-    uint64_t ts_z = zigzag(delta);
-    uint64_t off_z = zigzag(self->count);
-    uint64_t key_z = key == NULL ? 1 : zigzag(key_size);
-    uint64_t value_z = value == NULL ? 1 : zigzag(value_size);
-    int64_t body = record_body_size(self, ts_z, key == NULL ? -1 : key_size,
-                                    value == NULL ? -1 : value_size,
-                                    header_block ? header_size : -1);
-    uint64_t body_z = zigzag(body);
-    int64_t total = varint_size(body_z) + body;
-    if (self->count) {
-        if (self->used + total > limit)
-            return NO_ROOM;
-    }
-    else if (HEADER_SIZE + total > MAX_BATCH_SIZE) {
-        PyErr_Format(record_too_large_error,
-                     "a record of %lld bytes cannot fit a record batch (at most %lld bytes)",
-                     (long long)total, (long long)MAX_BATCH_SIZE);
-        return FAILED;
-    }
-    if (builder_reserve(self, (Py_ssize_t)total) < 0)
-        return FAILED;
-    unsigned char *p = (unsigned char *)PyBytes_AS_STRING(self->buffer) + self->used;
-    p = put_varint(p, body_z);
+    return 0;
+}
+
+/* Whether a record of `total` bytes goes into the batch under `limit`; the first one always
+ * does, up to the largest batch. */
+static inline int
+record_fits(const Builder *self, int64_t total, Py_ssize_t limit)
+{
+    if (self->count)
+        return self->used + total > limit ? NO_ROOM : APPENDED;
+    if (HEADER_SIZE + total <= MAX_BATCH_SIZE)
+        return APPENDED;
+    PyErr_Format(record_too_large_error,
+                 "a record of %lld bytes cannot fit a record batch (at most %lld bytes)",
+                 (long long)total, (long long)MAX_BATCH_SIZE);
+    return FAILED;
+}
+
+/* The record's fields after its length: attributes, deltas, key, value, headers (a header
+ * block, or a header_count of 0 when header_block is NULL); the end. */
+static inline unsigned char *
+put_record_fields(unsigned char *p, uint64_t ts_z, uint64_t off_z, const char *key,
+                  Py_ssize_t key_size, const char *value, Py_ssize_t value_size,
+                  const char *header_block, Py_ssize_t header_size)
+{
     *p++ = 0;
     p = put_varint(p, ts_z);
     p = put_varint(p, off_z);
-    p = put_varint(p, key_z);
+    p = put_varint(p, key == NULL ? 1 : zigzag(key_size));
     if (key != NULL) {
         memcpy(p, key, key_size);
         p += key_size;
     }
-    p = put_varint(p, value_z);
+    p = put_varint(p, value == NULL ? 1 : zigzag(value_size));
     if (value != NULL) {
         memcpy(p, value, value_size);
         p += value_size;
     }
-    if (header_block != NULL) {
-        memcpy(p, header_block, header_size);
-        p += header_size;
-    }
-    else {
+    if (header_block == NULL) {
         *p++ = 0;
+        return p;
     }
+    memcpy(p, header_block, header_size);
+    return p + header_size;
+}
+
+/* The batch's size, timestamps and count after a record of `total` bytes. */
+static inline void
+builder_count_record(Builder *self, int64_t total, int64_t timestamp)
+{
     self->used += (Py_ssize_t)total;
     if (self->count == 0) {
         self->base_timestamp = timestamp;
@@ -207,6 +221,36 @@ try_append(Builder *self, int64_t timestamp, const char *key, Py_ssize_t key_siz
         self->max_timestamp = timestamp;
     }
     self->count++;
+}
+
+/* Encode one record into the batch if it fits under `limit` (exactly; the first record always
+ * fits, up to the largest batch). */
+static int
+try_append(Builder *self, int64_t timestamp, const char *key, Py_ssize_t key_size,
+           const char *value, Py_ssize_t value_size, const char *header_block,
+           Py_ssize_t header_size, Py_ssize_t limit)
+{
+    int64_t delta;
+    if (record_timestamp_delta(self, timestamp, &delta) < 0)
+        return FAILED;
+    if (self->count >= INT32_MAX)
+        return NO_ROOM;
+    uint64_t ts_z = zigzag(delta);
+    int64_t body = record_body_size(self, ts_z, key == NULL ? -1 : key_size,
+                                    value == NULL ? -1 : value_size,
+                                    header_block ? header_size : -1);
+    uint64_t body_z = zigzag(body);
+    int64_t total = varint_size(body_z) + body;
+    int fits = record_fits(self, total, limit);
+    if (fits != APPENDED)
+        return fits;
+    if (builder_reserve(self, (Py_ssize_t)total) < 0)
+        return FAILED;
+    unsigned char *p = (unsigned char *)PyBytes_AS_STRING(self->buffer) + self->used;
+    p = put_varint(p, body_z);
+    put_record_fields(p, ts_z, zigzag(self->count), key, key_size, value, value_size,
+                      header_block, header_size);
+    builder_count_record(self, total, timestamp);
     return APPENDED;
 }
 

@@ -62,6 +62,84 @@ position_at(const Positions *p, Py_ssize_t j, Py_ssize_t n)
     return at;
 }
 
+/* append_many()'s columns as fast sequences of n items (headers and timestamps: NULL when
+ * None and when one int for all). */
+typedef struct {
+    PyObject *kseq, *vseq, *tseq, *hseq;
+    Py_ssize_t n;
+} Columns;
+
+static int
+columns_open(PyObject *keys, PyObject *values, PyObject *timestamps, PyObject *headers,
+             Columns *c)
+{
+    if ((c->kseq = PySequence_Fast(keys, "keys must be a sequence")) == NULL)
+        return -1;
+    if ((c->vseq = PySequence_Fast(values, "values must be a sequence")) == NULL)
+        return -1;
+    c->n = PySequence_Fast_GET_SIZE(c->vseq);
+    if (headers != Py_None &&
+        (c->hseq = PySequence_Fast(headers, "headers must be a sequence")) == NULL)
+        return -1;
+    if (PySequence_Fast_GET_SIZE(c->kseq) != c->n ||
+        (c->hseq != NULL && PySequence_Fast_GET_SIZE(c->hseq) != c->n)) {
+        PyErr_SetString(PyExc_ValueError, "keys, values and headers must have the same length");
+        return -1;
+    }
+    if (PyLong_Check(timestamps))
+        return 0;
+    if ((c->tseq = PySequence_Fast(timestamps, "timestamps must be one int or one per record")) ==
+        NULL)
+        return -1;
+    if (PySequence_Fast_GET_SIZE(c->tseq) != c->n) {
+        PyErr_SetString(PyExc_ValueError, "timestamps must be one int or one per record");
+        return -1;
+    }
+    return 0;
+}
+
+static void
+columns_close(Columns *c)
+{
+    Py_XDECREF(c->kseq);
+    Py_XDECREF(c->vseq);
+    Py_XDECREF(c->tseq);
+    Py_XDECREF(c->hseq);
+}
+
+/* Append the records at positions start.. in order until the batch is full: how many were
+ * taken, or -1. */
+static Py_ssize_t
+append_positions(Builder *self, const Columns *c, const Positions *order, Py_ssize_t start,
+                 PyObject *timestamps)
+{
+    PyObject **k = PySequence_Fast_ITEMS(c->kseq);
+    PyObject **v = PySequence_Fast_ITEMS(c->vseq);
+    PyObject **t = c->tseq ? PySequence_Fast_ITEMS(c->tseq) : NULL;
+    PyObject **h = c->hseq ? PySequence_Fast_ITEMS(c->hseq) : NULL;
+    /* One timestamp for all is converted once, not per record. */
+    int64_t timestamp = 0;
+    int out_of_range = 0;
+    if (t == NULL && start < order->count && !self->closed &&
+        as_timestamp(timestamps, &timestamp, &out_of_range) < 0)
+        return -1;
+    Py_ssize_t taken = 0;
+    for (Py_ssize_t j = start; j < order->count && !self->closed; j++) {
+        Py_ssize_t i = position_at(order, j, c->n);
+        if (i < 0)
+            return -1;
+        int rc = t ? append_objects(self, t[i], k[i], v[i], h ? h[i] : NULL, self->limit)
+                   : append_converted(self, timestamp, out_of_range, timestamps, k[i], v[i],
+                                      h ? h[i] : NULL, self->limit);
+        if (rc == FAILED)
+            return -1;
+        if (rc == NO_ROOM)
+            break;
+        taken++;
+    }
+    return taken;
+}
+
 static PyObject *
 Builder_append_many(Builder *self, PyObject *args, PyObject *kwds)
 {
@@ -72,71 +150,24 @@ Builder_append_many(Builder *self, PyObject *args, PyObject *kwds)
     if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO|O$nO", kwlist, &keys, &values,
                                      &timestamps, &headers, &start, &positions))
         return NULL;
-    PyObject *kseq = NULL, *vseq = NULL, *tseq = NULL, *hseq = NULL;
+    Columns columns = {.kseq = NULL, .vseq = NULL, .tseq = NULL, .hseq = NULL};
     Positions order = {.has_view = 0, .seq = NULL, .items = NULL, .objects = NULL};
     PyObject *result = NULL;
-    Py_ssize_t taken = 0;
-    if ((kseq = PySequence_Fast(keys, "keys must be a sequence")) == NULL)
+    if (columns_open(keys, values, timestamps, headers, &columns) < 0)
         goto done;
-    if ((vseq = PySequence_Fast(values, "values must be a sequence")) == NULL)
-        goto done;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(vseq);
-    if (headers != Py_None &&
-        (hseq = PySequence_Fast(headers, "headers must be a sequence")) == NULL)
-        goto done;
-    if (PySequence_Fast_GET_SIZE(kseq) != n ||
-        (hseq != NULL && PySequence_Fast_GET_SIZE(hseq) != n)) {
-        PyErr_SetString(PyExc_ValueError, "keys, values and headers must have the same length");
-        goto done;
-    }
-    int one_timestamp = PyLong_Check(timestamps);
-    if (!one_timestamp) {
-        if ((tseq = PySequence_Fast(timestamps, "timestamps must be one int or one per record")) ==
-            NULL)
-            goto done;
-        if (PySequence_Fast_GET_SIZE(tseq) != n) {
-            PyErr_SetString(PyExc_ValueError, "timestamps must be one int or one per record");
-            goto done;
-        }
-    }
-    order.count = n;
+    order.count = columns.n;
     if (positions != Py_None && positions_open(positions, &order) < 0)
         goto done;
-    Py_ssize_t count = order.count;
-    if (start < 0 || start > count) {
-        PyErr_Format(PyExc_ValueError, "start %zd is outside 0..%zd", start, count);
+    if (start < 0 || start > order.count) {
+        PyErr_Format(PyExc_ValueError, "start %zd is outside 0..%zd", start, order.count);
         goto done;
     }
-    PyObject **k = PySequence_Fast_ITEMS(kseq);
-    PyObject **v = PySequence_Fast_ITEMS(vseq);
-    PyObject **t = tseq ? PySequence_Fast_ITEMS(tseq) : NULL;
-    PyObject **h = hseq ? PySequence_Fast_ITEMS(hseq) : NULL;
-    /* One timestamp for all is converted once, not per record. */
-    int64_t timestamp = 0;
-    int out_of_range = 0;
-    if (one_timestamp && start < count && !self->closed &&
-        as_timestamp(timestamps, &timestamp, &out_of_range) < 0)
-        goto done;
-    for (Py_ssize_t j = start; j < count && !self->closed; j++) {
-        Py_ssize_t i = position_at(&order, j, n);
-        if (i < 0)
-            goto done;
-        int rc = t ? append_objects(self, t[i], k[i], v[i], h ? h[i] : NULL, self->limit)
-                   : append_converted(self, timestamp, out_of_range, timestamps, k[i], v[i],
-                                      h ? h[i] : NULL, self->limit);
-        if (rc == FAILED)
-            goto done;
-        if (rc == NO_ROOM)
-            break;
-        taken++;
-    }
-    result = PyLong_FromSsize_t(taken);
+    Py_ssize_t taken = append_positions(self, &columns, &order, start, timestamps);
+    if (taken >= 0)
+        result = PyLong_FromSsize_t(taken);
 done:
     positions_close(&order);
-    Py_XDECREF(kseq);
-    Py_XDECREF(vseq);
-    Py_XDECREF(tseq);
-    Py_XDECREF(hseq);
+    columns_close(&columns);
     return result;
 }
 
@@ -147,6 +178,62 @@ Builder_open_state(Builder *self, PyObject *Py_UNUSED(ignored))
         Py_RETURN_NONE;
     return Py_BuildValue("(nLL)", self->limit - self->used, (long long)self->count,
                          (long long)self->base_timestamp);
+}
+
+/* The records' total size in bytes, as len() gives it; -1 on error. */
+static Py_ssize_t
+encoded_size(PyObject **items, Py_ssize_t n)
+{
+    Py_ssize_t size = 0;
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_ssize_t len = PyObject_Length(items[i]);
+        if (len < 0)
+            return -1;
+        size += len;
+    }
+    return size;
+}
+
+/* Copy the records into the buffer (reserved for them) after what it holds. */
+static int
+copy_encoded(Builder *self, PyObject **items, Py_ssize_t n)
+{
+    for (Py_ssize_t i = 0; i < n; i++) {
+        Py_buffer view;
+        if (PyObject_GetBuffer(items[i], &view, PyBUF_C_CONTIGUOUS) < 0)
+            return -1;
+        memcpy(PyBytes_AS_STRING(self->buffer) + self->used, view.buf, view.len);
+        self->used += view.len;
+        PyBuffer_Release(&view);
+    }
+    return 0;
+}
+
+/* Records already encoded (as this batch's next ones) copied into the buffer, the batch held
+ * to the largest size; -1 on error. */
+static int
+append_encoded_records(Builder *self, PyObject *records, long long count)
+{
+    PyObject *seq = PySequence_Fast(records, "records must be a sequence of bytes");
+    if (seq == NULL)
+        return -1;
+    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
+    PyObject **items = PySequence_Fast_ITEMS(seq);
+    int rc = -1;
+    Py_ssize_t size = encoded_size(items, n);
+    if (size < 0)
+        goto done;
+    if (self->count == 0 && HEADER_SIZE + (int64_t)size > MAX_BATCH_SIZE) {
+        PyErr_Format(record_too_large_error,
+                     "%lld records of %zd bytes cannot fit a record batch (at most %lld bytes)",
+                     count, size, (long long)MAX_BATCH_SIZE);
+        goto done;
+    }
+    if (builder_reserve(self, size) == 0)
+        rc = copy_encoded(self, items, n);
+done:
+    Py_DECREF(seq);
+    return rc;
 }
 
 static PyObject *
@@ -167,42 +254,8 @@ Builder_append_encoded(Builder *self, PyObject *args)
         PyErr_Format(PyExc_ValueError, "count %lld must be positive", count);
         return NULL;
     }
-    PyObject *seq = PySequence_Fast(records, "records must be a sequence of bytes");
-    if (seq == NULL)
+    if (append_encoded_records(self, records, count) < 0)
         return NULL;
-    Py_ssize_t n = PySequence_Fast_GET_SIZE(seq);
-    PyObject **items = PySequence_Fast_ITEMS(seq);
-    Py_ssize_t size = 0;
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_ssize_t len = PyObject_Length(items[i]);
-        if (len < 0) {
-            Py_DECREF(seq);
-            return NULL;
-        }
-        size += len;
-    }
-    if (self->count == 0 && HEADER_SIZE + (int64_t)size > MAX_BATCH_SIZE) {
-        PyErr_Format(record_too_large_error,
-                     "%lld records of %zd bytes cannot fit a record batch (at most %lld bytes)",
-                     count, size, (long long)MAX_BATCH_SIZE);
-        Py_DECREF(seq);
-        return NULL;
-    }
-    if (builder_reserve(self, size) < 0) {
-        Py_DECREF(seq);
-        return NULL;
-    }
-    for (Py_ssize_t i = 0; i < n; i++) {
-        Py_buffer view;
-        if (PyObject_GetBuffer(items[i], &view, PyBUF_C_CONTIGUOUS) < 0) {
-            Py_DECREF(seq);
-            return NULL;
-        }
-        memcpy(PyBytes_AS_STRING(self->buffer) + self->used, view.buf, view.len);
-        self->used += view.len;
-        PyBuffer_Release(&view);
-    }
-    Py_DECREF(seq);
     if (self->count == 0) {
         self->base_timestamp = first_timestamp;
         self->max_timestamp = max_timestamp;

@@ -157,65 +157,79 @@ positions_view(PyObject *bytes)
     return view;
 }
 
-/* The input positions per partition, in input order, for the partitions send() would choose
- * (see chosen_partition); keys and partitions: None or one per record. */
-static PyObject *
-core_group_positions(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+/* group_positions()'s count and partition_count, and keys and partitions as fast sequences
+ * (NULL for None), each of one item per record. */
+static int
+group_args(PyObject *const *args, Py_ssize_t *n, Py_ssize_t *count, PyObject **kseq,
+           PyObject **pseq)
 {
-    if (nargs != 4) {
-        PyErr_SetString(PyExc_TypeError,
-                        "group_positions() takes count, keys, partitions, partition_count");
-        return NULL;
-    }
-    Py_ssize_t n = PyLong_AsSsize_t(args[0]), count = PyLong_AsSsize_t(args[3]);
-    if ((n == -1 || count == -1) && PyErr_Occurred())
-        return NULL;
-    if (count <= 0 || n < 0) {
+    *kseq = *pseq = NULL;
+    *n = PyLong_AsSsize_t(args[0]);
+    *count = PyLong_AsSsize_t(args[3]);
+    if ((*n == -1 || *count == -1) && PyErr_Occurred())
+        return -1;
+    if (*count <= 0 || *n < 0) {
         PyErr_Format(PyExc_ValueError, "count %zd and partition_count %zd: must be >= 0 and > 0",
-                     n, count);
-        return NULL;
+                     *n, *count);
+        return -1;
     }
-    PyObject *kseq = NULL, *pseq = NULL, *result = NULL, **groups = NULL;
-    Py_ssize_t *chosen = NULL, *sizes = NULL;
-    if (args[1] != Py_None && (kseq = PySequence_Fast(args[1], "keys must be a sequence")) == NULL)
-        goto done;
+    if (args[1] != Py_None &&
+        (*kseq = PySequence_Fast(args[1], "keys must be a sequence")) == NULL)
+        return -1;
     if (args[2] != Py_None &&
-        (pseq = PySequence_Fast(args[2], "partitions must be a sequence")) == NULL)
-        goto done;
-    if ((kseq && PySequence_Fast_GET_SIZE(kseq) != n) ||
-        (pseq && PySequence_Fast_GET_SIZE(pseq) != n)) {
+        (*pseq = PySequence_Fast(args[2], "partitions must be a sequence")) == NULL)
+        return -1;
+    if ((*kseq && PySequence_Fast_GET_SIZE(*kseq) != *n) ||
+        (*pseq && PySequence_Fast_GET_SIZE(*pseq) != *n)) {
         PyErr_SetString(PyExc_ValueError, "keys and partitions must have one item per record");
-        goto done;
+        return -1;
     }
-    chosen = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n ? n : 1));
-    sizes = PyMem_Calloc((size_t)count + 1, sizeof(Py_ssize_t));
-    groups = PyMem_Calloc((size_t)count + 1, sizeof(PyObject *));
-    if (chosen == NULL || sizes == NULL || groups == NULL) {
-        PyErr_NoMemory();
-        goto done;
-    }
+    return 0;
+}
+
+/* Each record's partition in chosen[], and how many each partition (count: sticky) has. */
+static int
+choose_partitions(PyObject *kseq, PyObject *pseq, Py_ssize_t n, Py_ssize_t count,
+                  Py_ssize_t *chosen, Py_ssize_t *sizes)
+{
     PyObject **k = kseq ? PySequence_Fast_ITEMS(kseq) : NULL;
     PyObject **given = pseq ? PySequence_Fast_ITEMS(pseq) : NULL;
     for (Py_ssize_t i = 0; i < n; i++) {
         chosen[i] = chosen_partition(given ? given[i] : NULL, k ? k[i] : Py_None, count);
         if (chosen[i] < 0)
-            goto done;
+            return -1;
         sizes[chosen[i]]++;
     }
+    return 0;
+}
+
+/* A bytes object of positions per partition that has records, in input order. */
+static int
+fill_groups(PyObject **groups, Py_ssize_t *sizes, const Py_ssize_t *chosen, Py_ssize_t n,
+            Py_ssize_t count)
+{
     for (Py_ssize_t p = 0; p <= count; p++) {
         if (sizes[p] == 0)
             continue;
         groups[p] = PyBytes_FromStringAndSize(NULL, sizes[p] * (Py_ssize_t)sizeof(Py_ssize_t));
         if (groups[p] == NULL)
-            goto done;
+            return -1;
         sizes[p] = 0; /* from here on: positions written */
     }
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_ssize_t p = chosen[i];
         ((Py_ssize_t *)PyBytes_AS_STRING(groups[p]))[sizes[p]++] = i;
     }
-    if ((result = PyList_New(0)) == NULL)
-        goto done;
+    return 0;
+}
+
+/* [(partition or None, positions view), ...] for the partitions that have records. */
+static PyObject *
+groups_list(PyObject **groups, Py_ssize_t count)
+{
+    PyObject *result = PyList_New(0);
+    if (result == NULL)
+        return NULL;
     for (Py_ssize_t p = 0; p <= count; p++) {
         if (groups[p] == NULL)
             continue;
@@ -226,11 +240,39 @@ core_group_positions(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssiz
         Py_XDECREF(view);
         if (group == NULL || PyList_Append(result, group) < 0) {
             Py_XDECREF(group);
-            Py_CLEAR(result);
-            goto done;
+            Py_DECREF(result);
+            return NULL;
         }
         Py_DECREF(group);
     }
+    return result;
+}
+
+/* The input positions per partition, in input order, for the partitions send() would choose
+ * (see chosen_partition); keys and partitions: None or one per record. */
+static PyObject *
+core_group_positions(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 4) {
+        PyErr_SetString(PyExc_TypeError,
+                        "group_positions() takes count, keys, partitions, partition_count");
+        return NULL;
+    }
+    Py_ssize_t n, count = 0;
+    PyObject *kseq, *pseq, *result = NULL, **groups = NULL;
+    Py_ssize_t *chosen = NULL, *sizes = NULL;
+    if (group_args(args, &n, &count, &kseq, &pseq) < 0)
+        goto done;
+    chosen = PyMem_Malloc(sizeof(Py_ssize_t) * (size_t)(n ? n : 1));
+    sizes = PyMem_Calloc((size_t)count + 1, sizeof(Py_ssize_t));
+    groups = PyMem_Calloc((size_t)count + 1, sizeof(PyObject *));
+    if (chosen == NULL || sizes == NULL || groups == NULL) {
+        PyErr_NoMemory();
+        goto done;
+    }
+    if (choose_partitions(kseq, pseq, n, count, chosen, sizes) == 0 &&
+        fill_groups(groups, sizes, chosen, n, count) == 0)
+        result = groups_list(groups, count);
 done:
     if (groups != NULL)
         for (Py_ssize_t p = 0; p <= count; p++)

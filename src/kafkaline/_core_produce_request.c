@@ -132,83 +132,82 @@ pw_slot_attr(PyObject *obj, PyObject *name, PwSlot *cache)
 
 #define PW_NOT_USUAL 1
 
+/* A view's records (its size in bytes may not be its len()): the records field's own writer
+ * after the index. Takes the reference to records. */
 static int
-pw_write_partition(PyObject *out, PyObject *partition, PyObject *deferred,
-                   PyObject *write_records, Py_ssize_t scatter_min)
+pw_write_view_records(PyObject *out, long long index, PyObject *records,
+                      PyObject *write_records)
 {
-    PyObject *index_obj = pw_slot_attr(partition, pr_names[PR_INDEX], &pw_slot_index);
-    if (index_obj == NULL)
-        return PyErr_Occurred() ? -1 : PW_NOT_USUAL;
-    long long index;
-    int rc = pw_int_in(index_obj, INT32_MIN, INT32_MAX, &index);
-    Py_DECREF(index_obj);
-    if (rc != 0)
-        return rc;
-    PyObject *records = pw_slot_attr(partition, pw_str_records, &pw_slot_records);
-    if (records == NULL)
-        return PyErr_Occurred() ? -1 : PW_NOT_USUAL;
-    if (!PyBytes_Check(records) && !PyByteArray_Check(records)) {
-        if (!PyMemoryView_Check(records)) {
-            Py_DECREF(records);
-            return PW_NOT_USUAL; /* null records (or not bytes): the generic way */
-        }
-        /* A view (its size in bytes may not be its len()): the records field's own writer. */
-        if (pw_append_int(out, index, 4) < 0) {
-            Py_DECREF(records);
-            return -1;
-        }
-        PyObject *written = PyObject_CallFunctionObjArgs(write_records, out, records, NULL);
+    if (pw_append_int(out, index, 4) < 0) {
         Py_DECREF(records);
-        if (written == NULL) {
-            if (!PyErr_ExceptionMatches(PyExc_Exception))
-                return -1;
-            PyErr_Clear(); /* the generic encoder raises the named error */
-            return PW_NOT_USUAL;
-        }
-        Py_DECREF(written);
-        return pw_append(out, "", 1) < 0 ? -1 : 0;
+        return -1;
     }
-    Py_ssize_t size = PyBytes_Check(records) ? PyBytes_GET_SIZE(records)
-                                             : PyByteArray_GET_SIZE(records);
-    if ((uint64_t)size >= ((uint64_t)1 << 32) - 1) {
-        Py_DECREF(records);
+    PyObject *written = PyObject_CallFunctionObjArgs(write_records, out, records, NULL);
+    Py_DECREF(records);
+    if (written == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_Exception))
+            return -1;
+        PyErr_Clear(); /* the generic encoder raises the named error */
         return PW_NOT_USUAL;
     }
-    /* index, then the records' compact length (uvarint of size + 1, at most five bytes) */
-    unsigned char head[9];
+    Py_DECREF(written);
+    return pw_append(out, "", 1) < 0 ? -1 : 0;
+}
+
+/* index, then the records' compact length (uvarint of size + 1, at most five bytes), into
+ * head[9]; its size. */
+static inline int
+pw_records_head(unsigned char *head, long long index, Py_ssize_t size)
+{
+    /* written out: as a loop through the head pointer it was no longer unrolled */
+    head[0] = (unsigned char)(index >> 24);
+    head[1] = (unsigned char)(index >> 16);
+    head[2] = (unsigned char)(index >> 8);
+    head[3] = (unsigned char)index;
     int head_size = 4;
-    for (int i = 3; i >= 0; i--, index >>= 8)
-        head[i] = (unsigned char)(index & 0xFF);
     uint64_t length = (uint64_t)size + 1;
     while (length >= 0x80) {
         head[head_size++] = (unsigned char)((length & 0x7F) | 0x80);
         length >>= 7;
     }
     head[head_size++] = (unsigned char)length;
-    if (deferred != Py_None && size >= scatter_min) {
-        if (pw_append(out, head, head_size) < 0) {
-            Py_DECREF(records);
-            return -1;
-        }
-        PyObject *entry = PyTuple_New(2);
-        PyObject *position = PyLong_FromSsize_t(PyByteArray_GET_SIZE(out));
-        if (entry == NULL || position == NULL) {
-            Py_XDECREF(entry);
-            Py_XDECREF(position);
-            Py_DECREF(records);
-            return -1;
-        }
-        PyTuple_SET_ITEM(entry, 0, position);
-        PyTuple_SET_ITEM(entry, 1, records); /* takes the reference */
-        rc = PyList_Append(deferred, entry);
-        Py_DECREF(entry);
-        if (rc < 0)
-            return -1;
-        return pw_append(out, "", 1) < 0 ? -1 : 0; /* the partition's tagged fields */
+    return head_size;
+}
+
+/* The head now, and (position in out, records) in deferred: the caller sends the records
+ * from their own buffer. Takes the reference to records. */
+static int
+pw_defer_records(PyObject *out, const unsigned char *head, int head_size, PyObject *records,
+                 PyObject *deferred)
+{
+    if (pw_append(out, head, head_size) < 0) {
+        Py_DECREF(records);
+        return -1;
     }
-    /* Head, records and the partition's tagged fields (none) in one resize. records may be
-     * out itself only in a caller's bug; its data is read after the resize (a bytearray's
-     * buffer moves when it grows). */
+    PyObject *entry = PyTuple_New(2);
+    PyObject *position = PyLong_FromSsize_t(PyByteArray_GET_SIZE(out));
+    if (entry == NULL || position == NULL) {
+        Py_XDECREF(entry);
+        Py_XDECREF(position);
+        Py_DECREF(records);
+        return -1;
+    }
+    PyTuple_SET_ITEM(entry, 0, position);
+    PyTuple_SET_ITEM(entry, 1, records); /* takes the reference */
+    int rc = PyList_Append(deferred, entry);
+    Py_DECREF(entry);
+    if (rc < 0)
+        return -1;
+    return pw_append(out, "", 1) < 0 ? -1 : 0; /* the partition's tagged fields */
+}
+
+/* Head, records and the partition's tagged fields (none) in one resize. records may be out
+ * itself only in a caller's bug; its data is read after the resize (a bytearray's buffer
+ * moves when it grows). Takes the reference to records. */
+static inline int
+pw_copy_records(PyObject *out, const unsigned char *head, int head_size, PyObject *records,
+                Py_ssize_t size)
+{
     if (records == out) {
         Py_DECREF(records);
         return PW_NOT_USUAL;
@@ -229,30 +228,125 @@ pw_write_partition(PyObject *out, PyObject *partition, PyObject *deferred,
 }
 
 static int
-pw_write(PyObject *out, PyObject *request, PyObject *deferred, PyObject *write_records,
-         Py_ssize_t scatter_min)
+pw_write_partition(PyObject *out, PyObject *partition, PyObject *deferred,
+                   PyObject *write_records, Py_ssize_t scatter_min)
 {
-    int rc;
+    PyObject *index_obj = pw_slot_attr(partition, pr_names[PR_INDEX], &pw_slot_index);
+    if (index_obj == NULL)
+        return PyErr_Occurred() ? -1 : PW_NOT_USUAL;
+    long long index;
+    int rc = pw_int_in(index_obj, INT32_MIN, INT32_MAX, &index);
+    Py_DECREF(index_obj);
+    if (rc != 0)
+        return rc;
+    PyObject *records = pw_slot_attr(partition, pw_str_records, &pw_slot_records);
+    if (records == NULL)
+        return PyErr_Occurred() ? -1 : PW_NOT_USUAL;
+    if (!PyBytes_Check(records) && !PyByteArray_Check(records)) {
+        if (PyMemoryView_Check(records))
+            return pw_write_view_records(out, index, records, write_records);
+        Py_DECREF(records);
+        return PW_NOT_USUAL; /* null records (or not bytes): the generic way */
+    }
+    Py_ssize_t size = PyBytes_Check(records) ? PyBytes_GET_SIZE(records)
+                                             : PyByteArray_GET_SIZE(records);
+    if ((uint64_t)size >= ((uint64_t)1 << 32) - 1) {
+        Py_DECREF(records);
+        return PW_NOT_USUAL;
+    }
+    unsigned char head[9];
+    int head_size = pw_records_head(head, index, size);
+    if (deferred != Py_None && size >= scatter_min)
+        return pw_defer_records(out, head, head_size, records, deferred);
+    return pw_copy_records(out, head, head_size, records, size);
+}
+
+/* The request's transactional_id (None), acks and timeout_ms. */
+static int
+pw_read_header(PyObject *request, long long *acks, long long *timeout)
+{
     PyObject *txn = pw_attr(request, pw_str_transactional_id);
     if (txn == NULL)
         return PyErr_Occurred() ? -1 : PW_NOT_USUAL;
-    rc = txn == Py_None ? 0 : PW_NOT_USUAL;
+    int rc = txn == Py_None ? 0 : PW_NOT_USUAL;
     Py_DECREF(txn);
     if (rc != 0)
         return rc;
     PyObject *acks_obj = pw_attr(request, pw_str_acks);
     if (acks_obj == NULL)
         return PyErr_Occurred() ? -1 : PW_NOT_USUAL;
-    long long acks, timeout;
-    rc = pw_int_in(acks_obj, INT16_MIN, INT16_MAX, &acks);
+    rc = pw_int_in(acks_obj, INT16_MIN, INT16_MAX, acks);
     Py_DECREF(acks_obj);
     if (rc != 0)
         return rc;
     PyObject *timeout_obj = pw_attr(request, pw_str_timeout_ms);
     if (timeout_obj == NULL)
         return PyErr_Occurred() ? -1 : PW_NOT_USUAL;
-    rc = pw_int_in(timeout_obj, INT32_MIN, INT32_MAX, &timeout);
+    rc = pw_int_in(timeout_obj, INT32_MIN, INT32_MAX, timeout);
     Py_DECREF(timeout_obj);
+    return rc;
+}
+
+/* A topic's name (a str, as UTF-8 in *utf8) and its partitions (a list or tuple). */
+static int
+pw_read_topic(PyObject *topic, PyObject **name, const char **utf8, Py_ssize_t *name_size,
+              PyObject **partitions)
+{
+    *name = pw_attr(topic, pr_names[PR_NAME]);
+    *partitions = *name == NULL ? NULL : pw_attr(topic, pw_str_partition_data);
+    if (*name == NULL || *partitions == NULL) {
+        Py_CLEAR(*name);
+        return PyErr_Occurred() ? -1 : PW_NOT_USUAL;
+    }
+    *utf8 = PyUnicode_Check(*name) ? PyUnicode_AsUTF8AndSize(*name, name_size) : NULL;
+    int rc = 0;
+    if (*utf8 == NULL) {
+        rc = PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_UnicodeError) ? -1 : PW_NOT_USUAL;
+        if (rc == PW_NOT_USUAL)
+            PyErr_Clear();
+    }
+    else if (!PyList_Check(*partitions) && !PyTuple_Check(*partitions)) {
+        rc = PW_NOT_USUAL;
+    }
+    if (rc != 0) {
+        Py_CLEAR(*name);
+        Py_CLEAR(*partitions);
+    }
+    return rc;
+}
+
+static int
+pw_write_topic(PyObject *out, PyObject *topic, PyObject *deferred, PyObject *write_records,
+               Py_ssize_t scatter_min)
+{
+    PyObject *name, *partitions;
+    const char *utf8;
+    Py_ssize_t name_size;
+    int rc = pw_read_topic(topic, &name, &utf8, &name_size, &partitions);
+    if (rc != 0)
+        return rc;
+    if (pw_append_uvarint(out, (uint64_t)name_size + 1) < 0 ||
+        pw_append(out, utf8, name_size) < 0 ||
+        pw_append_uvarint(out, (uint64_t)PySequence_Fast_GET_SIZE(partitions) + 1) < 0)
+        rc = -1;
+    Py_DECREF(name);
+    for (Py_ssize_t p = 0; rc == 0 && p < PySequence_Fast_GET_SIZE(partitions); p++) {
+        PyObject *partition = Py_NewRef(PySequence_Fast_GET_ITEM(partitions, p));
+        rc = pw_write_partition(out, partition, deferred, write_records, scatter_min);
+        Py_DECREF(partition);
+    }
+    Py_DECREF(partitions);
+    if (rc == 0 && pw_append(out, "", 1) < 0) /* the topic's tagged fields */
+        rc = -1;
+    return rc;
+}
+
+static int
+pw_write(PyObject *out, PyObject *request, PyObject *deferred, PyObject *write_records,
+         Py_ssize_t scatter_min)
+{
+    long long acks, timeout;
+    int rc = pw_read_header(request, &acks, &timeout);
     if (rc != 0)
         return rc;
     PyObject *topics = pw_attr(request, pw_str_topic_data);
@@ -268,51 +362,11 @@ pw_write(PyObject *out, PyObject *request, PyObject *deferred, PyObject *write_r
         Py_DECREF(topics);
         return -1;
     }
-    rc = 0;
     for (Py_ssize_t t = 0; rc == 0 && t < PySequence_Fast_GET_SIZE(topics); t++) {
         /* Held while written: write_records is Python code and could change the lists. */
         PyObject *topic = Py_NewRef(PySequence_Fast_GET_ITEM(topics, t));
-        PyObject *name = pw_attr(topic, pr_names[PR_NAME]);
-        PyObject *partitions = name == NULL ? NULL : pw_attr(topic, pw_str_partition_data);
+        rc = pw_write_topic(out, topic, deferred, write_records, scatter_min);
         Py_DECREF(topic);
-        if (name == NULL || partitions == NULL) {
-            rc = PyErr_Occurred() ? -1 : PW_NOT_USUAL;
-            Py_XDECREF(name);
-            break;
-        }
-        Py_ssize_t name_size;
-        const char *utf8 = PyUnicode_Check(name) ? PyUnicode_AsUTF8AndSize(name, &name_size)
-                                                 : NULL;
-        if (utf8 == NULL) {
-            Py_DECREF(name);
-            Py_XDECREF(partitions);
-            if (PyErr_Occurred() && !PyErr_ExceptionMatches(PyExc_UnicodeError)) {
-                rc = -1;
-                break;
-            }
-            PyErr_Clear();
-            rc = PW_NOT_USUAL;
-            break;
-        }
-        if (!PyList_Check(partitions) && !PyTuple_Check(partitions)) {
-            Py_DECREF(partitions);
-            Py_DECREF(name);
-            rc = PW_NOT_USUAL;
-            break;
-        }
-        if (pw_append_uvarint(out, (uint64_t)name_size + 1) < 0 ||
-            pw_append(out, utf8, name_size) < 0 ||
-            pw_append_uvarint(out, (uint64_t)PySequence_Fast_GET_SIZE(partitions) + 1) < 0)
-            rc = -1;
-        Py_DECREF(name);
-        for (Py_ssize_t p = 0; rc == 0 && p < PySequence_Fast_GET_SIZE(partitions); p++) {
-            PyObject *partition = Py_NewRef(PySequence_Fast_GET_ITEM(partitions, p));
-            rc = pw_write_partition(out, partition, deferred, write_records, scatter_min);
-            Py_DECREF(partition);
-        }
-        Py_DECREF(partitions);
-        if (rc == 0 && pw_append(out, "", 1) < 0) /* the topic's tagged fields */
-            rc = -1;
     }
     Py_DECREF(topics);
     if (rc == 0 && pw_append(out, "", 1) < 0) /* the request's tagged fields */

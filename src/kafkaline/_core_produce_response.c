@@ -172,6 +172,141 @@ pr_store(PyObject *obj, Py_ssize_t offset, PyObject *name, PyObject *value)
 
 #define PR_STORE(obj, field, value) pr_store((obj), pr_offset[field], pr_names[field], (value))
 
+/* The read steps below return 1 when their part is in the usual shape (read, appended), 0 when
+ * it is not (the caller answers None and the Python decoder reads the body), -1 on error. */
+
+/* A partition's fixed fields (33 bytes: the usual shape has no errors and no tagged fields)
+ * as a partition_type object appended to partitions. */
+static inline int
+pr_read_partition(const unsigned char *fixed, PyObject *partition_type, PyObject *leader,
+                  PyObject *partitions)
+{
+    PyObject *obj = pr_new(partition_type);
+    if (obj == NULL || PR_STORE(obj, PR_INDEX, PyLong_FromLongLong(pr_int(fixed, 4))) < 0 ||
+        PR_STORE(obj, PR_ERROR_CODE, PyLong_FromLongLong(pr_int(fixed + 4, 2))) < 0 ||
+        PR_STORE(obj, PR_BASE_OFFSET, PyLong_FromLongLong(pr_int(fixed + 6, 8))) < 0 ||
+        PR_STORE(obj, PR_LOG_APPEND_TIME, PyLong_FromLongLong(pr_int(fixed + 14, 8))) < 0 ||
+        PR_STORE(obj, PR_LOG_START_OFFSET, PyLong_FromLongLong(pr_int(fixed + 22, 8))) < 0 ||
+        PR_STORE(obj, PR_RECORD_ERRORS, PyList_New(0)) < 0 ||
+        PR_STORE(obj, PR_ERROR_MESSAGE, Py_NewRef(Py_None)) < 0 ||
+        PR_STORE(obj, PR_CURRENT_LEADER, Py_NewRef(leader)) < 0 ||
+        PyList_Append(partitions, obj) < 0) {
+        Py_XDECREF(obj);
+        return -1;
+    }
+    Py_DECREF(obj);
+    return 1;
+}
+
+/* A topic's partitions after its name: a list of partition_type objects in *out. */
+static int
+pr_read_partitions(const unsigned char *data, Py_ssize_t end, Py_ssize_t *pos,
+                   PyObject *partition_type, PyObject *leader_type, PyObject **out)
+{
+    Py_ssize_t partition_count = pr_read_count(data, end, pos);
+    if (partition_count < 0)
+        return 0;
+    /* One default current_leader per topic, shared by its partitions (as the reference). */
+    PyObject *leader = pr_new(leader_type), *partitions = NULL;
+    int status = -1;
+    if (leader == NULL || PR_STORE(leader, PR_LEADER_ID, PyLong_FromLong(-1)) < 0 ||
+        PR_STORE(leader, PR_LEADER_EPOCH, PyLong_FromLong(-1)) < 0 ||
+        (partitions = PyList_New(0)) == NULL)
+        goto done;
+    Py_ssize_t at = *pos;
+    for (Py_ssize_t p = 0; p < partition_count; p++, at += 33) {
+        status = 0;
+        if (end - at < 33 || data[at + 30] != 0x01 || data[at + 31] != 0x00 ||
+            data[at + 32] != 0x00)
+            goto done;
+        status = pr_read_partition(data + at, partition_type, leader, partitions);
+        if (status < 0)
+            goto done;
+    }
+    *pos = at;
+    status = 1;
+    *out = Py_NewRef(partitions);
+done:
+    Py_XDECREF(partitions);
+    Py_XDECREF(leader);
+    return status;
+}
+
+static int
+pr_read_topic(const unsigned char *data, Py_ssize_t end, Py_ssize_t *pos,
+              PyObject *const *types, PyObject *topics)
+{
+    Py_ssize_t name_size = pr_read_count(data, end, pos);
+    if (name_size < 0 || *pos + name_size > end)
+        return 0;
+    PyObject *name = PyUnicode_DecodeUTF8((const char *)data + *pos, name_size, NULL);
+    if (name == NULL) {
+        if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
+            return -1;
+        PyErr_Clear();
+        return 0;
+    }
+    *pos += name_size;
+    PyObject *partitions = NULL, *topic = NULL;
+    int status = pr_read_partitions(data, end, pos, types[2], types[3], &partitions);
+    if (status <= 0)
+        goto done;
+    status = 0;
+    if (*pos >= end || data[*pos] != 0) /* the topic's tagged fields */
+        goto done;
+    *pos += 1;
+    status = -1;
+    if ((topic = pr_new(types[1])) == NULL)
+        goto done;
+    int stored = PR_STORE(topic, PR_NAME, name); /* takes name, stored or not */
+    name = NULL;
+    if (stored < 0 || PR_STORE(topic, PR_PARTITION_RESPONSES, Py_NewRef(partitions)) < 0 ||
+        PyList_Append(topics, topic) < 0)
+        goto done;
+    status = 1;
+done:
+    Py_XDECREF(topic);
+    Py_XDECREF(partitions);
+    Py_XDECREF(name);
+    return status;
+}
+
+/* The body as types[0] (the response class), None when it is not in the usual shape. */
+static PyObject *
+pr_read_response(const unsigned char *data, Py_ssize_t end, PyObject *const *types)
+{
+    Py_ssize_t pos = 0;
+    PyObject *topics = NULL, *result = NULL;
+    int status = 0;
+    Py_ssize_t topic_count = pr_read_count(data, end, &pos);
+    if (topic_count < 0)
+        goto done;
+    status = -1;
+    if ((topics = PyList_New(0)) == NULL)
+        goto done;
+    for (Py_ssize_t t = 0; t < topic_count; t++) {
+        status = pr_read_topic(data, end, &pos, types, topics);
+        if (status <= 0)
+            goto done;
+    }
+    status = 0;
+    if (end - pos != 5 || data[pos + 4] != 0) /* throttle, no tagged fields, nothing after */
+        goto done;
+    status = -1;
+    if ((result = pr_new(types[0])) == NULL ||
+        pr_store(result, pr_offset_responses, pr_str_responses, Py_NewRef(topics)) < 0 ||
+        pr_store(result, pr_offset_throttle, pr_str_throttle,
+                 PyLong_FromLongLong(pr_int(data + pos, 4))) < 0 ||
+        pr_store(result, pr_offset_node_endpoints, pr_str_node_endpoints, PyList_New(0)) < 0) {
+        Py_CLEAR(result);
+        goto done;
+    }
+    status = 1;
+done:
+    Py_XDECREF(topics);
+    return status == 0 ? Py_NewRef(Py_None) : result;
+}
+
 static PyObject *
 core_decode_produce_response(PyObject *Py_UNUSED(module), PyObject *const *args,
                              Py_ssize_t nargs)
@@ -184,8 +319,6 @@ core_decode_produce_response(PyObject *Py_UNUSED(module), PyObject *const *args,
     }
     if (pr_init_names() < 0)
         return NULL;
-    PyObject *response_type = args[1], *topic_type = args[2], *partition_type = args[3];
-    PyObject *leader_type = args[4];
     for (int i = 1; i < 5; i++)
         if (!PyType_Check(args[i])) {
             PyErr_Format(PyExc_TypeError, "decode_produce_response(): argument %d must be a "
@@ -196,104 +329,8 @@ core_decode_produce_response(PyObject *Py_UNUSED(module), PyObject *const *args,
     Py_buffer view;
     if (PyObject_GetBuffer(args[0], &view, PyBUF_C_CONTIGUOUS) < 0)
         return NULL;
-    const unsigned char *data = view.buf;
-    Py_ssize_t end = view.len, pos = 0;
-    PyObject *topics = NULL, *partitions = NULL, *leader = NULL, *obj = NULL, *result = NULL;
-    int usual = 0; /* 1 once the whole body was read in the usual shape */
-
-    Py_ssize_t topic_count = pr_read_count(data, end, &pos);
-    if (topic_count < 0)
-        goto done;
-    if ((topics = PyList_New(0)) == NULL)
-        goto error;
-    for (Py_ssize_t t = 0; t < topic_count; t++) {
-        Py_ssize_t name_size = pr_read_count(data, end, &pos);
-        if (name_size < 0 || pos + name_size > end)
-            goto done;
-        PyObject *name = PyUnicode_DecodeUTF8((const char *)data + pos, name_size, NULL);
-        if (name == NULL) {
-            if (!PyErr_ExceptionMatches(PyExc_UnicodeDecodeError))
-                goto error;
-            PyErr_Clear();
-            goto done;
-        }
-        pos += name_size;
-        Py_ssize_t partition_count = pr_read_count(data, end, &pos);
-        if (partition_count < 0) {
-            Py_DECREF(name);
-            goto done;
-        }
-        /* One default current_leader per topic, shared by its partitions (as the reference). */
-        if ((leader = pr_new(leader_type)) == NULL ||
-            PR_STORE(leader, PR_LEADER_ID, PyLong_FromLong(-1)) < 0 ||
-            PR_STORE(leader, PR_LEADER_EPOCH, PyLong_FromLong(-1)) < 0 ||
-            (partitions = PyList_New(0)) == NULL) {
-            Py_DECREF(name);
-            goto error;
-        }
-        for (Py_ssize_t p = 0; p < partition_count; p++) {
-            if (end - pos < 33 || data[pos + 30] != 0x01 || data[pos + 31] != 0x00 ||
-                data[pos + 32] != 0x00) {
-                Py_DECREF(name);
-                goto done;
-            }
-            const unsigned char *fixed = data + pos;
-            pos += 33;
-            if ((obj = pr_new(partition_type)) == NULL ||
-                PR_STORE(obj, PR_INDEX, PyLong_FromLongLong(pr_int(fixed, 4))) < 0 ||
-                PR_STORE(obj, PR_ERROR_CODE,
-                         PyLong_FromLongLong(pr_int(fixed + 4, 2))) < 0 ||
-                PR_STORE(obj, PR_BASE_OFFSET,
-                         PyLong_FromLongLong(pr_int(fixed + 6, 8))) < 0 ||
-                PR_STORE(obj, PR_LOG_APPEND_TIME,
-                         PyLong_FromLongLong(pr_int(fixed + 14, 8))) < 0 ||
-                PR_STORE(obj, PR_LOG_START_OFFSET,
-                         PyLong_FromLongLong(pr_int(fixed + 22, 8))) < 0 ||
-                PR_STORE(obj, PR_RECORD_ERRORS, PyList_New(0)) < 0 ||
-                PR_STORE(obj, PR_ERROR_MESSAGE, Py_NewRef(Py_None)) < 0 ||
-                PR_STORE(obj, PR_CURRENT_LEADER, Py_NewRef(leader)) < 0 ||
-                PyList_Append(partitions, obj) < 0) {
-                Py_DECREF(name);
-                goto error;
-            }
-            Py_CLEAR(obj);
-        }
-        if (pos >= end || data[pos] != 0) { /* the topic's tagged fields */
-            Py_DECREF(name);
-            goto done;
-        }
-        pos += 1;
-        if ((obj = pr_new(topic_type)) == NULL) {
-            Py_DECREF(name);
-            goto error;
-        }
-        if (PR_STORE(obj, PR_NAME, name) < 0 ||
-            PR_STORE(obj, PR_PARTITION_RESPONSES, Py_NewRef(partitions)) < 0 ||
-            PyList_Append(topics, obj) < 0)
-            goto error;
-        Py_CLEAR(obj);
-        Py_CLEAR(partitions);
-        Py_CLEAR(leader);
-    }
-    if (end - pos != 5 || data[pos + 4] != 0) /* throttle, no tagged fields, nothing after */
-        goto done;
-    if ((obj = pr_new(response_type)) == NULL ||
-        pr_store(obj, pr_offset_responses, pr_str_responses, Py_NewRef(topics)) < 0 ||
-        pr_store(obj, pr_offset_throttle, pr_str_throttle,
-                 PyLong_FromLongLong(pr_int(data + pos, 4))) < 0 ||
-        pr_store(obj, pr_offset_node_endpoints, pr_str_node_endpoints, PyList_New(0)) < 0)
-        goto error;
-    result = obj;
-    obj = NULL;
-    usual = 1;
-done:
-    if (!usual)
-        result = Py_NewRef(Py_None);
-error:
-    Py_XDECREF(obj);
-    Py_XDECREF(leader);
-    Py_XDECREF(partitions);
-    Py_XDECREF(topics);
+    /* the classes in args[1:]: response, topic, partition, leader */
+    PyObject *result = pr_read_response(view.buf, view.len, args + 1);
     PyBuffer_Release(&view);
     return result;
 }

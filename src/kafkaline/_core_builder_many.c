@@ -180,30 +180,39 @@ Builder_open_state(Builder *self, PyObject *Py_UNUSED(ignored))
                          (long long)self->base_timestamp);
 }
 
-/* The records' total size in bytes, as len() gives it; -1 on error. */
+/* The records' total size in bytes, as their buffers give it (what copy_encoded() copies,
+ * which len() is not for a memoryview of wider items); -1 on error. */
 static Py_ssize_t
 encoded_size(PyObject **items, Py_ssize_t n)
 {
     Py_ssize_t size = 0;
     for (Py_ssize_t i = 0; i < n; i++) {
-        Py_ssize_t len = PyObject_Length(items[i]);
-        if (len < 0)
+        Py_buffer view;
+        if (PyObject_GetBuffer(items[i], &view, PyBUF_C_CONTIGUOUS) < 0)
             return -1;
-        size += len;
+        size += view.len;
+        PyBuffer_Release(&view);
     }
     return size;
 }
 
-/* Copy the records into the buffer (reserved for them) after what it holds. */
+/* Copy the records into the `room` bytes reserved for them after what the buffer holds; a
+ * record whose buffer grew since encoded_size() raises instead of writing past the room. */
 static int
-copy_encoded(Builder *self, PyObject **items, Py_ssize_t n)
+copy_encoded(Builder *self, PyObject **items, Py_ssize_t n, Py_ssize_t room)
 {
     for (Py_ssize_t i = 0; i < n; i++) {
         Py_buffer view;
         if (PyObject_GetBuffer(items[i], &view, PyBUF_C_CONTIGUOUS) < 0)
             return -1;
+        if (view.len > room) {
+            PyBuffer_Release(&view);
+            PyErr_SetString(PyExc_ValueError, "append_encoded(): a record changed size");
+            return -1;
+        }
         memcpy(PyBytes_AS_STRING(self->buffer) + self->used, view.buf, view.len);
         self->used += view.len;
+        room -= view.len;
         PyBuffer_Release(&view);
     }
     return 0;
@@ -230,7 +239,7 @@ append_encoded_records(Builder *self, PyObject *records, long long count)
         goto done;
     }
     if (builder_reserve(self, size) == 0)
-        rc = copy_encoded(self, items, n);
+        rc = copy_encoded(self, items, n, size);
 done:
     Py_DECREF(seq);
     return rc;

@@ -328,7 +328,7 @@ class RecordBatchBuilder:
             raise IllegalStateError("cannot append to a closed record batch")
         if count <= 0:
             raise ValueError(f"count {count} must be positive")
-        size = sum(map(len, records))
+        size = sum(memoryview(record).nbytes for record in records)  # bytes, not items
         if self._count == 0:
             if BATCH_HEADER_SIZE + size > MAX_BATCH_SIZE:
                 raise RecordTooLargeError(

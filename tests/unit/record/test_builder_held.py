@@ -180,3 +180,30 @@ def test_the_constructor_refuses_a_default_value_of_the_wrong_type(field: str) -
 def test_the_constructor_takes_a_codec_by_its_id() -> None:
     builder = RecordBatchBuilder(compression=3)
     assert builder.compression is CompressionType.LZ4
+
+
+def test_pieces_of_wider_items_count_and_copy_by_bytes() -> None:
+    """A piece may be a memoryview of 4-byte items: its size is its bytes (len() counts items),
+    so the batch is the one per-record appends make, with nothing copied past its buffer."""
+    records = _records(40)
+    chunk = encode_records(
+        [r[1] for r in records],
+        [r[2] for r in records],
+        [r[0] for r in records],
+        base_timestamp=records[0][0],
+        first_offset_delta=0,
+    )
+    padded = chunk + bytes(-len(chunk) % 4)  # a whole number of 4-byte items
+    wide = memoryview(padded).cast("I")
+    assert len(wide) * 4 == len(padded)
+    held = RecordBatchBuilder(batch_size_limit=1 << 20)
+    held.append_encoded(
+        [wide[: len(chunk) // 4], memoryview(chunk)[len(chunk) // 4 * 4 :]],
+        len(records),
+        records[0][0],
+        max(r[0] for r in records),
+    )
+    listed = RecordBatchBuilder(batch_size_limit=1 << 20)
+    _append_each(listed, records)
+    _assert_same_view(held, listed)
+    assert held.build() == listed.build()

@@ -51,34 +51,55 @@ header_pair_size(PyObject *pair, Py_ssize_t *size)
     return rc;
 }
 
-/* Write one pair checked by header_pair_size() at *p, moving *p past it. */
+/* Write one pair checked by header_pair_size() at *p, moving *p past it, never past `end`: a
+ * pair read again may differ (a custom sequence's __getitem__), and then it raises. */
 static int
-put_header_pair(unsigned char **p, PyObject *pair)
+put_header_pair(unsigned char **p, const unsigned char *end, PyObject *pair)
 {
     PyObject *key = PySequence_GetItem(pair, 0);
+    if (key == NULL)
+        return -1;
     Py_ssize_t klen;
-    const char *kdata = PyUnicode_AsUTF8AndSize(key, &klen);
+    const char *kdata = PyUnicode_Check(key) ? PyUnicode_AsUTF8AndSize(key, &klen) : NULL;
+    if (kdata == NULL || end - *p < varint_size(zigzag(klen)) + klen) {
+        Py_DECREF(key);
+        goto changed;
+    }
     *p = put_varint(*p, zigzag(klen));
     memcpy(*p, kdata, klen);
     *p += klen;
     Py_DECREF(key);
     PyObject *value = PySequence_GetItem(pair, 1);
+    if (value == NULL)
+        return -1;
     int rc = 0;
     if (value == Py_None) {
-        *p = put_varint(*p, zigzag(-1));
+        rc = end - *p < 1 ? 1 : 0;
+        if (rc == 0)
+            *p = put_varint(*p, zigzag(-1));
     }
     else {
         BytesArg arg;
         rc = bytes_arg(value, "header value", &arg); /* fails if changed meanwhile */
         if (rc == 0) {
-            *p = put_varint(*p, zigzag(arg.size));
-            memcpy(*p, arg.data, arg.size);
-            *p += arg.size;
+            if (end - *p < varint_size(zigzag(arg.size)) + arg.size) {
+                rc = 1;
+            }
+            else {
+                *p = put_varint(*p, zigzag(arg.size));
+                memcpy(*p, arg.data, arg.size);
+                *p += arg.size;
+            }
             bytes_arg_release(&arg);
         }
     }
     Py_DECREF(value);
-    return rc;
+    if (rc <= 0)
+        return rc;
+changed:
+    PyErr_Clear();
+    PyErr_SetString(PyExc_ValueError, "a header pair changed while its record was encoded");
+    return -1;
 }
 
 /* The header_count and headers fields, encoded into a new bytes object (NULL on error): sized
@@ -100,12 +121,17 @@ encode_headers(PyObject *headers)
     if (block == NULL)
         goto done;
     unsigned char *p = (unsigned char *)PyBytes_AS_STRING(block);
+    const unsigned char *end = p + size;
     p = put_varint(p, zigzag(n));
     for (Py_ssize_t i = 0; i < n; i++)
-        if (put_header_pair(&p, items[i]) < 0) {
+        if (put_header_pair(&p, end, items[i]) < 0) {
             Py_CLEAR(block);
             goto done;
         }
+    if (p != end) { /* a pair read again came out shorter: the block would hold garbage */
+        PyErr_SetString(PyExc_ValueError, "a header pair changed while its record was encoded");
+        Py_CLEAR(block);
+    }
 done:
     Py_DECREF(seq);
     return block;

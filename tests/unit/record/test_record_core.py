@@ -817,3 +817,40 @@ def test_a_subclass_send_is_kept() -> None:
         assert Counting.sent == 1
     finally:
         producer.close(0)
+
+
+class _ChangingPair:
+    """A header pair (a custom sequence) whose value is ``before`` for the first two reads of
+    item 1 (the core's check and size pass) and ``after`` from then on (its write pass)."""
+
+    def __init__(self, before: bytes | None, after: bytes | None) -> None:
+        self.reads = 0
+        self.before = before
+        self.after = after
+
+    def __len__(self) -> int:
+        return 2
+
+    def __getitem__(self, index: int) -> object:
+        if index >= 2:
+            raise IndexError(index)
+        if index == 0:
+            return "k"
+        self.reads += 1
+        return self.before if self.reads <= 2 else self.after
+
+
+@needs_core
+@pytest.mark.parametrize(
+    ("before", "after"),
+    [(b"x", b"y" * 100_000), (b"x" * 100, b"y"), (b"x", None), (None, b"yy")],
+)
+def test_a_header_pair_that_changes_size_between_reads_raises(
+    before: bytes | None, after: bytes | None
+) -> None:
+    """The header block is sized in one pass and written in a second: a pair that reads back
+    with another size is refused, never written past (or short of) the block."""
+    builder = _record_core.RecordBatchBuilder(batch_size_limit=1 << 20)
+    with pytest.raises(ValueError, match="header pair changed"):
+        builder.append(1, None, b"v", [_ChangingPair(before, after)])  # type: ignore[list-item]
+    assert len(builder) == 0

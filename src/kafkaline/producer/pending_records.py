@@ -78,7 +78,10 @@ class PendingRecords(Protocol):
 class OneRecord:
     """A serialized record of :meth:`Producer.send`; its future once appended."""
 
-    __slots__ = ("_bound", "done", "fills_batch", "future", "headers", "key", "timestamp", "value")
+    __slots__ = ("_bound", "done", "future", "headers", "key", "timestamp", "value")
+
+    #: One record adds :meth:`size_bound` bytes at most (a class field: nothing to set).
+    fills_batch = False
 
     def __init__(
         self, timestamp: int, key: bytes | None, value: bytes | None, headers: Headers | None
@@ -89,7 +92,6 @@ class OneRecord:
         self.headers = headers
         self.future: FutureRecordMetadata | None = None
         self.done = False
-        self.fills_batch = False
         # Once, up front: a batch's memory check and the sticky partitioner both read it.
         self._bound = record_size_bound(key, value, headers)
 

@@ -93,7 +93,12 @@ class OneRecord:
         self.future: FutureRecordMetadata | None = None
         self.done = False
         # Once, up front: a batch's memory check and the sticky partitioner both read it.
-        self._bound = record_size_bound(key, value, headers)
+        if headers is None and type(value) is bytes and (key is None or type(key) is bytes):
+            # The usual record, and every record of the compiled send()'s new-batch step:
+            # record_size_bound's first case without its call.
+            self._bound = RECORD_OVERHEAD_BOUND + len(value) + (0 if key is None else len(key))
+        else:
+            self._bound = record_size_bound(key, value, headers)
 
     def append_to(self, batch: ProducerBatch) -> int | None:
         future = batch.try_append(self.timestamp, self.key, self.value, self.headers)

@@ -42,24 +42,6 @@ _log = logging.getLogger(__name__)
 _NO_COMPRESSION = CompressionType.NONE
 
 
-def _new_builder(
-    limit: int, compression: int, level: int | None, ratio: float, transactional: bool
-) -> RecordBatchBuilder:
-    """A batch's builder. The usual one (no compression, not transactional) is made with its
-    limit alone: keywords make the call of the compiled builder dearer, and with many
-    partitions a batch is made for every record or two (see docs/performance.md,
-    newbatch2)."""
-    if compression is _NO_COMPRESSION and level is None and ratio == 1.0 and not transactional:
-        return RecordBatchBuilder(limit)
-    return RecordBatchBuilder(
-        limit,
-        compression=compression,
-        compression_level=level,
-        estimated_compression_ratio=ratio,
-        is_transactional=transactional,
-    )
-
-
 class ProducerBatch:
     """Records for one topic-partition, appended by user threads, sent by the Sender.
 
@@ -111,9 +93,23 @@ class ProducerBatch:
         # takes a first record, whatever its limit.
         limit = batch_size if batch_size > BATCH_HEADER_SIZE else BATCH_HEADER_SIZE + 1
         #: The batch's records (under the partition's lock until drained).
-        self.builder = _new_builder(
-            limit, compression, compression_level, estimated_compression_ratio, is_transactional
-        )
+        if (
+            compression is _NO_COMPRESSION
+            and compression_level is None
+            and estimated_compression_ratio == 1.0
+            and not is_transactional
+        ):
+            # The usual batch: keywords make the compiled builder's call dearer, and with many
+            # partitions a batch is made per record or two (docs/performance.md, newbatch2).
+            self.builder = RecordBatchBuilder(limit)
+        else:
+            self.builder = RecordBatchBuilder(
+                limit,
+                compression=compression,
+                compression_level=compression_level,
+                estimated_compression_ratio=estimated_compression_ratio,
+                is_transactional=is_transactional,
+            )
         self.is_transactional = is_transactional
         self.compression_level = compression_level
         #: Completes every record's future.

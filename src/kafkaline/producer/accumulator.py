@@ -50,7 +50,7 @@ from kafkaline.producer.accumulator_types import (
     RecordAppendResult,
 )
 from kafkaline.producer.batch import ProducerBatch
-from kafkaline.producer.buffer_pool import BufferPool
+from kafkaline.producer.buffer_pool import BufferPool, new_lock
 from kafkaline.producer.builtin_partitioner import BuiltInPartitioner
 from kafkaline.producer.compression_ratio import CompressionRatioEstimator
 from kafkaline.producer.futures import FutureRecordMetadata
@@ -157,7 +157,7 @@ class RecordAccumulator(EncodedAppendSide, SenderSide):
         self._queues_lock = threading.Lock()
         self._sticky: dict[str, BuiltInPartitioner] = {}
         self._incomplete: set[ProducerBatch] = set()
-        self._incomplete_lock = threading.Lock()
+        self._incomplete_lock = new_lock()
         self._flushes_in_progress = 0
         self._flush_lock = threading.Lock()
         self._closed = False

@@ -138,8 +138,10 @@ class AppendSide(QueueMap):
                 return pooled, False, False, False
             if self._closed:
                 raise records.closed_error()
-            tried = _FULL  # an empty queue (the usual case here) has no last batch to try
-            if queue.batches:
+            # An empty queue has no last batch to try, a full one (what sent the records
+            # here, often) takes nothing.
+            tried = _FULL
+            if queue.batches and not queue.batches[-1].builder.is_full:
                 tried, pooled = self._try_last(queue, records, pooled, sticky, cluster)
             if tried != _FULL or (
                 pooled < want and pooled < self._first_reservation(topic, records)

@@ -38,6 +38,8 @@ from kafkaline.record.batch_format import BATCH_HEADER_SIZE, NO_SEQUENCE
 __all__ = ["ProducerBatch"]
 
 _log = logging.getLogger(__name__)
+# A global: on Python 3.11 CompressionType.NONE goes through EnumType.__getattr__'s hook.
+_NO_COMPRESSION = CompressionType.NONE
 
 
 class ProducerBatch:
@@ -91,13 +93,23 @@ class ProducerBatch:
         # takes a first record, whatever its limit.
         limit = batch_size if batch_size > BATCH_HEADER_SIZE else BATCH_HEADER_SIZE + 1
         #: The batch's records (under the partition's lock until drained).
-        self.builder = RecordBatchBuilder(
-            limit,
-            compression=compression,
-            compression_level=compression_level,
-            estimated_compression_ratio=estimated_compression_ratio,
-            is_transactional=is_transactional,
-        )
+        if (
+            compression is _NO_COMPRESSION
+            and compression_level is None
+            and estimated_compression_ratio == 1.0
+            and not is_transactional
+        ):
+            # The usual batch: keywords make the compiled builder's call dearer, and with many
+            # partitions a batch is made per record or two (docs/performance.md, newbatch2).
+            self.builder = RecordBatchBuilder(limit)
+        else:
+            self.builder = RecordBatchBuilder(
+                limit,
+                compression=compression,
+                compression_level=compression_level,
+                estimated_compression_ratio=estimated_compression_ratio,
+                is_transactional=is_transactional,
+            )
         self.is_transactional = is_transactional
         self.compression_level = compression_level
         #: Completes every record's future.

@@ -28,8 +28,23 @@ from collections.abc import Callable
 
 from kafkaline.errors import BufferExhaustedError, ProducerClosedError, RecordTooLargeError
 from kafkaline.producer.futures import on_io_thread
+from kafkaline.record.core import compiled_core
 
-__all__ = ["BufferPool"]
+__all__ = ["BufferPool", "new_lock"]
+
+
+def _lock_factory() -> Callable[[], threading.Lock]:
+    core = compiled_core()
+    if core is None:
+        return threading.Lock
+    factory: Callable[[], threading.Lock] = core.QueueLock
+    return factory
+
+
+#: A lock for the pool and the accumulator's locks taken once per batch: threading.Lock's
+#: interface, the compiled core's QueueLock when it is in use, whose ``with`` costs less
+#: than threading.Lock's on Python 3.11 (see docs/performance.md, newbatch2).
+new_lock = _lock_factory()
 
 
 class BufferPool:
@@ -75,7 +90,7 @@ class BufferPool:
         self.total_memory = total_memory
         self.poolable_size = poolable_size
         self._available = total_memory
-        self._lock = threading.Lock()
+        self._lock = new_lock()
         self._waiters: deque[threading.Condition] = deque()
         self._closed = False
         self._wait_time_total_ms = 0.0

@@ -78,7 +78,10 @@ class PendingRecords(Protocol):
 class OneRecord:
     """A serialized record of :meth:`Producer.send`; its future once appended."""
 
-    __slots__ = ("_bound", "done", "fills_batch", "future", "headers", "key", "timestamp", "value")
+    __slots__ = ("_bound", "done", "future", "headers", "key", "timestamp", "value")
+
+    #: One record adds :meth:`size_bound` bytes at most (a class field: nothing to set).
+    fills_batch = False
 
     def __init__(
         self, timestamp: int, key: bytes | None, value: bytes | None, headers: Headers | None
@@ -89,9 +92,13 @@ class OneRecord:
         self.headers = headers
         self.future: FutureRecordMetadata | None = None
         self.done = False
-        self.fills_batch = False
         # Once, up front: a batch's memory check and the sticky partitioner both read it.
-        self._bound = record_size_bound(key, value, headers)
+        if headers is None and type(value) is bytes and (key is None or type(key) is bytes):
+            # The usual record, and every record of the compiled send()'s new-batch step:
+            # record_size_bound's first case without its call.
+            self._bound = RECORD_OVERHEAD_BOUND + len(value) + (0 if key is None else len(key))
+        else:
+            self._bound = record_size_bound(key, value, headers)
 
     def append_to(self, batch: ProducerBatch) -> int | None:
         future = batch.try_append(self.timestamp, self.key, self.value, self.headers)

@@ -954,3 +954,25 @@ def test_ready_follows_leaders_and_new_queues_across_metadata_snapshots() -> Non
     assert result.ready_nodes == set() and result.unknown_leader_topics == {"t"}
     append(accumulator, TopicPartition("u", 0))
     assert accumulator.ready(CLUSTER, 0.0).ready_nodes == {1, 2}
+
+
+def test_the_new_batch_step_appends_to_a_last_batch_with_room() -> None:
+    # Another thread may have made a batch since the compiled send() found none with room.
+    accumulator = new_accumulator()
+    first = append(accumulator, T0)
+    future, _, created = accumulator.append_to_new_batch("t", 0, TS, b"k", VALUE, 0.0, 0.0)
+    (batch,) = list(accumulator._queues["t"][0].batches)
+    assert not created and batch.record_count == 2
+    assert future.batch_result is first.batch_result and future.offset_delta == 1
+
+
+def test_the_new_batch_step_makes_a_batch_behind_a_full_one() -> None:
+    accumulator = new_accumulator(batch_size=100)  # one record fills a batch
+    append(accumulator, T0)
+    (full,) = list(accumulator._queues["t"][0].batches)
+    assert full.is_full
+    future, sendable, created = accumulator.append_to_new_batch("t", 0, TS, b"k", VALUE, 0.0, 0.0)
+    first, second = list(accumulator._queues["t"][0].batches)
+    assert first is full and full.record_count == 1
+    assert created and sendable and second.record_count == 1
+    assert future.batch_result is second.result and future.offset_delta == 0

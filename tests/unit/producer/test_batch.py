@@ -259,3 +259,25 @@ def test_created_ms_and_batch_size_may_be_passed_by_position() -> None:
     for batch in (by_position, by_keyword):
         assert (batch.created_ms, batch.builder.size_limit) == (5.0, 2048)
         assert batch.builder.compression == CompressionType.NONE
+
+
+def test_a_batch_with_the_default_settings_spelled_out_builds_the_same_bytes() -> None:
+    # The usual batch makes its builder with the limit alone; spelled out (compression as a
+    # plain int) it takes the keywords: the same batch either way.
+    built = []
+    for batch in (
+        ProducerBatch(TopicPartition("t", 0), 0.0, 1024),
+        ProducerBatch(
+            TopicPartition("t", 0),
+            0.0,
+            1024,
+            compression=0,
+            compression_level=None,
+            estimated_compression_ratio=1.0,
+            is_transactional=False,
+        ),
+    ):
+        batch.try_append(1_700_000_000_000, b"k", b"v" * 600)
+        assert batch.try_append(1_700_000_000_000, b"k", b"v" * 600) is None  # over 1024
+        built.append(bytes(batch.build()))
+    assert built[0] == built[1]

@@ -80,12 +80,7 @@ class AppendSide(QueueMap):
         pooled = 0  # taken from the pool, not yet held by a batch
         try:
             while not records.done:
-                sticky: StickyPartition | None = None
-                if partitioner is None or cluster is None:
-                    queue = self._queue(topic, partition)
-                else:  # the sticky partitioner's current partition
-                    sticky = partitioner.peek_current(cluster)
-                    queue = self._queue(topic, sticky.partition)
+                queue, sticky = self._round_queue(topic, partition, partitioner, cluster)
                 tried = _FULL  # an empty queue has no last batch: no lock round
                 if last_batch_full:
                     last_batch_full = False
@@ -116,6 +111,20 @@ class AppendSide(QueueMap):
             if pooled:
                 self._pool.deallocate(pooled)
         return sendable, created
+
+    def _round_queue(
+        self,
+        topic: str,
+        partition: int | None,
+        partitioner: BuiltInPartitioner | None,
+        cluster: ClusterPartitions | None,
+    ) -> tuple[PartitionQueue, StickyPartition | None]:
+        """The queue an append round works on: the record's partition's, or (with the sticky
+        partitioner) its current partition's, with that choice to check under the lock."""
+        if partitioner is None or cluster is None:
+            return self._queue(topic, partition), None
+        sticky = partitioner.peek_current(cluster)
+        return self._queue(topic, sticky.partition), sticky
 
     def _append_or_new_batch(
         self,

@@ -504,8 +504,7 @@ class Sender:
                 self._outcomes.complete_with_error(batch, error, now)
             return
         self._produce_requests_in_flight += 1
-        counters = self._counters
-        counters.record_request(
+        self._counters.record_request(
             records=records,
             size_bytes=size,
             queue_times_ms=queue_times,
@@ -521,13 +520,7 @@ class Sender:
         self._produce_requests_in_flight -= 1
         now = response.completed_at_ms
         error = response.error
-        produce: ProduceResponse | None = None
-        if error is None and response.response is not None:
-            body = response.response
-            # response_as(), whose isinstance() is a call more, only to raise naming the type.
-            produce = (
-                body if isinstance(body, ProduceResponse) else response.response_as(ProduceResponse)
-            )
+        produce = _produce_body(response)
         self._counters.record_response(
             latency_ms=response.completed_at_ms - response.sent_at_ms,  # its latency_ms
             throttle_ms=float(produce.throttle_time_ms) if produce is not None else 0.0,
@@ -579,6 +572,15 @@ class Sender:
         unanswered = list(_batches_of(by_topic))
         if unanswered:
             self._outcomes.fail_unanswered(unanswered, response.node_id)
+
+
+def _produce_body(response: ClientResponse) -> ProduceResponse | None:
+    """The ProduceResponse answered, None for an error or for acks=0 (no answer)."""
+    body = response.response
+    if response.error is not None or body is None:
+        return None
+    # response_as(), whose isinstance() is a call more, only to raise naming the type.
+    return body if isinstance(body, ProduceResponse) else response.response_as(ProduceResponse)
 
 
 #: A topic the request did not name: no batch to pop.

@@ -279,6 +279,31 @@ run_hooks(BatchResult *self, PyObject *hooks)
     return 0;
 }
 
+/* A completion's state and error agree (an error exactly when it failed; a split goes through
+ * redirect()): 0, or -1 with ValueError naming the state. */
+static int
+check_completion(PyObject *state, PyObject *error)
+{
+    if (state_split == NULL) {
+        PyErr_SetString(PyExc_RuntimeError, "register_result_states() was not called");
+        return -1;
+    }
+    if (state == state_split) {
+        PyErr_SetString(PyExc_ValueError, "a split completes through redirect()");
+        return -1;
+    }
+    if ((error == Py_None) != (state == state_succeeded)) {
+        PyObject *value = PyObject_GetAttr(state, str_value);
+        if (value != NULL) {
+            PyErr_Format(PyExc_ValueError, "a %S batch needs an error exactly when it failed",
+                         value);
+            Py_DECREF(value);
+        }
+        return -1;
+    }
+    return 0;
+}
+
 /* complete(state, base_offset=-1, log_append_time=-1, error=None, record_errors=None). */
 static PyObject *
 BatchResult_complete(BatchResult *self, PyObject *const *args, Py_ssize_t nargs,
@@ -288,23 +313,8 @@ BatchResult_complete(BatchResult *self, PyObject *const *args, Py_ssize_t nargs,
     if (complete_args(args, nargs, kwnames, given) < 0)
         return NULL;
     PyObject *state = given[0], *error = given[3];
-    if (state_split == NULL) {
-        PyErr_SetString(PyExc_RuntimeError, "register_result_states() was not called");
+    if (check_completion(state, error) < 0)
         return NULL;
-    }
-    if (state == state_split) {
-        PyErr_SetString(PyExc_ValueError, "a split completes through redirect()");
-        return NULL;
-    }
-    if ((error == Py_None) != (state == state_succeeded)) {
-        PyObject *value = PyObject_GetAttr(state, str_value);
-        if (value != NULL) {
-            PyErr_Format(PyExc_ValueError, "a %S batch needs an error exactly when it failed",
-                         value);
-            Py_DECREF(value);
-        }
-        return NULL;
-    }
     if (self->state != Py_None)
         return Py_NewRef(self->state);
     if (error != Py_None) {

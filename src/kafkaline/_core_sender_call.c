@@ -1,230 +1,6 @@
 /* kafkaline._record_core: send()'s common case: one record into its partition's open batch.
  * A part of _record_core.c, which #includes the parts in order as one translation unit. */
 
-/* The lock's acquire or release method called on it: 0, or -1 with an exception set.
- * acquire() blocks with the GIL released, as in the general path's lock.acquire(). */
-static int
-call_lock(Sender *self, PyObject *lock, int acquire)
-{
-    if (Py_IS_TYPE(lock, &QueueLockType)) {
-        QueueLock *q = (QueueLock *)lock;
-        if (acquire)
-            return queue_lock_take(q, -1) < 0 ? -1 : 0;
-        queue_lock_give(q); /* taken above by this call, so held */
-        return 0;
-    }
-    if (Py_TYPE(lock) != self->lock_type) {
-        PyObject *type = (PyObject *)Py_TYPE(lock);
-        PyObject *a = PyObject_GetAttrString(type, "acquire");
-        PyObject *r = a ? PyObject_GetAttrString(type, "release") : NULL;
-        if (r == NULL) {
-            Py_XDECREF(a);
-            return -1;
-        }
-        Py_XSETREF(self->lock_acquire, a);
-        Py_XSETREF(self->lock_release, r);
-        Py_XSETREF(self->lock_type, (PyTypeObject *)Py_NewRef(type));
-    }
-    PyObject *done = PyObject_Vectorcall(acquire ? self->lock_acquire : self->lock_release,
-                                         &lock, 1, NULL);
-    if (done == NULL)
-        return -1;
-    Py_DECREF(done);
-    return 0;
-}
-
-/* obj.name (a new reference, or NULL with an exception set), through the cache when it is
- * a __slots__ member of obj's type. The type's member descriptor is found as
- * type(obj).name, which is also what obj.name finds first (a data descriptor). */
-static PyObject *
-read_slot_slow(PyObject *obj, PyObject *name, SlotCache *cache)
-{
-    PyTypeObject *type = Py_TYPE(obj);
-    if (type != cache->type) {
-        Py_ssize_t offset = -1;
-        PyObject *descr = PyObject_GetAttr((PyObject *)type, name);
-        if (descr == NULL) {
-            PyErr_Clear(); /* obj.name below says what is wrong */
-        }
-        else {
-            if (Py_IS_TYPE(descr, &PyMemberDescr_Type)) {
-                PyMemberDescrObject *member = (PyMemberDescrObject *)descr;
-                if (member->d_member->type == T_OBJECT_EX &&
-                    PyType_IsSubtype(type, member->d_common.d_type))
-                    offset = member->d_member->offset;
-            }
-            Py_DECREF(descr);
-        }
-        Py_XSETREF(cache->type, (PyTypeObject *)Py_NewRef(type));
-        cache->offset = offset;
-    }
-    if (cache->offset >= 0) {
-        PyObject *value = *(PyObject **)((char *)obj + cache->offset);
-        if (value != NULL)
-            return Py_NewRef(value);
-    }
-    return PyObject_GetAttr(obj, name); /* also the AttributeError of an unset slot */
-}
-
-/* read_slot_slow()'s common case, inlined: four of these per send. */
-static inline PyObject *
-read_slot(PyObject *obj, PyObject *name, SlotCache *cache)
-{
-    if (Py_TYPE(obj) == cache->type && cache->offset >= 0) {
-        PyObject *value = *(PyObject **)((char *)obj + cache->offset);
-        if (value != NULL)
-            return Py_NewRef(value);
-    }
-    return read_slot_slow(obj, name, cache);
-}
-
-/* obj.name as a C integer: 0, 1 when it is not an int that fits (nothing set), -1 on error. */
-static int
-attr_ssize(PyObject *obj, PyObject *name, SlotCache *cache, Py_ssize_t *out)
-{
-    PyObject *v = read_slot(obj, name, cache);
-    if (v == NULL)
-        return -1;
-    int rc = 1;
-    if (PyLong_CheckExact(v)) {
-        int overflow;
-        long long n = PyLong_AsLongLongAndOverflow(v, &overflow);
-        if (n == -1 && PyErr_Occurred())
-            rc = -1;
-        else if (!overflow && n >= 0 && n <= PY_SSIZE_T_MAX) {
-            *out = (Py_ssize_t)n;
-            rc = 0;
-        }
-    }
-    Py_DECREF(v);
-    return rc;
-}
-
-/* accumulator.name (a new reference, or NULL with an exception set), read from its instance
- * dict: its own attributes are plain ones, and one dict lookup is cheaper than getattr. */
-static PyObject *
-accumulator_attr(Sender *self, PyObject *name)
-{
-    if (self->accumulator_dict == NULL) {
-        PyObject *d = PyObject_GenericGetDict(self->accumulator, NULL);
-        if (d == NULL || !PyDict_CheckExact(d)) {
-            Py_XDECREF(d);
-            PyErr_Clear();
-            return PyObject_GetAttr(self->accumulator, name);
-        }
-        self->accumulator_dict = d;
-    }
-    PyObject *value = PyDict_GetItemWithError(self->accumulator_dict, name);
-    if (value != NULL)
-        return Py_NewRef(value);
-    if (PyErr_Occurred())
-        return NULL;
-    return PyObject_GetAttr(self->accumulator, name);
-}
-
-static int plain_int(PyObject *obj, long long hi, long long *out);
-
-static void
-topic_cache_clear(Sender *self)
-{
-    for (Py_ssize_t i = 0; i < self->cache_size; i++)
-        Py_CLEAR(self->cache_queue[i]);
-    PyMem_Free(self->cache_queue);
-    self->cache_queue = NULL;
-    self->cache_size = 0;
-    Py_CLEAR(self->cache_topic);
-    Py_CLEAR(self->cache_sticky);
-    self->cache_count = -1;
-}
-
-/* Makes the cache the topic's (a str). What it keeps needs no check per send: the producer
- * only adds topics to partition_counts between replacing it (a new one forgets the count),
- * and the accumulator makes each queue and sticky partitioner once and never replaces or
- * removes one (partition_queues.py). What was not found is not kept, so a queue or count
- * that appears meanwhile (another thread's) is found by the next send. */
-static void
-topic_cache_select(Sender *self, PyObject *topic)
-{
-    if (topic == self->cache_topic ||
-        (self->cache_topic != NULL && PyUnicode_Compare(topic, self->cache_topic) == 0))
-        return; /* two exact str: no error, no Python code */
-    topic_cache_clear(self);
-    self->cache_topic = Py_NewRef(topic);
-}
-
-/* The cached topic's partition count: > 0, 0 when there is none to use, -1 on error. */
-static long long
-cached_count(Sender *self, PyObject *topic)
-{
-    if (self->cache_count >= 0)
-        return self->cache_count;
-    PyObject *count_obj = PyDict_GetItemWithError(self->partition_counts, topic);
-    long long count;
-    if (count_obj == NULL)
-        return PyErr_Occurred() ? -1 : 0;
-    if (plain_int(count_obj, PY_SSIZE_T_MAX, &count) || count == 0)
-        return 0;
-    self->cache_count = count;
-    return count;
-}
-
-/* The cached topic's queue of the partition (a new reference; NULL, maybe with an exception
- * set, when there is none), kept by partition below max(count, 64), at most QUEUES_KEPT. */
-#define QUEUES_KEPT 65536
-static PyObject *
-cached_queue(Sender *self, PyObject *topic, long long partition, long long count)
-{
-    if (partition >= self->cache_size && self->cache_size < count &&
-        self->cache_size < QUEUES_KEPT) {
-        Py_ssize_t size = count < 64 ? 64 : count > QUEUES_KEPT ? QUEUES_KEPT : (Py_ssize_t)count;
-        PyObject **grown = PyMem_Calloc((size_t)size, sizeof(PyObject *));
-        if (grown != NULL) {
-            for (Py_ssize_t i = 0; i < self->cache_size; i++)
-                grown[i] = self->cache_queue[i];
-            PyMem_Free(self->cache_queue);
-            self->cache_queue = grown;
-            self->cache_size = size;
-        }
-    }
-    if (partition < self->cache_size && self->cache_queue[partition] != NULL)
-        return Py_NewRef(self->cache_queue[partition]);
-    PyObject *queues = accumulator_attr(self, str_queues);
-    if (queues == NULL)
-        return NULL;
-    PyObject *by_partition = PyDict_Check(queues) ? PyDict_GetItemWithError(queues, topic) : NULL;
-    PyObject *queue = NULL;
-    if (by_partition != NULL && PyDict_Check(by_partition)) {
-        PyObject *number = PyLong_FromLongLong(partition);
-        if (number != NULL) {
-            queue = PyDict_GetItemWithError(by_partition, number);
-            Py_XINCREF(queue);
-            Py_DECREF(number);
-        }
-    }
-    Py_DECREF(queues);
-    if (queue != NULL && partition < self->cache_size)
-        self->cache_queue[partition] = Py_NewRef(queue);
-    return queue;
-}
-
-/* A non-negative int up to hi, exactly int (not bool, not a subclass): 0 and *out, else 1. */
-static int
-plain_int(PyObject *obj, long long hi, long long *out)
-{
-    if (!PyLong_CheckExact(obj))
-        return 1;
-    int overflow;
-    long long v = PyLong_AsLongLongAndOverflow(obj, &overflow);
-    if (v == -1 && PyErr_Occurred()) {
-        PyErr_Clear();
-        return 1;
-    }
-    if (overflow || v < 0 || v > hi)
-        return 1;
-    *out = v;
-    return 0;
-}
-
 /* new_batch(topic, partition, timestamp_ms, key, value): the future of a record that needs a
  * new batch (see OpenBatchSender), or NULL with its error. */
 static PyObject *
@@ -243,152 +19,164 @@ done:
     return result;
 }
 
-/* The record into its partition's open batch: its future, or None with nothing done. */
-static PyObject *
-sender_try(Sender *self, PyObject *const *args)
+/* A record send() got in the shape the core takes whole. */
+typedef struct {
+    PyObject *key, *value;
+    Py_ssize_t key_size, value_size; /* -1: null */
+    long long timestamp;
+} UsualRecord;
+
+/* A keyless record's sticky partitioner and its current choice (NULL for other records), the
+ * sticky batch size, and the record's size as the partitioner counts it. */
+typedef struct {
+    PyObject *partitioner, *sticky;
+    Py_ssize_t limit, record_size;
+} StickyChoice;
+
+/* send()'s arguments as a UsualRecord: 0, or 1 when the general path must decide. */
+static inline int
+usual_record(Sender *self, PyObject *const *args, UsualRecord *r)
 {
     PyObject *topic = args[0], *value = args[1], *key = args[2];
     if (!self->open || args[3] != Py_None || !PyUnicode_CheckExact(topic) ||
         !(value == Py_None || PyBytes_CheckExact(value)) ||
         !(key == Py_None || PyBytes_CheckExact(key)))
-        Py_RETURN_NONE;
-    Py_ssize_t key_size = key == Py_None ? -1 : PyBytes_GET_SIZE(key);
-    Py_ssize_t value_size = value == Py_None ? -1 : PyBytes_GET_SIZE(value);
-    if ((key_size < 0 ? 0 : key_size) + (value_size < 0 ? 0 : value_size) > self->payload_limit)
-        Py_RETURN_NONE;
-
-    long long timestamp;
-    if (args[5] == Py_None) {
+        return 1;
+    r->key = key;
+    r->value = value;
+    r->key_size = key == Py_None ? -1 : PyBytes_GET_SIZE(key);
+    r->value_size = value == Py_None ? -1 : PyBytes_GET_SIZE(value);
+    if ((r->key_size < 0 ? 0 : r->key_size) + (r->value_size < 0 ? 0 : r->value_size) >
+        self->payload_limit)
+        return 1;
+    if (args[5] != Py_None)
+        return plain_int(args[5], INT64_MAX, &r->timestamp);
 #ifdef CLOCK_REALTIME
-        /* time.time_ns() // 1_000_000 reads this clock too */
-        struct timespec now;
-        if (clock_gettime(CLOCK_REALTIME, &now) != 0 || now.tv_sec < 0)
-            Py_RETURN_NONE;
-        timestamp = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+    /* time.time_ns() // 1_000_000 reads this clock too */
+    struct timespec now;
+    if (clock_gettime(CLOCK_REALTIME, &now) != 0 || now.tv_sec < 0)
+        return 1;
+    r->timestamp = (long long)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+    return 0;
 #else
-        Py_RETURN_NONE;
+    return 1;
 #endif
-    }
-    else if (plain_int(args[5], INT64_MAX, &timestamp))
-        Py_RETURN_NONE;
+}
 
-    topic_cache_select(self, topic);
-    long long count = cached_count(self, topic);
-    if (count <= 0) {
-        if (count < 0)
-            return NULL;
-        Py_RETURN_NONE;
+/* A keyless record's partition: the sticky partitioner's current one, kept in *s with the
+ * partitioner (the choice is checked again under the lock). 0; 1 for the general path; -1 on
+ * error. */
+static int
+sticky_choice(Sender *self, PyObject *topic, long long count, const UsualRecord *r,
+              StickyChoice *s, long long *partition)
+{
+    if (self->cache_sticky == NULL) {
+        PyObject *by_topic = accumulator_attr(self, str_sticky);
+        if (by_topic == NULL)
+            return -1;
+        PyObject *found = PyDict_Check(by_topic) ? PyDict_GetItemWithError(by_topic, topic) : NULL;
+        Py_XSETREF(self->cache_sticky, Py_XNewRef(found));
+        Py_DECREF(by_topic);
+        if (found == NULL)
+            return PyErr_Occurred() ? -1 : 1;
     }
+    s->partitioner = Py_NewRef(self->cache_sticky);
+    s->sticky = read_slot(s->partitioner, str_current, &self->sticky_current);
+    if (s->sticky == NULL)
+        return -1;
+    if (s->sticky == Py_None)
+        return 1;
+    Py_ssize_t p;
+    int rc = attr_ssize(s->sticky, str_partition, &self->sticky_partition, &p);
+    if (rc != 0 || p >= count)
+        return rc < 0 ? -1 : 1;
+    *partition = p;
+    rc = attr_ssize(s->partitioner, str_sticky_batch_size, &self->sticky_size, &s->limit);
+    if (rc != 0 || s->limit > PY_SSIZE_T_MAX / 2)
+        return rc < 0 ? -1 : 1;
+    s->record_size = self->record_overhead + (r->value_size < 0 ? 0 : r->value_size);
+    return 0;
+}
 
-    /* The partition, or for a keyless record the sticky partitioner (chosen under the lock). */
-    long long partition = -1;
-    if (args[4] != Py_None) {
-        if (plain_int(args[4], count - 1, &partition))
-            Py_RETURN_NONE;
-    }
-    else if (key != Py_None) {
-        uint32_t h = (uint32_t)murmur2((const unsigned char *)PyBytes_AS_STRING(key), key_size);
-        partition = (long long)((h & 0x7fffffffu) % (uint64_t)count);
-    }
+/* BuiltInPartitioner.switch_due() is false: the partitioner's choice is still this one, and
+ * this record leaves it under twice the sticky batch size (the batch stays not full, see
+ * append_to_builder). *produced_bytes: what the choice counted so far. */
+static inline int
+sticky_takes(Sender *self, const StickyChoice *s, Py_ssize_t *produced_bytes)
+{
+    PyObject *current = read_slot(s->partitioner, str_current, &self->sticky_current);
+    int rc = current == NULL    ? -1
+             : current != s->sticky ? 1
+                                    : attr_ssize(s->sticky, str_produced_bytes,
+                                                 &self->sticky_produced, produced_bytes);
+    Py_XDECREF(current);
+    return rc == 0 && *produced_bytes <= PY_SSIZE_T_MAX - s->record_size &&
+           *produced_bytes + s->record_size < 2 * s->limit;
+}
 
-    PyObject *result = NULL, *partitioner = NULL, *sticky = NULL, *queue = NULL;
-    PyObject *lock = NULL, *batches = NULL, *batch_result = NULL;
-    long long offset_delta = -1;
-    Py_ssize_t sticky_limit = 0, record_size = 0;
-    if (partition < 0) {
-        if (self->cache_sticky == NULL) {
-            PyObject *by_topic = accumulator_attr(self, str_sticky);
-            if (by_topic == NULL)
-                return NULL;
-            PyObject *found =
-                PyDict_Check(by_topic) ? PyDict_GetItemWithError(by_topic, topic) : NULL;
-            Py_XSETREF(self->cache_sticky, Py_XNewRef(found));
-            Py_DECREF(by_topic);
-            if (found == NULL)
-                goto none_or_error;
-        }
-        partitioner = Py_NewRef(self->cache_sticky);
-        sticky = read_slot(partitioner, str_current, &self->sticky_current);
-        if (sticky == NULL)
-            goto done;
-        if (sticky == Py_None)
-            goto none;
-        Py_ssize_t p;
-        int rc = attr_ssize(sticky, str_partition, &self->sticky_partition, &p);
-        if (rc < 0)
-            goto done;
-        if (rc > 0 || p >= count)
-            goto none;
-        partition = p;
-        if ((rc = attr_ssize(partitioner, str_sticky_batch_size, &self->sticky_size,
-                             &sticky_limit)) < 0)
-            goto done;
-        if (rc > 0 || sticky_limit > PY_SSIZE_T_MAX / 2)
-            goto none;
-        record_size = self->record_overhead + (value_size < 0 ? 0 : value_size);
+/* The record into the open batch b if it takes it: 1 (an error may be set then too, when the
+ * sticky partitioner's count could not be updated: the record is in, the call fails), else 0. */
+static inline int
+append_to_builder(Sender *self, Builder *b, const UsualRecord *r, const StickyChoice *s)
+{
+    Py_ssize_t produced_bytes = 0;
+    if (s->sticky != NULL && !sticky_takes(self, s, &produced_bytes))
+        return 0;
+    /* limit - 1: never leaves the batch full, so no wakeup is due (the append that made this
+     * batch woke the Sender for any full one before it); nor past the buffer memory the batch
+     * holds (append() takes more from the pool). */
+    Py_ssize_t bound = b->memory_cap < b->limit ? b->memory_cap : b->limit - 1;
+    if (PyErr_Occurred() ||
+        try_append(b, r->timestamp, r->key_size < 0 ? NULL : PyBytes_AS_STRING(r->key),
+                   r->key_size, r->value_size < 0 ? NULL : PyBytes_AS_STRING(r->value),
+                   r->value_size, NULL, 0, bound) != APPENDED)
+        return 0;
+    if (s->sticky != NULL) {
+        /* What update_partition_info() does when no switch is due: count. */
+        PyObject *produced = PyLong_FromSsize_t(produced_bytes + s->record_size);
+        if (produced != NULL)
+            PyObject_SetAttr(s->sticky, str_produced_bytes, produced); /* fails: error set */
+        Py_XDECREF(produced);
     }
+    return 1;
+}
 
-    queue = cached_queue(self, topic, partition, count);
-    if (queue == NULL)
-        goto none_or_error;
-    if ((lock = read_slot(queue, str_lock, &self->queue_lock)) == NULL)
-        goto done;
-    if ((batches = read_slot(queue, str_batches, &self->queue_batches)) == NULL)
-        goto done;
-    if (call_lock(self, lock, 1) < 0)
-        goto done;
-    /* Under the partition's lock, as the general path appends. Nothing here runs Python code
-     * that could let another thread in: the attributes read are plain ones. */
+/* Under the partition's lock, as the general path appends (nothing here runs Python code that
+ * could let another thread in: the attributes read are plain ones): the record into the last
+ * batch if it takes it, and then *batch_result is that batch's result and *offset_delta the
+ * record's; else *no_room says whether no batch there could take it whatever memory it held.
+ * The caller checks for an error once the lock is released. */
+static void
+append_locked(Sender *self, PyObject *batches, const UsualRecord *r, const StickyChoice *s,
+              PyObject **batch_result, long long *offset_delta, int *no_room)
+{
     Py_ssize_t n = PyObject_Length(batches);
     PyObject *batch = n > 0 ? PySequence_GetItem(batches, n - 1) : NULL;
     PyObject *builder = batch ? read_slot(batch, str_builder, &self->batch_builder) : NULL;
-    int appended = 0, no_room = n == 0 && sticky == NULL;
-    if (builder != NULL && Py_IS_TYPE(builder, &BuilderType) && ((Builder *)builder)->closed)
-        no_room = sticky == NULL;
-    if (builder != NULL && Py_IS_TYPE(builder, &BuilderType) && !((Builder *)builder)->closed) {
+    *no_room = n == 0 && s->sticky == NULL;
+    if (builder != NULL && Py_IS_TYPE(builder, &BuilderType)) {
         Builder *b = (Builder *)builder;
-        PyObject *produced = NULL;
-        Py_ssize_t produced_bytes = 0;
-        int go = 1;
-        if (sticky != NULL) {
-            /* BuiltInPartitioner.switch_due(): still current, and this record leaves it
-             * under twice the sticky batch size (the batch stays not full, see below). */
-            PyObject *current = read_slot(partitioner, str_current, &self->sticky_current);
-            int rc = current == NULL ? -1 : current != sticky ? 1
-                                          : attr_ssize(sticky, str_produced_bytes,
-                                                       &self->sticky_produced,
-                                                       &produced_bytes);
-            Py_XDECREF(current);
-            go = rc == 0 && produced_bytes <= PY_SSIZE_T_MAX - record_size &&
-                 produced_bytes + record_size < 2 * sticky_limit;
+        if (b->closed) {
+            *no_room = s->sticky == NULL;
         }
-        /* limit - 1: never leaves the batch full, so no wakeup is due (the append that
-         * made this batch woke the Sender for any full one before it); nor past the buffer
-         * memory the batch holds (append() takes more from the pool). */
-        Py_ssize_t bound = b->memory_cap < b->limit ? b->memory_cap : b->limit - 1;
-        if (go && !PyErr_Occurred() &&
-            try_append(b, timestamp, key_size < 0 ? NULL : PyBytes_AS_STRING(key), key_size,
-                       value_size < 0 ? NULL : PyBytes_AS_STRING(value), value_size, NULL, 0,
-                       bound) == APPENDED) {
-            appended = 1;
-            if (sticky != NULL) {
-                /* What update_partition_info() does when no switch is due: count. */
-                produced = PyLong_FromSsize_t(produced_bytes + record_size);
-                if (produced == NULL || PyObject_SetAttr(sticky, str_produced_bytes, produced) < 0)
-                    appended = 0; /* the record is in; the error below fails the call */
-                Py_XDECREF(produced);
+        else if (append_to_builder(self, b, r, s)) {
+            if (!PyErr_Occurred()) {
+                *offset_delta = b->count - 1;
+                *batch_result = read_slot(batch, str_result, &self->batch_result);
             }
         }
-        if (appended) {
-            offset_delta = b->count - 1;
-            batch_result = read_slot(batch, str_result, &self->batch_result);
-        }
-        else if (sticky == NULL && !PyErr_Occurred()) {
-            no_room = builder_has_no_room(b, timestamp, key_size, value_size);
+        else if (s->sticky == NULL && !PyErr_Occurred()) {
+            *no_room = builder_has_no_room(b, r->timestamp, r->key_size, r->value_size);
         }
     }
     Py_XDECREF(builder);
     Py_XDECREF(batch);
+}
+
+/* Release the lock, keeping an error set before across the release: -1 if one is set after. */
+static int
+unlock_keeping_error(Sender *self, PyObject *lock)
+{
     PyObject *exc_type = NULL, *exc_value = NULL, *exc_tb = NULL;
     if (PyErr_Occurred())
         PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
@@ -396,34 +184,86 @@ sender_try(Sender *self, PyObject *const *args)
         Py_XDECREF(exc_type);
         Py_XDECREF(exc_value);
         Py_XDECREF(exc_tb);
-        goto done;
+        return -1;
     }
-    if (exc_type != NULL) {
-        PyErr_Restore(exc_type, exc_value, exc_tb);
+    if (exc_type == NULL)
+        return 0;
+    PyErr_Restore(exc_type, exc_value, exc_tb);
+    return -1;
+}
+
+/* The record into the queue's open batch: its future; else the new-batch step's answer when
+ * no batch there could take it, or None. NULL on error. */
+static PyObject *
+append_to_queue(Sender *self, PyObject *const *args, PyObject *queue, const UsualRecord *r,
+                const StickyChoice *s, long long partition)
+{
+    PyObject *lock = read_slot(queue, str_lock, &self->queue_lock);
+    if (lock == NULL)
+        return NULL;
+    PyObject *result = NULL, *batch_result = NULL;
+    PyObject *batches = read_slot(queue, str_batches, &self->queue_batches);
+    if (batches == NULL || call_lock(self, lock, 1) < 0)
         goto done;
-    }
-    if (batch_result == NULL) {
-        if (no_room && self->new_batch != NULL)
-            result = sender_new_batch(self, args, partition, timestamp);
-        else
-            result = Py_NewRef(Py_None);
+    long long offset_delta = -1;
+    int no_room = 0;
+    append_locked(self, batches, r, s, &batch_result, &offset_delta, &no_room);
+    if (unlock_keeping_error(self, lock) < 0)
         goto done;
-    }
-    result = future_make(self->future_type, batch_result, offset_delta, key_size, value_size,
-                         timestamp);
-    goto done;
-none_or_error:
-    if (PyErr_Occurred())
-        goto done;
-none:
-    result = Py_NewRef(Py_None);
+    if (batch_result != NULL)
+        result = future_make(self->future_type, batch_result, offset_delta, r->key_size,
+                             r->value_size, r->timestamp);
+    else if (no_room && self->new_batch != NULL)
+        result = sender_new_batch(self, args, partition, r->timestamp);
+    else
+        result = Py_NewRef(Py_None);
 done:
     Py_XDECREF(batch_result);
-    Py_XDECREF(lock);
     Py_XDECREF(batches);
+    Py_DECREF(lock);
+    return result;
+}
+
+/* The record into its partition's open batch: its future, or None with nothing done. */
+static PyObject *
+sender_try(Sender *self, PyObject *const *args)
+{
+    UsualRecord r;
+    if (usual_record(self, args, &r))
+        Py_RETURN_NONE;
+    PyObject *topic = args[0];
+    topic_cache_select(self, topic);
+    long long count = cached_count(self, topic);
+    if (count <= 0) {
+        if (count < 0)
+            return NULL;
+        Py_RETURN_NONE;
+    }
+    /* The partition, or for a keyless record the sticky partitioner's (checked under the lock). */
+    long long partition = -1;
+    if (args[4] != Py_None) {
+        if (plain_int(args[4], count - 1, &partition))
+            Py_RETURN_NONE;
+    }
+    else if (r.key != Py_None) {
+        const unsigned char *key = (const unsigned char *)PyBytes_AS_STRING(r.key);
+        uint32_t h = (uint32_t)murmur2(key, r.key_size);
+        partition = (long long)((h & 0x7fffffffu) % (uint64_t)count);
+    }
+    StickyChoice s = {NULL, NULL, 0, 0};
+    PyObject *result = NULL, *queue = NULL;
+    int rc = partition < 0 ? sticky_choice(self, topic, count, &r, &s, &partition) : 0;
+    if (rc == 0) {
+        queue = cached_queue(self, topic, partition, count);
+        rc = queue != NULL ? 0 : PyErr_Occurred() ? -1 : 1;
+    }
+    if (rc == 0)
+        result = append_to_queue(self, args, queue, &r, &s, partition);
+    else if (rc > 0)
+        result = Py_NewRef(Py_None);
     Py_XDECREF(queue);
-    Py_XDECREF(sticky);
-    Py_XDECREF(partitioner);
+    Py_XDECREF(s.sticky);
+    Py_XDECREF(s.partitioner);
     return result;
 }
 

@@ -54,6 +54,7 @@
 #include "_core_queue_lock.c"
 #include "_core_future.c"
 #include "_core_sender.c"
+#include "_core_sender_lookups.c"
 #include "_core_sender_call.c"
 #include "_core_lists.c"
 #include "_core_produce_response.c"

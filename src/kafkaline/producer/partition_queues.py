@@ -15,28 +15,15 @@ from __future__ import annotations
 import random
 import threading
 from collections import deque
-from collections.abc import Callable
 
 from kafkaline.errors import IllegalStateError
 from kafkaline.net.cluster import TopicPartition
 from kafkaline.producer.batch import ProducerBatch
+from kafkaline.producer.buffer_pool import new_lock
 from kafkaline.producer.builtin_partitioner import BuiltInPartitioner, StickyPartition
 from kafkaline.producer.partitioner import ClusterPartitions
-from kafkaline.record.core import compiled_core
 
 __all__ = ["PartitionQueue", "QueueMap", "hold_memory", "insert_in_sequence_order"]
-
-
-def _queue_lock_factory() -> Callable[[], threading.Lock]:
-    # The compiled core's lock is a threading.Lock its send() takes without calling Python.
-    core = compiled_core()
-    if core is None:
-        return threading.Lock
-    factory: Callable[[], threading.Lock] = core.QueueLock
-    return factory
-
-
-_new_queue_lock = _queue_lock_factory()
 
 
 class PartitionQueue:
@@ -47,7 +34,9 @@ class PartitionQueue:
     def __init__(self, tp: TopicPartition) -> None:
         self.tp = tp
         self.batches: deque[ProducerBatch] = deque()
-        self.lock = _new_queue_lock()
+        # The compiled core's QueueLock (where it is in use), which its send() takes without
+        # calling Python.
+        self.lock = new_lock()
 
 
 class QueueMap:

@@ -25,6 +25,7 @@ from kafkaline.producer.compression_ratio import CompressionRatioEstimator
 from kafkaline.producer.partition_queues import (
     PartitionQueue,
     QueueMap,
+    hold_memory,
     insert_in_sequence_order,
 )
 from kafkaline.producer.transactions.idempotence import IdempotenceManager
@@ -400,11 +401,30 @@ class SenderSide(QueueMap):
                 on_sealed(batch)
             if now > batch.drained_ms:  # ProducerBatch.drained()
                 batch.drained_ms = now
+        self._release_unused(batches)
         stats = self.batch_stats
         stats.batches += len(batches)
         stats.records += records
         stats.bytes += wire_bytes
         stats.uncompressed_bytes += uncompressed
+
+    def _release_unused(self, batches: list[ProducerBatch]) -> None:
+        """Sealed batches take no more records: each gives back the buffer memory its wire
+        bytes do not use (a batch took a few KiB when it was made), so that batches waiting
+        for the broker hold what they hold (see "buffer_memory" in docs/producer.md)."""
+        unused = 0
+        # Under the lock of incomplete batches: deallocate() reads what a batch holds once
+        # it left that set, so a batch finished meanwhile is not given back twice.
+        with self._incomplete_lock:
+            incomplete = self._incomplete
+            for batch in batches:
+                held = batch.pooled_bytes
+                wire_size = batch.builder.estimated_size_in_bytes
+                if held > wire_size and batch in incomplete:
+                    unused += held - wire_size
+                    hold_memory(batch, wire_size)
+        if unused:
+            self._pool.deallocate(unused)
 
     def _node_queues(
         self, node: int, parts: Sequence[TopicPartition]

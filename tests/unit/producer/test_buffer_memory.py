@@ -71,6 +71,30 @@ def test_a_batch_takes_more_memory_as_it_fills_and_gives_all_back() -> None:
     assert used(accumulator) == 0
 
 
+def test_a_drained_batch_holds_only_its_wire_bytes_until_it_completes() -> None:
+    # Thousands of partitions: a record or two per batch, and every batch waiting for the
+    # broker held its first few KiB, so 32 MiB ran out with ~7k small batches in flight and
+    # send() waited for acknowledgements (3,000 partitions: 66k records/s, see
+    # docs/performance.md). Sealed, a batch takes no more records: it keeps its wire bytes.
+    accumulator = accumulator_with(1 << 20)
+    for partition in range(3):
+        accumulator.append("t", partition, TS, b"key", VALUE)
+    assert used(accumulator) == 3 * FIRST_BATCH_MEMORY
+    cluster = ClusterMetadata(
+        [BrokerNode(1, "b", 9092)], [PartitionMetadata("t", p, leader=1) for p in range(3)]
+    )
+    drained = accumulator.drain(cluster, {1}, 1 << 30, 10.0)[1]
+    wire = [batch.builder.estimated_size_in_bytes for batch in drained]
+    assert len(drained) == 3 and all(size < FIRST_BATCH_MEMORY for size in wire)
+    assert [batch.pooled_bytes for batch in drained] == wire
+    assert used(accumulator) == sum(wire)
+    accumulator.complete_batch(drained[0], 0)
+    accumulator.fail_batch(drained[1], RuntimeError("lost"))
+    assert used(accumulator) == wire[2]
+    accumulator.deallocate_batches(drained)  # the last one, and the others not twice
+    assert used(accumulator) == 0
+
+
 def test_a_record_larger_than_buffer_memory_is_refused_at_once() -> None:
     def no_waiting() -> float:
         raise AssertionError("the pool waited")

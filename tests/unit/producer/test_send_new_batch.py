@@ -1,5 +1,6 @@
 """send() of a record that needs a new batch, in the compiled build: the core checks the record
-and chooses its partition, then hands it to one Python step (Producer._send_to_new_batch,
+and chooses its partition, then makes the new batch itself in the common case (a compiled
+NewBatchStep), or hands the record to one Python step (Producer._send_to_new_batch,
 RecordAccumulator.append_to_new_batch) instead of send()'s general path. Each test also runs
 in the pure-Python build, where the general path takes every record: the outcomes must match.
 """
@@ -16,8 +17,8 @@ import pytest
 from kafkaline import Producer
 from kafkaline.errors import BufferExhaustedError, ProducerClosedError
 from kafkaline.net.cluster import BrokerNode, ClusterMetadata, PartitionMetadata
-from kafkaline.producer.accumulator import RecordAccumulator
-from kafkaline.record import core_build, read_record_batches
+from kafkaline.producer.accumulator import BufferPool, RecordAccumulator
+from kafkaline.record import CompressionType, core_build, read_record_batches
 
 TS = 1_700_000_000_000
 COMPILED = core_build() == "compiled"
@@ -62,6 +63,20 @@ class Calls:
         accumulator.append_to_new_batch = counted_new_batch  # type: ignore[method-assign, assignment]
 
 
+def memory(producer: Producer) -> tuple[object, ...]:
+    """The buffer memory each queued batch holds, the pool's free bytes and the count of
+    incomplete batches."""
+    accumulator = producer._accumulator
+    held = {
+        partition: [
+            (batch.pooled_bytes, batch.builder.memory_cap, batch.is_closed)
+            for batch in queue.batches
+        ]
+        for partition, queue in sorted(accumulator._queues.get("t", {}).items())
+    }
+    return held, accumulator.buffer_pool.available_memory, accumulator.incomplete_count()
+
+
 def queued(producer: Producer) -> dict[int, list[bytes]]:
     """Each partition's batches, built."""
     out: dict[int, list[bytes]] = {}
@@ -100,15 +115,14 @@ def test_records_that_need_a_new_batch_skip_the_general_path() -> None:
         assert compared[0] == compared[1]
         assert all(delta == 0 for _, delta, _ in compared[0])
         assert queued(producers[0]) == queued(producers[1])
+        assert memory(producers[0]) == memory(producers[1])
         core, general = calls
         assert (general.append, general.new_batch) == (63, 0)
-        if COMPILED:
-            assert (core.append, core.new_batch) == (3, 60)
-        else:
-            assert (core.append, core.new_batch) == (63, 0)
+        # Compiled: the core's step made the 60 new batches, no Python step ran.
+        assert (core.append, core.new_batch) == ((3, 0) if COMPILED else (63, 0))
         for producer in producers:
             producer.send("t", b"keyless", timestamp_ms=TS)
-        assert core.new_batch == (60 if COMPILED else 0)  # the sticky partitioner: general
+        assert core.append == (4 if COMPILED else 64)  # the sticky partitioner: general
     finally:
         for producer in producers:
             producer.close(0)
@@ -130,8 +144,9 @@ def test_a_batch_short_of_memory_but_not_of_room_takes_the_general_path() -> Non
         assert deltas[:16] == list(range(16))  # past 4 KiB, into the same batch
         assert deltas.count(0) == 3  # two full batches, then a third
         assert queued(producers[0]) == queued(producers[1])
-        if COMPILED:
-            assert core_calls.new_batch == 2
+        assert memory(producers[0]) == memory(producers[1])
+        if COMPILED:  # past 4 KiB per batch: general; the new batches: the core's step
+            assert (core_calls.append, core_calls.new_batch) == (4, 0)
     finally:
         for producer in producers:
             producer.close(0)
@@ -258,3 +273,55 @@ def test_the_core_hands_new_batch_the_checked_record() -> None:
     sender.new_batch = None
     assert sender("t", b"v", None, None, 2, TS) is None
     assert len(handed) == 3
+
+
+@pytest.mark.skipif(not COMPILED, reason="the compiled record core is not in use")
+def test_the_core_step_makes_the_batch_or_hands_the_record_to_its_fallback() -> None:
+    """The compiled new-batch step, called as new_batch is: a new batch holding its first
+    memory, queued, counted incomplete, the Sender woken once; with room left in the last
+    batch (the protocol would try it), or the pool short of memory, the fallback gets the
+    record with nothing done."""
+    # A batch of one record takes what it may need: 61 + 36 + its key and value (its first
+    # 4 KiB are capped at batch_size); 102 + 99 bytes for the two records below.
+    accumulator = RecordAccumulator(batch_size=1, buffer_pool=BufferPool(201, 1))
+    handed: list[tuple[object, ...]] = []
+    woken: list[int] = []
+    marker = object()
+
+    def fallback(*args: Any) -> Any:
+        handed.append(args)
+        return marker
+
+    step = accumulator.new_batch_step(fallback, lambda: woken.append(1))
+    assert step is not fallback
+    accumulator.append("t", 0, TS, None, b"first")  # the queue, its batch full
+    future = step("t", 0, TS + 1, b"k", b"v")
+    assert future is not marker and handed == [] and woken == [1]
+    queue = accumulator._queues["t"][0]
+    assert [batch.record_count for batch in queue.batches] == [1, 1]
+    assert future.batch_result is queue.batches[-1].result and future.offset_delta == 0
+    assert queue.batches[-1].pooled_bytes == 99 == queue.batches[-1].builder.memory_cap
+    assert accumulator.buffer_pool.available_memory == 0
+    assert accumulator.incomplete_count() == 2
+    assert step("t", 0, TS + 2, None, b"v") is marker  # no memory free now: the fallback
+    assert handed == [("t", 0, TS + 2, None, b"v")] and woken == [1]
+    assert step("t", 1, TS, None, b"v") is marker  # no queue yet
+    assert len(handed) == 2
+    roomy = RecordAccumulator(batch_size=16384)
+    roomy_step = roomy.new_batch_step(fallback, lambda: woken.append(1))
+    roomy.append("t", 0, TS, None, b"first")  # its batch has room: the protocol tries it
+    assert roomy_step("t", 0, TS, None, b"v") is marker
+    assert len(handed) == 3 and woken == [1]
+    assert [batch.record_count for batch in roomy._queues["t"][0].batches] == [1]
+
+
+def test_only_plain_batches_get_the_compiled_step() -> None:
+    """Compression (or transactions) keep the Python step for every new batch."""
+
+    def fallback(*args: Any) -> Any:
+        return None
+
+    compressed = RecordAccumulator(batch_size=1, compression=CompressionType.GZIP)
+    assert compressed.new_batch_step(fallback, lambda: None) is fallback
+    plain = RecordAccumulator(batch_size=1).new_batch_step(fallback, lambda: None)
+    assert (plain is fallback) == (not COMPILED)

@@ -14,6 +14,16 @@
  * the record, is queued and counted incomplete, and the Sender is woken (as for every new
  * batch). Anything else goes to `fallback` (Producer._send_to_new_batch, the Python
  * protocol, the reference) with nothing done. */
+/* ProducerBatch's __slots__, all of them: a batch made here sets each. */
+#define BATCH_SLOT_COUNT 13
+static const char *const BATCH_SLOTS[BATCH_SLOT_COUNT] = {
+    "attempts",          "builder",        "compression_level", "created_ms",      "drained_ms",
+    "held_by_appenders", "is_split_batch", "is_transactional",  "last_attempt_ms", "pooled_bytes",
+    "result",            "retry_backoff_ms", "topic_partition"};
+
+static PyTypeObject BatchResultType;
+static PyObject *batch_result_make(PyTypeObject *type, PyObject *topic, PyObject *partition);
+
 typedef struct {
     PyObject_HEAD
     vectorcallfunc vectorcall;
@@ -24,8 +34,11 @@ typedef struct {
     PyObject *batch_type;       /* ProducerBatch */
     PyTypeObject *future_type;
     PyObject *fallback, *wakeup;
-    PyObject *batch_size_obj;
+    PyObject *batch_size_obj, *zero, *zero_float;
+    PyTypeObject *result_type; /* ProduceRequestResult */
     Py_ssize_t batch_size, first_memory, total_memory, record_overhead;
+    int batch_direct; /* made here rather than called (see step_make_batch()) */
+    Py_ssize_t batch_slots[BATCH_SLOT_COUNT];
     SlotCache queue_lock, queue_batches, queue_tp, batch_builder, batch_result, batch_pooled,
         batch_split;
 } BatchStep;
@@ -120,8 +133,45 @@ step_now_ms(void)
     return (double)now.tv_sec * 1000.0 + (double)now.tv_nsec / 1e6;
 }
 
-/* A new ProducerBatch for the queue's partition holding `memory` bytes (hold_memory()),
- * with the record in it: the record's future, and the batch in *made; NULL on error. */
+/* ProducerBatch(tp, now, batch_size), holding `memory` bytes (hold_memory()): called, or
+ * with the layout checked at init (step_batch_layout()) made here with the fields its
+ * __init__ gives a plain batch, which costs a small part of the call. */
+static PyObject *
+step_make_batch(BatchStep *st, PyObject *tp, PyObject *now, Py_ssize_t memory)
+{
+    PyObject *pooled = PyLong_FromSsize_t(memory);
+    if (pooled == NULL)
+        return NULL;
+    PyObject *batch = NULL, *builder = NULL, *result = NULL;
+    if (!st->batch_direct || !PyTuple_Check(tp) || PyTuple_GET_SIZE(tp) != 2) {
+        PyObject *args[3] = {tp, now, st->batch_size_obj};
+        batch = PyObject_Vectorcall(st->batch_type, args, 3, NULL);
+        if (batch != NULL && PyObject_SetAttr(batch, str_pooled_bytes, pooled) < 0)
+            Py_CLEAR(batch);
+        goto done;
+    }
+    PyTypeObject *type = (PyTypeObject *)st->batch_type;
+    Py_ssize_t limit = st->batch_size > HEADER_SIZE ? st->batch_size : HEADER_SIZE + 1;
+    if ((builder = builder_make_plain(limit)) == NULL ||
+        (result = batch_result_make(st->result_type, PyTuple_GET_ITEM(tp, 0),
+                                    PyTuple_GET_ITEM(tp, 1))) == NULL ||
+        (batch = type->tp_alloc(type, 0)) == NULL)
+        goto done;
+    /* In the order of BATCH_SLOTS. */
+    PyObject *values[BATCH_SLOT_COUNT] = {st->zero,   builder,   Py_None,  now,   now,
+                                          st->zero,   Py_False,  Py_False, now,   pooled,
+                                          result,     st->zero_float,      tp};
+    for (int i = 0; i < BATCH_SLOT_COUNT; i++)
+        *(PyObject **)((char *)batch + st->batch_slots[i]) = Py_NewRef(values[i]);
+done:
+    Py_XDECREF(builder);
+    Py_XDECREF(result);
+    Py_DECREF(pooled);
+    return batch;
+}
+
+/* A new batch for the queue's partition holding `memory` bytes, with the record in it: the
+ * record's future, and the batch in *made; NULL on error. */
 static PyObject *
 step_filled_batch(BatchStep *st, PyObject *queue, const StepRecord *r, Py_ssize_t memory,
                   PyObject **made)
@@ -130,10 +180,9 @@ step_filled_batch(BatchStep *st, PyObject *queue, const StepRecord *r, Py_ssize_
     if (tp == NULL)
         return NULL;
     PyObject *now = PyFloat_FromDouble(step_now_ms());
-    PyObject *batch = NULL, *builder = NULL, *result = NULL, *pooled = NULL, *future = NULL;
+    PyObject *batch = NULL, *builder = NULL, *result = NULL, *future = NULL;
     if (now != NULL) {
-        PyObject *args[3] = {tp, now, st->batch_size_obj};
-        batch = PyObject_Vectorcall(st->batch_type, args, 3, NULL);
+        batch = step_make_batch(st, tp, now, memory);
         Py_DECREF(now);
     }
     Py_DECREF(tp);
@@ -144,9 +193,6 @@ step_filled_batch(BatchStep *st, PyObject *queue, const StepRecord *r, Py_ssize_
         goto done;
     }
     Builder *b = (Builder *)builder;
-    pooled = PyLong_FromSsize_t(memory);
-    if (pooled == NULL || PyObject_SetAttr(batch, str_pooled_bytes, pooled) < 0)
-        goto done;
     b->memory_cap = memory;
     int rc = try_append(b, r->timestamp, r->key_size < 0 ? NULL : PyBytes_AS_STRING(r->key),
                         r->key_size, r->value_size < 0 ? NULL : PyBytes_AS_STRING(r->value),
@@ -161,7 +207,6 @@ step_filled_batch(BatchStep *st, PyObject *queue, const StepRecord *r, Py_ssize_
                              r->timestamp);
 done:
     Py_XDECREF(result);
-    Py_XDECREF(pooled);
     Py_XDECREF(builder);
     if (future != NULL)
         *made = batch;
@@ -201,10 +246,13 @@ step_locked(BatchStep *st, PyObject *queue, PyObject *batches, const StepRecord 
     if (passed <= 0)
         return passed < 0 ? NULL : Py_NewRef(Py_None);
     Py_ssize_t memory = step_first_reservation(st, r);
-    PyObject *taken = step_call_method(st->pool, str_try_allocate, memory);
-    if (taken != Py_True)
-        return taken == NULL ? NULL : (Py_DECREF(taken), Py_NewRef(Py_None));
-    Py_DECREF(taken);
+    if (!(PyObject_TypeCheck(st->pool, &PoolStateType) &&
+          pool_take_now((PoolState *)st->pool, memory))) {
+        PyObject *taken = step_call_method(st->pool, str_try_allocate, memory);
+        if (taken != Py_True)
+            return taken == NULL ? NULL : (Py_DECREF(taken), Py_NewRef(Py_None));
+        Py_DECREF(taken);
+    }
     PyObject *batch = NULL;
     PyObject *future = step_filled_batch(st, queue, r, memory, &batch);
     int queued = future == NULL ? -1 : step_queue_batch(st, batches, batch);
@@ -306,21 +354,45 @@ BatchStep_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, P
     return PyObject_Vectorcall(st->fallback, args, nargsf, kwnames);
 }
 
+/* Whether batch_type is a class of exactly BATCH_SLOTS (no other base, slot or __dict__)
+ * and result_type a BatchResult: then step_make_batch() fills a new batch's slots (their
+ * offsets in batch_slots). */
+static int
+step_batch_layout(BatchStep *st)
+{
+    PyTypeObject *type = (PyTypeObject *)st->batch_type;
+    if (!PyType_Check(st->batch_type) || !(type->tp_flags & Py_TPFLAGS_HEAPTYPE) ||
+        type->tp_base != &PyBaseObject_Type || type->tp_dictoffset != 0 ||
+        type->tp_weaklistoffset != 0 || type->tp_new != PyBaseObject_Type.tp_new ||
+        type->tp_basicsize !=
+            (Py_ssize_t)(sizeof(PyObject) + BATCH_SLOT_COUNT * sizeof(PyObject *)) ||
+        !PyType_IsSubtype(st->result_type, &BatchResultType))
+        return 0;
+    for (int i = 0; i < BATCH_SLOT_COUNT; i++) {
+        PyObject *descr = PyDict_GetItemString(type->tp_dict, BATCH_SLOTS[i]);
+        if (descr == NULL || !Py_IS_TYPE(descr, &PyMemberDescr_Type) ||
+            ((PyMemberDescrObject *)descr)->d_member->type != T_OBJECT_EX)
+            return 0;
+        st->batch_slots[i] = ((PyMemberDescrObject *)descr)->d_member->offset;
+    }
+    return 1;
+}
+
 static int
 BatchStep_init(BatchStep *self, PyObject *args, PyObject *kwds)
 {
-    static char *kwlist[] = {"accumulator", "pool",           "incomplete",
-                             "incomplete_lock", "batch_type", "future_type",
-                             "batch_size",  "first_memory",   "record_overhead",
-                             "fallback",    "wakeup",         NULL};
-    PyObject *accumulator, *pool, *incomplete, *lock, *batch_type, *future_type, *fallback,
-        *wakeup;
+    static char *kwlist[] = {"accumulator",     "pool",       "incomplete",  "incomplete_lock",
+                             "batch_type",      "result_type", "future_type", "batch_size",
+                             "first_memory",    "record_overhead", "fallback", "wakeup",
+                             NULL};
+    PyObject *accumulator, *pool, *incomplete, *lock, *batch_type, *result_type, *future_type,
+        *fallback, *wakeup;
     Py_ssize_t batch_size, first_memory, overhead, total = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO!O!OO!nnnOO:NewBatchStep", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO!O!OO!O!nnnOO:NewBatchStep", kwlist,
                                      &accumulator, &pool, &PySet_Type, &incomplete,
                                      &QueueLockType, &lock, &batch_type, &PyType_Type,
-                                     &future_type, &batch_size, &first_memory, &overhead,
-                                     &fallback, &wakeup))
+                                     &result_type, &PyType_Type, &future_type, &batch_size,
+                                     &first_memory, &overhead, &fallback, &wakeup))
         return -1;
     if (!PyType_IsSubtype((PyTypeObject *)future_type, &RecordFutureType) ||
         !PyCallable_Check(batch_type) || !PyCallable_Check(fallback) ||
@@ -338,12 +410,17 @@ BatchStep_init(BatchStep *self, PyObject *args, PyObject *kwds)
         return -1;
     PyObject *d = PyObject_GenericGetDict(accumulator, NULL);
     PyObject *size_obj = d != NULL ? PyLong_FromSsize_t(batch_size) : NULL;
-    if (size_obj == NULL) {
+    PyObject *zero_float = size_obj != NULL ? PyFloat_FromDouble(0.0) : NULL;
+    if (zero_float == NULL) {
         Py_XDECREF(d);
+        Py_XDECREF(size_obj);
         return -1;
     }
     Py_XSETREF(self->accumulator_dict, d);
     Py_XSETREF(self->batch_size_obj, size_obj);
+    Py_XSETREF(self->zero_float, zero_float);
+    Py_XSETREF(self->zero, PyLong_FromLong(0)); /* a cached small int: never NULL */
+    Py_XSETREF(self->result_type, (PyTypeObject *)Py_NewRef(result_type));
     Py_XSETREF(self->pool, Py_NewRef(pool));
     Py_XSETREF(self->incomplete, Py_NewRef(incomplete));
     Py_XSETREF(self->incomplete_lock, Py_NewRef(lock));
@@ -355,6 +432,7 @@ BatchStep_init(BatchStep *self, PyObject *args, PyObject *kwds)
     self->first_memory = first_memory;
     self->total_memory = total;
     self->record_overhead = overhead;
+    self->batch_direct = step_batch_layout(self);
     self->vectorcall = BatchStep_vectorcall;
     return 0;
 }
@@ -367,6 +445,7 @@ BatchStep_traverse(BatchStep *self, visitproc visit, void *arg)
     Py_VISIT(self->incomplete);
     Py_VISIT(self->incomplete_lock);
     Py_VISIT(self->batch_type);
+    Py_VISIT(self->result_type);
     Py_VISIT(self->future_type);
     Py_VISIT(self->fallback);
     Py_VISIT(self->wakeup);
@@ -388,7 +467,10 @@ BatchStep_clear(BatchStep *self)
     Py_CLEAR(self->incomplete);
     Py_CLEAR(self->incomplete_lock);
     Py_CLEAR(self->batch_type);
+    Py_CLEAR(self->result_type);
     Py_CLEAR(self->future_type);
+    Py_CLEAR(self->zero);
+    Py_CLEAR(self->zero_float);
     Py_CLEAR(self->fallback);
     Py_CLEAR(self->wakeup);
     Py_CLEAR(self->batch_size_obj);

@@ -55,6 +55,7 @@
 #include "_core_future.c"
 #include "_core_sender.c"
 #include "_core_sender_lookups.c"
+#include "_core_batch_pool.c"
 #include "_core_batch_step.c"
 #include "_core_sender_call.c"
 #include "_core_lists.c"
@@ -103,7 +104,7 @@ PyInit__record_core(void)
     crc_init();
     if (PyType_Ready(&BuilderType) < 0 || PyType_Ready(&SenderType) < 0 ||
         PyType_Ready(&QueueLockType) < 0 || PyType_Ready(&RecordFutureType) < 0 || PyType_Ready(&BatchResultType) < 0 ||
-        PyType_Ready(&BatchStepType) < 0)
+        PyType_Ready(&BatchStepType) < 0 || PyType_Ready(&PoolStateType) < 0)
         return NULL;
     if ((str_queues = PyUnicode_InternFromString("_queues")) == NULL ||
         (str_lock = PyUnicode_InternFromString("lock")) == NULL ||
@@ -154,6 +155,7 @@ PyInit__record_core(void)
         PyModule_AddObjectRef(module, "RecordFuture", (PyObject *)&RecordFutureType) < 0 ||
         PyModule_AddObjectRef(module, "BatchResult", (PyObject *)&BatchResultType) < 0 ||
         PyModule_AddObjectRef(module, "NewBatchStep", (PyObject *)&BatchStepType) < 0 ||
+        PyModule_AddObjectRef(module, "PoolState", (PyObject *)&PoolStateType) < 0 ||
         PyModule_AddStringConstant(module, "BUILD", "compiled") < 0) {
         Py_DECREF(module);
         return NULL;

@@ -53,7 +53,7 @@ from kafkaline.producer.batch import ProducerBatch
 from kafkaline.producer.buffer_pool import BufferPool, new_lock
 from kafkaline.producer.builtin_partitioner import BuiltInPartitioner
 from kafkaline.producer.compression_ratio import CompressionRatioEstimator
-from kafkaline.producer.futures import FutureRecordMetadata
+from kafkaline.producer.futures import FutureRecordMetadata, ProduceRequestResult
 from kafkaline.producer.partition_queues import PartitionQueue
 from kafkaline.producer.partitioner import ClusterPartitions
 from kafkaline.producer.pending_records import (
@@ -298,6 +298,7 @@ class RecordAccumulator(EncodedAppendSide, SenderSide):
                 self._incomplete,
                 self._incomplete_lock,
                 ProducerBatch,
+                ProduceRequestResult,
                 FutureRecordMetadata,
                 self._batch_size,
                 self._first_batch_memory,

@@ -7,17 +7,23 @@ in the pure-Python build, where the general path takes every record: the outcome
 
 from __future__ import annotations
 
+import gc
 import random
+import sys
 import threading
 import time
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kafkaline import Producer
 from kafkaline.errors import BufferExhaustedError, ProducerClosedError
 from kafkaline.net.cluster import BrokerNode, ClusterMetadata, PartitionMetadata
 from kafkaline.producer.accumulator import BufferPool, RecordAccumulator
+from kafkaline.producer.batch import ProducerBatch
+from kafkaline.producer.futures import ProduceRequestResult
 from kafkaline.record import CompressionType, core_build, read_record_batches
 
 TS = 1_700_000_000_000
@@ -35,6 +41,13 @@ def offline_producer(partitions: int, **settings: Any) -> Producer:
     )
     producer._topics.counts["t"] = partitions
     producer._set_gate(None)
+    return producer
+
+
+def python_step_only(producer: Producer) -> Producer:
+    """The compiled send() with the Python new-batch step (the reference of the core's)."""
+    if producer._core_send is not None:
+        producer._core_send.new_batch = producer._send_to_new_batch
     return producer
 
 
@@ -325,3 +338,110 @@ def test_only_plain_batches_get_the_compiled_step() -> None:
     assert compressed.new_batch_step(fallback, lambda: None) is fallback
     plain = RecordAccumulator(batch_size=1).new_batch_step(fallback, lambda: None)
     assert (plain is fallback) == (not COMPILED)
+
+
+_RECORDS = st.lists(
+    st.tuples(
+        st.one_of(st.none(), st.binary(max_size=40)),  # key
+        st.one_of(st.none(), st.binary(max_size=3000)),  # value
+        st.one_of(st.none(), st.integers(0, 2)),  # partition (None: the key's, or 0)
+    ),
+    min_size=1,
+    max_size=25,
+)
+
+
+def _batch_fields(producer: Producer) -> list[dict[str, object]]:
+    """Every slot of every queued batch, as comparable values (times by their relation)."""
+    out = []
+    for queue in producer._accumulator._queue_lists.get("t", []):
+        for batch in queue.batches:
+            fields: dict[str, object] = {}
+            for name in ProducerBatch.__slots__:
+                value = getattr(batch, name)
+                if name == "builder":
+                    value = (
+                        value.appended_limit,
+                        value.memory_cap,
+                        value.compression,
+                        value.is_full,
+                        len(value),
+                    )
+                elif name == "result":
+                    value = (type(value), value.topic, value.partition, value.state)
+                elif name in ("created_ms", "drained_ms", "last_attempt_ms"):
+                    value = (type(value), value == batch.created_ms)
+                else:
+                    value = (type(value), value)
+                fields[name] = value
+            out.append(fields)
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(batch_size=st.sampled_from([0, 1, 100, 1000, 5000, 16384]), records=_RECORDS)
+def test_the_core_step_leaves_the_batches_the_python_protocol_leaves(
+    batch_size: int, records: list[tuple[bytes | None, bytes | None, int | None]]
+) -> None:
+    """Whatever the batch size and records, a producer whose compiled send() opens batches
+    itself leaves the same batches (every field, the bytes, the memory they hold) and gives
+    the same futures as one whose compiled send() hands them to the Python step, and the same
+    as the general path alone (which may also close a full batch for appends, trying it)."""
+    producers = [
+        offline_producer(3, batch_size=batch_size, buffer_memory=1 << 20),
+        python_step_only(offline_producer(3, batch_size=batch_size, buffer_memory=1 << 20)),
+        general_path_only(offline_producer(3, batch_size=batch_size, buffer_memory=1 << 20)),
+    ]
+    calls = [Calls(producer._accumulator) for producer in producers]
+    try:
+        outcomes = []
+        for producer in producers:
+            outcomes.append(
+                [
+                    outcome(
+                        producer,
+                        value,
+                        key=key,
+                        partition=0 if partition is None and key is None else partition,
+                        timestamp_ms=TS + i,
+                    )
+                    for i, (key, value, partition) in enumerate(records)
+                ]
+            )
+        assert outcomes[0] == outcomes[1] == outcomes[2]
+        assert calls[0].new_batch == 0  # compiled: the core's step made what [1]'s Python did
+        assert _batch_fields(producers[0]) == _batch_fields(producers[1])
+        assert memory(producers[0]) == memory(producers[1])
+        assert queued(producers[0]) == queued(producers[1]) == queued(producers[2])
+        assert memory(producers[2])[1:] == memory(producers[0])[1:]  # bytes free, batches
+    finally:
+        for producer in producers:
+            producer.close(0)
+
+
+@pytest.mark.skipif(not COMPILED, reason="the compiled record core is not in use")
+def test_batches_made_by_the_core_step_are_freed() -> None:
+    """Batches the step made, once drained and dropped with their futures, leave nothing
+    behind: no result, no reference to their partition."""
+    accumulator = RecordAccumulator(batch_size=1)
+
+    def fallback(*args: Any) -> Any:
+        raise AssertionError("the core's step declined")
+
+    step = accumulator.new_batch_step(fallback, lambda: None)
+    accumulator.append("t", 0, TS, None, b"first")
+    queue = accumulator._queues["t"][0]
+    tp = queue.tp
+    gc.collect()
+    results_before = sum(type(o) is ProduceRequestResult for o in gc.get_objects())
+    references = sys.getrefcount(tp)
+    futures = [step("t", 0, TS, b"k", b"v%d" % i) for i in range(100)]
+    assert len(queue.batches) == 101 and all(f.offset_delta == 0 for f in futures)
+    with queue.lock:
+        made = [queue.batches.pop() for _ in range(100)]
+    for batch in made:
+        accumulator.deallocate(batch)
+    del made, futures, batch
+    gc.collect()
+    assert sys.getrefcount(tp) == references
+    assert sum(type(o) is ProduceRequestResult for o in gc.get_objects()) == results_before

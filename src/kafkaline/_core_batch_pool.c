@@ -9,29 +9,42 @@
  * attributes, under its lock. The new-batch step takes memory here without a call. */
 typedef struct {
     PyObject_HEAD
-    Py_ssize_t available;
-    char closed;
-    PyObject *lock;    /* a QueueLock in the compiled build */
-    PyObject *waiters; /* a deque of Conditions */
+    /* Python objects, not C ints: the pool's Python then reads and writes them as slots,
+     * which the interpreter specialises (a C int member cost each allocate() and
+     * deallocate() about 850 instructions more, the Sender's too). */
+    PyObject *available; /* int: bytes free now */
+    PyObject *closed;    /* bool */
+    PyObject *lock;      /* a QueueLock in the compiled build */
+    PyObject *waiters;   /* a deque of Conditions */
 } PoolState;
 
 /* BufferPool.try_allocate(size) when nobody is in the pool's code: the lock free (no thread
  * between its reads and writes of the state; nothing here lets another thread run), nobody
  * waiting, the pool open and the memory free. 1 taken, 0 not (nothing done: the caller asks
- * the pool itself). */
+ * the pool itself), -1 on error. */
 static int
 pool_take_now(PoolState *p, Py_ssize_t size)
 {
     if (p->lock == NULL || !Py_IS_TYPE(p->lock, &QueueLockType) || p->waiters == NULL ||
-        ((QueueLock *)p->lock)->locked || p->closed || p->available < size)
+        ((QueueLock *)p->lock)->locked || p->closed != Py_False || p->available == NULL ||
+        !PyLong_CheckExact(p->available))
         return 0;
+    Py_ssize_t available = PyLong_AsSsize_t(p->available);
+    if (available < size) {
+        if (available == -1 && PyErr_Occurred())
+            PyErr_Clear(); /* past Py_ssize_t: the pool's own code decides */
+        return 0;
+    }
     Py_ssize_t waiting = PyObject_Length(p->waiters);
     if (waiting != 0) {
         if (waiting < 0)
             PyErr_Clear(); /* not a sized queue: the pool's own code decides */
         return 0;
     }
-    p->available -= size;
+    PyObject *left = PyLong_FromSsize_t(available - size);
+    if (left == NULL)
+        return -1;
+    Py_SETREF(p->available, left);
     return 1;
 }
 
@@ -48,6 +61,8 @@ PoolState_traverse(PoolState *self, visitproc visit, void *arg)
 static int
 PoolState_clear(PoolState *self)
 {
+    Py_CLEAR(self->available);
+    Py_CLEAR(self->closed);
     Py_CLEAR(self->lock);
     Py_CLEAR(self->waiters);
     return 0;
@@ -62,8 +77,8 @@ PoolState_dealloc(PoolState *self)
 }
 
 static PyMemberDef PoolState_members[] = {
-    {"_available", T_PYSSIZET, offsetof(PoolState, available), 0, "Bytes free now."},
-    {"_closed", T_BOOL, offsetof(PoolState, closed), 0, "Whether close() was called."},
+    {"_available", T_OBJECT_EX, offsetof(PoolState, available), 0, "Bytes free now."},
+    {"_closed", T_OBJECT_EX, offsetof(PoolState, closed), 0, "Whether close() was called."},
     {"_lock", T_OBJECT_EX, offsetof(PoolState, lock), 0, "The pool's lock."},
     {"_waiters", T_OBJECT_EX, offsetof(PoolState, waiters), 0, "Threads waiting, in turn."},
     {NULL, 0, 0, 0, NULL},

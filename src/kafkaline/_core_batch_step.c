@@ -246,8 +246,12 @@ step_locked(BatchStep *st, PyObject *queue, PyObject *batches, const StepRecord 
     if (passed <= 0)
         return passed < 0 ? NULL : Py_NewRef(Py_None);
     Py_ssize_t memory = step_first_reservation(st, r);
-    if (!(PyObject_TypeCheck(st->pool, &PoolStateType) &&
-          pool_take_now((PoolState *)st->pool, memory))) {
+    int taken_now = PyObject_TypeCheck(st->pool, &PoolStateType)
+                        ? pool_take_now((PoolState *)st->pool, memory)
+                        : 0;
+    if (taken_now < 0)
+        return NULL;
+    if (!taken_now) {
         PyObject *taken = step_call_method(st->pool, str_try_allocate, memory);
         if (taken != Py_True)
             return taken == NULL ? NULL : (Py_DECREF(taken), Py_NewRef(Py_None));

@@ -80,9 +80,11 @@ step_first_reservation(const BatchStep *st, const StepRecord *r)
 
 /* Whether the protocol's second step would pass over the queue's last batch to a new one
  * without taking memory for it: no last batch, a full one, or one that refuses the record
- * while needing no more memory for it (AppendSide._try_last()). 1 yes, 0 no, -1 error. */
+ * while needing no more memory for it (AppendSide._try_last()), whose builder is then in
+ * *refusing (to be closed, as its refusing append() would close it). 1 yes, 0 no, -1 error. */
 static int
-step_last_batch_passed(BatchStep *st, PyObject *batches, const StepRecord *r)
+step_last_batch_passed(BatchStep *st, PyObject *batches, const StepRecord *r,
+                       PyObject **refusing)
 {
     Py_ssize_t n = PyObject_Length(batches);
     if (n <= 0)
@@ -118,7 +120,7 @@ step_last_batch_passed(BatchStep *st, PyObject *batches, const StepRecord *r)
     }
     Py_XDECREF(split);
     if (rc == 1)
-        b->closed = 1; /* as its append() refusing the record for its size would */
+        *refusing = Py_NewRef(builder);
 done:
     Py_XDECREF(builder);
     Py_DECREF(batch);
@@ -234,6 +236,9 @@ step_queue_batch(BatchStep *st, PyObject *batches, PyObject *batch)
     return rc < 0 ? -2 : 0;
 }
 
+static PyObject *step_memory_and_batch(BatchStep *st, PyObject *queue, PyObject *batches,
+                                       const StepRecord *r);
+
 /* Under the queue's lock: the record's future in a new queued batch; None when the protocol
  * must decide (nothing done); NULL on error. */
 static PyObject *
@@ -242,9 +247,21 @@ step_locked(BatchStep *st, PyObject *queue, PyObject *batches, const StepRecord 
     PyObject *closed = PyDict_GetItemWithError(st->accumulator_dict, str_closed);
     if (closed != Py_False)
         return closed == NULL && PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
-    int passed = step_last_batch_passed(st, batches, r);
+    PyObject *refusing = NULL;
+    int passed = step_last_batch_passed(st, batches, r, &refusing);
     if (passed <= 0)
         return passed < 0 ? NULL : Py_NewRef(Py_None);
+    PyObject *future = step_memory_and_batch(st, queue, batches, r);
+    if (future != NULL && future != Py_None && refusing != NULL)
+        ((Builder *)refusing)->closed = 1; /* only once memory was had, as in the protocol */
+    Py_XDECREF(refusing);
+    return future;
+}
+
+/* step_locked() once the last batch is passed over: memory, then the batch. */
+static PyObject *
+step_memory_and_batch(BatchStep *st, PyObject *queue, PyObject *batches, const StepRecord *r)
+{
     Py_ssize_t memory = step_first_reservation(st, r);
     int taken_now = PyObject_TypeCheck(st->pool, &PoolStateType)
                         ? pool_take_now((PoolState *)st->pool, memory)

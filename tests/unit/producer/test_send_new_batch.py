@@ -198,6 +198,26 @@ def test_a_new_batch_blocks_up_to_max_block_ms_when_buffer_memory_is_used_up() -
         producer.close(0)
 
 
+def test_a_full_batch_is_left_open_when_the_new_batch_gets_no_memory() -> None:
+    """A last batch that refuses a record is closed for appends only once the new batch has
+    its memory: when the memory does not come (BufferExhaustedError after max_block_ms), the
+    batch stays as the Python step leaves it. 1 KB records into 16 KiB batches, memory for
+    one batch and a little more."""
+    settings: dict[str, Any] = {"buffer_memory": 16384 + 100, "max_block_ms": 50}
+    producers = [offline_producer(1, **settings), python_step_only(offline_producer(1, **settings))]
+    try:
+        for producer in producers:
+            for i in range(16):
+                producer.send("t", b"x" * 1000, partition=0, timestamp_ms=TS)
+            with pytest.raises(BufferExhaustedError):
+                producer.send("t", b"x" * 1000, partition=0, timestamp_ms=TS)
+        assert memory(producers[0]) == memory(producers[1])
+        assert memory(producers[0])[0] == {0: [(16384, 16384, False)]}
+    finally:
+        for producer in producers:
+            producer.close(0)
+
+
 def test_a_producer_closed_during_the_step_raises_producer_closed() -> None:
     producer = offline_producer(2, batch_size=1)
     try:

@@ -207,7 +207,7 @@ def test_a_full_batch_is_left_open_when_the_new_batch_gets_no_memory() -> None:
     producers = [offline_producer(1, **settings), python_step_only(offline_producer(1, **settings))]
     try:
         for producer in producers:
-            for i in range(16):
+            for _ in range(16):
                 producer.send("t", b"x" * 1000, partition=0, timestamp_ms=TS)
             with pytest.raises(BufferExhaustedError):
                 producer.send("t", b"x" * 1000, partition=0, timestamp_ms=TS)

@@ -9,7 +9,7 @@ static PyObject *
 sender_new_batch(Sender *self, PyObject *const *args, long long partition, long long timestamp)
 {
     PyObject *target = self->new_batch;
-    if (Py_IS_TYPE(target, &BatchStepType)) {
+    if (Py_IS_TYPE(target, &BatchStepType) && ((BatchStep *)target)->fallback != NULL) {
         BatchStep *step = (BatchStep *)target;
         StepRecord r;
         PyObject *queue = cached_queue(self, args[0], partition, self->cache_count);

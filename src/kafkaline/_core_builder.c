@@ -250,32 +250,26 @@ builder_set_header_fields(Builder *self, const BuilderArgs *a)
     return 0;
 }
 
+/* A fresh builder set up from its arguments. */
 static int
-Builder_init(Builder *self, PyObject *args, PyObject *kwds)
+builder_setup(Builder *self, const BuilderArgs *a)
 {
-    BuilderArgs a;
-    if (builder_parse_args(args, kwds, &a) < 0 || ensure_python_side() < 0)
+    if (builder_set_compression(self, a->compression, a->level) < 0 ||
+        builder_check_size(a->size_limit, a->ratio) < 0)
         return -1;
-    if (self->buffer != NULL || self->payload != NULL) {
-        PyErr_SetString(PyExc_TypeError, "RecordBatchBuilder is initialised once");
-        return -1;
-    }
-    if (builder_set_compression(self, a.compression, a.level) < 0 ||
-        builder_check_size(a.size_limit, a.ratio) < 0)
-        return -1;
-    int log_append = builder_set_log_append(self, a.timestamp_type, a.log_append_time);
+    int log_append = builder_set_log_append(self, a->timestamp_type, a->log_append_time);
     if (log_append < 0)
         return -1;
-    self->size_limit = a.size_limit;
+    self->size_limit = a->size_limit;
     self->memory_cap = (Py_ssize_t)MAX_BATCH_SIZE;
-    self->ratio = a.ratio;
+    self->ratio = a->ratio;
     self->limit =
-        a.ratio == 1.0 ? a.size_limit : HEADER_SIZE + records_room(a.size_limit, a.ratio);
-    if (builder_set_header_fields(self, &a) < 0)
+        a->ratio == 1.0 ? a->size_limit : HEADER_SIZE + records_room(a->size_limit, a->ratio);
+    if (builder_set_header_fields(self, a) < 0)
         return -1;
     self->attributes = (int16_t)(self->compression_id | (log_append ? ATTR_TIMESTAMP_TYPE : 0) |
-                                 (a.transactional ? ATTR_TRANSACTIONAL : 0) |
-                                 (a.control ? ATTR_CONTROL : 0));
+                                 (a->transactional ? ATTR_TRANSACTIONAL : 0) |
+                                 (a->control ? ATTR_CONTROL : 0));
     self->used = HEADER_SIZE;
     self->capacity = 0;
     self->count = 0;
@@ -287,17 +281,41 @@ Builder_init(Builder *self, PyObject *args, PyObject *kwds)
 }
 
 static int
-Builder_traverse(Builder *self, visitproc visit, void *arg)
+Builder_init(Builder *self, PyObject *args, PyObject *kwds)
 {
-    Py_VISIT(self->compression);
-    Py_VISIT(self->compression_level);
-    return 0;
+    BuilderArgs a;
+    if (builder_parse_args(args, kwds, &a) < 0 || ensure_python_side() < 0)
+        return -1;
+    if (self->buffer != NULL || self->payload != NULL) {
+        PyErr_SetString(PyExc_TypeError, "RecordBatchBuilder is initialised once");
+        return -1;
+    }
+    return builder_setup(self, &a);
 }
 
+static PyTypeObject BuilderType;
+
+/* RecordBatchBuilder(size_limit), made from C without a call: a new batch's usual builder
+ * (the new-batch step's). */
+static PyObject *
+builder_make_plain(Py_ssize_t size_limit)
+{
+    if (ensure_python_side() < 0)
+        return NULL;
+    BuilderArgs a = {.size_limit = size_limit, .level = Py_None, .log_append_time = Py_None,
+                     .ratio = 1.0};
+    Builder *self = (Builder *)BuilderType.tp_alloc(&BuilderType, 0);
+    if (self != NULL && builder_setup(self, &a) < 0)
+        Py_CLEAR(self);
+    return (PyObject *)self;
+}
+
+/* Not tracked by the cyclic GC: what a builder refers to (bytes, a str, a CompressionType
+ * member, None or an int) never refers back to it, and a batch makes one per new batch, which
+ * with many partitions is one per record or two (docs/performance.md, newbatch3). */
 static void
 Builder_dealloc(Builder *self)
 {
-    PyObject_GC_UnTrack(self);
     Py_CLEAR(self->buffer);
     Py_CLEAR(self->payload);
     Py_CLEAR(self->built);
@@ -307,10 +325,3 @@ Builder_dealloc(Builder *self)
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
-static int
-Builder_clear(Builder *self)
-{
-    Py_CLEAR(self->compression);
-    Py_CLEAR(self->compression_level);
-    return 0;
-}

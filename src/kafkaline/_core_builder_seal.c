@@ -350,12 +350,10 @@ static PyTypeObject BuilderType = {
     .tp_doc = "A record batch v2 builder whose records are encoded into one buffer as they "
               "are appended (kafkaline.record.builder.RecordBatchBuilder is the reference).",
     .tp_basicsize = sizeof(Builder),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC,
+    .tp_flags = Py_TPFLAGS_DEFAULT,
     .tp_new = PyType_GenericNew,
     .tp_init = (initproc)Builder_init,
     .tp_dealloc = (destructor)Builder_dealloc,
-    .tp_traverse = (traverseproc)Builder_traverse,
-    .tp_clear = (inquiry)Builder_clear,
     .tp_methods = Builder_methods,
     .tp_getset = Builder_getset,
     .tp_as_sequence = &Builder_as_sequence,

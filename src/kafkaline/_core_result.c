@@ -29,18 +29,10 @@ static PyObject *str_release, *str_run_hook, *str_add_hook, *str_waits_for_itsel
     *str_traceback;
 static PyObject *str_complete_args[5];
 
+/* A new pending result of `type` (BatchResultType or a subtype) for topic and partition. */
 static PyObject *
-BatchResult_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+batch_result_make(PyTypeObject *type, PyObject *topic, PyObject *partition)
 {
-    static char *kwlist[] = {"topic", "partition", NULL};
-    PyObject *topic, *partition;
-    if (kwds == NULL && PyTuple_GET_SIZE(args) == 2) {
-        topic = PyTuple_GET_ITEM(args, 0);
-        partition = PyTuple_GET_ITEM(args, 1);
-    }
-    else if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:ProduceRequestResult", kwlist, &topic,
-                                          &partition))
-        return NULL;
     BatchResult *self = (BatchResult *)type->tp_alloc(type, 0);
     if (self == NULL)
         return NULL;
@@ -56,6 +48,21 @@ BatchResult_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
     self->record_errors = Py_NewRef(Py_None);
     self->redirects = Py_NewRef(Py_None);
     return (PyObject *)self;
+}
+
+static PyObject *
+BatchResult_new(PyTypeObject *type, PyObject *args, PyObject *kwds)
+{
+    static char *kwlist[] = {"topic", "partition", NULL};
+    PyObject *topic, *partition;
+    if (kwds == NULL && PyTuple_GET_SIZE(args) == 2) {
+        topic = PyTuple_GET_ITEM(args, 0);
+        partition = PyTuple_GET_ITEM(args, 1);
+    }
+    else if (!PyArg_ParseTupleAndKeywords(args, kwds, "OO:ProduceRequestResult", kwlist, &topic,
+                                          &partition))
+        return NULL;
+    return batch_result_make(type, topic, partition);
 }
 
 static int

@@ -2,17 +2,38 @@
  * A part of _record_core.c, which #includes the parts in order as one translation unit. */
 
 /* new_batch(topic, partition, timestamp_ms, key, value): the future of a record that needs a
- * new batch (see OpenBatchSender), or NULL with its error. */
+ * new batch (see OpenBatchSender), or NULL with its error. A NewBatchStep is called here
+ * without making the partition and timestamp ints, and what it declines goes to its fallback
+ * (it would decline again). */
 static PyObject *
 sender_new_batch(Sender *self, PyObject *const *args, long long partition, long long timestamp)
 {
+    PyObject *target = self->new_batch;
+    if (Py_IS_TYPE(target, &BatchStepType) && ((BatchStep *)target)->fallback != NULL) {
+        BatchStep *step = (BatchStep *)target;
+        StepRecord r;
+        PyObject *queue = cached_queue(self, args[0], partition, self->cache_count);
+        if (queue == NULL && PyErr_Occurred())
+            return NULL;
+        if (queue != NULL && !step_record(step, args[2], args[1], timestamp, &r)) {
+            PyObject *future = batch_step_try(step, queue, &r);
+            Py_DECREF(queue);
+            if (future != Py_None)
+                return future; /* or NULL */
+            Py_DECREF(future);
+        }
+        else {
+            Py_XDECREF(queue);
+        }
+        target = step->fallback;
+    }
     PyObject *call[5] = {args[0], args[4], args[5], args[2], args[1]};
     PyObject *partition_obj = NULL, *timestamp_obj = NULL, *result = NULL;
     if (call[1] == Py_None && (call[1] = partition_obj = PyLong_FromLongLong(partition)) == NULL)
         return NULL;
     if (call[2] == Py_None && (call[2] = timestamp_obj = PyLong_FromLongLong(timestamp)) == NULL)
         goto done;
-    result = PyObject_Vectorcall(self->new_batch, call, 5, NULL);
+    result = PyObject_Vectorcall(target, call, 5, NULL);
 done:
     Py_XDECREF(partition_obj);
     Py_XDECREF(timestamp_obj);

@@ -55,6 +55,8 @@
 #include "_core_future.c"
 #include "_core_sender.c"
 #include "_core_sender_lookups.c"
+#include "_core_batch_pool.c"
+#include "_core_batch_step.c"
 #include "_core_sender_call.c"
 #include "_core_lists.c"
 #include "_core_produce_response.c"
@@ -101,7 +103,8 @@ PyInit__record_core(void)
 {
     crc_init();
     if (PyType_Ready(&BuilderType) < 0 || PyType_Ready(&SenderType) < 0 ||
-        PyType_Ready(&QueueLockType) < 0 || PyType_Ready(&RecordFutureType) < 0 || PyType_Ready(&BatchResultType) < 0)
+        PyType_Ready(&QueueLockType) < 0 || PyType_Ready(&RecordFutureType) < 0 || PyType_Ready(&BatchResultType) < 0 ||
+        PyType_Ready(&BatchStepType) < 0 || PyType_Ready(&PoolStateType) < 0)
         return NULL;
     if ((str_queues = PyUnicode_InternFromString("_queues")) == NULL ||
         (str_lock = PyUnicode_InternFromString("lock")) == NULL ||
@@ -123,6 +126,14 @@ PyInit__record_core(void)
         (str_waits_for_itself = PyUnicode_InternFromString("_waits_for_itself")) == NULL ||
         (str_value = PyUnicode_InternFromString("value")) == NULL ||
         (str_traceback = PyUnicode_InternFromString("__traceback__")) == NULL ||
+        (str_closed = PyUnicode_InternFromString("_closed")) == NULL ||
+        (str_try_allocate = PyUnicode_InternFromString("try_allocate")) == NULL ||
+        (str_deallocate = PyUnicode_InternFromString("deallocate")) == NULL ||
+        (str_append = PyUnicode_InternFromString("append")) == NULL ||
+        (str_tp = PyUnicode_InternFromString("tp")) == NULL ||
+        (str_pooled_bytes = PyUnicode_InternFromString("pooled_bytes")) == NULL ||
+        (str_is_split_batch = PyUnicode_InternFromString("is_split_batch")) == NULL ||
+        (str_total_memory = PyUnicode_InternFromString("total_memory")) == NULL ||
         (minus_one = PyLong_FromLong(-1)) == NULL)
         return NULL;
     static const char *const complete_arg_names[5] = {"state", "base_offset", "log_append_time",
@@ -143,6 +154,8 @@ PyInit__record_core(void)
         PyModule_AddObjectRef(module, "QueueLock", (PyObject *)&QueueLockType) < 0 ||
         PyModule_AddObjectRef(module, "RecordFuture", (PyObject *)&RecordFutureType) < 0 ||
         PyModule_AddObjectRef(module, "BatchResult", (PyObject *)&BatchResultType) < 0 ||
+        PyModule_AddObjectRef(module, "NewBatchStep", (PyObject *)&BatchStepType) < 0 ||
+        PyModule_AddObjectRef(module, "PoolState", (PyObject *)&PoolStateType) < 0 ||
         PyModule_AddStringConstant(module, "BUILD", "compiled") < 0) {
         Py_DECREF(module);
         return NULL;

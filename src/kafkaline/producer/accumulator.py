@@ -53,7 +53,7 @@ from kafkaline.producer.batch import ProducerBatch
 from kafkaline.producer.buffer_pool import BufferPool, new_lock
 from kafkaline.producer.builtin_partitioner import BuiltInPartitioner
 from kafkaline.producer.compression_ratio import CompressionRatioEstimator
-from kafkaline.producer.futures import FutureRecordMetadata
+from kafkaline.producer.futures import FutureRecordMetadata, ProduceRequestResult
 from kafkaline.producer.partition_queues import PartitionQueue
 from kafkaline.producer.partitioner import ClusterPartitions
 from kafkaline.producer.pending_records import (
@@ -275,6 +275,39 @@ class RecordAccumulator(EncodedAppendSide, SenderSide):
             self, FutureRecordMetadata, payload_limit, RECORD_OVERHEAD_BOUND
         )
         return sender
+
+    def new_batch_step(
+        self,
+        fallback: Callable[[str, int, int, bytes | None, bytes | None], FutureRecordMetadata],
+        wakeup: Callable[[], None],
+    ) -> Callable[[str, int, int, bytes | None, bytes | None], FutureRecordMetadata]:
+        """What :meth:`open_batch_sender`'s ``new_batch`` is set to: ``fallback`` (the
+        producer's step into :meth:`append_to_new_batch`), or with the compiled core and
+        plain batches (no compression, no transactions) a compiled step that makes the new
+        batch itself when the append protocol would do nothing else (the pool has the
+        memory free now and nobody waits, the accumulator is open, the queue's last batch
+        takes nothing more without more memory) and calls ``wakeup`` after, as the producer
+        does for a new batch; every other record goes to ``fallback``."""
+        core = compiled_core()
+        if core is None or not self._plain_batches:
+            return fallback
+        step: Callable[[str, int, int, bytes | None, bytes | None], FutureRecordMetadata] = (
+            core.NewBatchStep(
+                self,
+                self._pool,
+                self._incomplete,
+                self._incomplete_lock,
+                ProducerBatch,
+                ProduceRequestResult,
+                FutureRecordMetadata,
+                self._batch_size,
+                self._first_batch_memory,
+                RECORD_OVERHEAD_BOUND,
+                fallback,
+                wakeup,
+            )
+        )
+        return step
 
     def append_many(
         self,

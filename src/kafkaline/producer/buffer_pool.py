@@ -25,12 +25,13 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from kafkaline.errors import BufferExhaustedError, ProducerClosedError, RecordTooLargeError
 from kafkaline.producer.futures import on_io_thread
 from kafkaline.record.core import compiled_core
 
-__all__ = ["BufferPool", "new_lock"]
+__all__ = ["BufferPool", "PythonPoolState", "new_lock"]
 
 
 def _lock_factory() -> Callable[[], threading.Lock]:
@@ -47,7 +48,28 @@ def _lock_factory() -> Callable[[], threading.Lock]:
 new_lock = _lock_factory()
 
 
-class BufferPool:
+class PythonPoolState:
+    """The pool's state in the pure-Python build: bytes free, closed, its lock and the
+    threads waiting. In the compiled build the core's ``PoolState`` holds the same four
+    fields, where its new-batch step takes a new batch's first memory without a call (when
+    the lock is free and nobody waits, what :meth:`BufferPool.try_allocate` does)."""
+
+    __slots__ = ("_available", "_closed", "_lock", "_waiters")
+
+    _available: int
+    _closed: bool
+    _lock: threading.Lock
+    _waiters: deque[threading.Condition]
+
+
+_core = compiled_core()
+if TYPE_CHECKING:
+    _PoolState = PythonPoolState
+else:
+    _PoolState = PythonPoolState if _core is None else _core.PoolState
+
+
+class BufferPool(_PoolState):
     """Memory accounting for ``total_memory`` bytes (``buffer_memory``).
 
     ``poolable_size`` is the usual request (``batch_size``), kept for metrics and messages.
@@ -66,13 +88,9 @@ class BufferPool:
     """
 
     __slots__ = (
-        "_available",
         "_clock",
-        "_closed",
-        "_lock",
         "_on_wait",
         "_wait_time_total_ms",
-        "_waiters",
         "poolable_size",
         "total_memory",
     )

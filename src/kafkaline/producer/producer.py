@@ -168,7 +168,9 @@ class Producer:
         core_send = self._accumulator.open_batch_sender(self._payload_limit)
         if core_send is not None:
             core_send.partition_counts = self._topics.counts
-            core_send.new_batch = self._send_to_new_batch
+            core_send.new_batch = self._accumulator.new_batch_step(
+                self._send_to_new_batch, lambda: self._wakeup()
+            )
             if type(self).send is Producer.send:  # (a subclass's own send() stays)
                 # producer.send is then the compiled call itself, no Python frame first; what
                 # it declines goes to the class's send(), the general path.

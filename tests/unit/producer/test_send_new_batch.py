@@ -1,23 +1,30 @@
 """send() of a record that needs a new batch, in the compiled build: the core checks the record
-and chooses its partition, then hands it to one Python step (Producer._send_to_new_batch,
+and chooses its partition, then makes the new batch itself in the common case (a compiled
+NewBatchStep), or hands the record to one Python step (Producer._send_to_new_batch,
 RecordAccumulator.append_to_new_batch) instead of send()'s general path. Each test also runs
 in the pure-Python build, where the general path takes every record: the outcomes must match.
 """
 
 from __future__ import annotations
 
+import gc
 import random
+import sys
 import threading
 import time
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from kafkaline import Producer
 from kafkaline.errors import BufferExhaustedError, ProducerClosedError
 from kafkaline.net.cluster import BrokerNode, ClusterMetadata, PartitionMetadata
-from kafkaline.producer.accumulator import RecordAccumulator
-from kafkaline.record import core_build, read_record_batches
+from kafkaline.producer.accumulator import BufferPool, RecordAccumulator
+from kafkaline.producer.batch import ProducerBatch
+from kafkaline.producer.futures import ProduceRequestResult
+from kafkaline.record import CompressionType, core_build, read_record_batches
 
 TS = 1_700_000_000_000
 COMPILED = core_build() == "compiled"
@@ -34,6 +41,13 @@ def offline_producer(partitions: int, **settings: Any) -> Producer:
     )
     producer._topics.counts["t"] = partitions
     producer._set_gate(None)
+    return producer
+
+
+def python_step_only(producer: Producer) -> Producer:
+    """The compiled send() with the Python new-batch step (the reference of the core's)."""
+    if producer._core_send is not None:
+        producer._core_send.new_batch = producer._send_to_new_batch
     return producer
 
 
@@ -60,6 +74,20 @@ class Calls:
 
         accumulator.append = counted_append  # type: ignore[method-assign, assignment]
         accumulator.append_to_new_batch = counted_new_batch  # type: ignore[method-assign, assignment]
+
+
+def memory(producer: Producer) -> tuple[object, ...]:
+    """The buffer memory each queued batch holds, the pool's free bytes and the count of
+    incomplete batches."""
+    accumulator = producer._accumulator
+    held = {
+        partition: [
+            (batch.pooled_bytes, batch.builder.memory_cap, batch.is_closed)
+            for batch in queue.batches
+        ]
+        for partition, queue in sorted(accumulator._queues.get("t", {}).items())
+    }
+    return held, accumulator.buffer_pool.available_memory, accumulator.incomplete_count()
 
 
 def queued(producer: Producer) -> dict[int, list[bytes]]:
@@ -100,15 +128,14 @@ def test_records_that_need_a_new_batch_skip_the_general_path() -> None:
         assert compared[0] == compared[1]
         assert all(delta == 0 for _, delta, _ in compared[0])
         assert queued(producers[0]) == queued(producers[1])
+        assert memory(producers[0]) == memory(producers[1])
         core, general = calls
         assert (general.append, general.new_batch) == (63, 0)
-        if COMPILED:
-            assert (core.append, core.new_batch) == (3, 60)
-        else:
-            assert (core.append, core.new_batch) == (63, 0)
+        # Compiled: the core's step made the 60 new batches, no Python step ran.
+        assert (core.append, core.new_batch) == ((3, 0) if COMPILED else (63, 0))
         for producer in producers:
             producer.send("t", b"keyless", timestamp_ms=TS)
-        assert core.new_batch == (60 if COMPILED else 0)  # the sticky partitioner: general
+        assert core.append == (4 if COMPILED else 64)  # the sticky partitioner: general
     finally:
         for producer in producers:
             producer.close(0)
@@ -130,8 +157,9 @@ def test_a_batch_short_of_memory_but_not_of_room_takes_the_general_path() -> Non
         assert deltas[:16] == list(range(16))  # past 4 KiB, into the same batch
         assert deltas.count(0) == 3  # two full batches, then a third
         assert queued(producers[0]) == queued(producers[1])
-        if COMPILED:
-            assert core_calls.new_batch == 2
+        assert memory(producers[0]) == memory(producers[1])
+        if COMPILED:  # past 4 KiB per batch: general; the new batches: the core's step
+            assert (core_calls.append, core_calls.new_batch) == (4, 0)
     finally:
         for producer in producers:
             producer.close(0)
@@ -168,6 +196,28 @@ def test_a_new_batch_blocks_up_to_max_block_ms_when_buffer_memory_is_used_up() -
         assert future.offset_delta == 0 and future.batch_result.partition == 1
     finally:
         producer.close(0)
+
+
+def test_a_full_batch_is_left_open_when_the_new_batch_gets_no_memory() -> None:
+    """A last batch that refuses a record is closed for appends only once the new batch has
+    its memory: when the memory does not come (BufferExhaustedError after max_block_ms), the
+    batch stays as the Python step leaves it. 1 KB records into 16 KiB batches, memory for
+    one batch and a little more."""
+    settings: dict[str, Any] = {"buffer_memory": 16384 + 100, "max_block_ms": 50}
+    producers = [offline_producer(1, **settings), python_step_only(offline_producer(1, **settings))]
+    try:
+        for producer in producers:
+            for _ in range(16):
+                producer.send("t", b"x" * 1000, partition=0, timestamp_ms=TS)
+            with pytest.raises(BufferExhaustedError):
+                producer.send("t", b"x" * 1000, partition=0, timestamp_ms=TS)
+        assert memory(producers[0]) == memory(producers[1])
+        # The general path (every record of the pure build) tries the last batch before
+        # taking memory, and closes it then; the new-batch steps start at the memory.
+        assert memory(producers[0])[0] == {0: [(16384, 16384, not COMPILED)]}
+    finally:
+        for producer in producers:
+            producer.close(0)
 
 
 def test_a_producer_closed_during_the_step_raises_producer_closed() -> None:
@@ -258,3 +308,162 @@ def test_the_core_hands_new_batch_the_checked_record() -> None:
     sender.new_batch = None
     assert sender("t", b"v", None, None, 2, TS) is None
     assert len(handed) == 3
+
+
+@pytest.mark.skipif(not COMPILED, reason="the compiled record core is not in use")
+def test_the_core_step_makes_the_batch_or_hands_the_record_to_its_fallback() -> None:
+    """The compiled new-batch step, called as new_batch is: a new batch holding its first
+    memory, queued, counted incomplete, the Sender woken once; with room left in the last
+    batch (the protocol would try it), or the pool short of memory, the fallback gets the
+    record with nothing done."""
+    # A batch of one record takes what it may need: 61 + 36 + its key and value (its first
+    # 4 KiB are capped at batch_size); 102 + 99 bytes for the two records below.
+    accumulator = RecordAccumulator(batch_size=1, buffer_pool=BufferPool(201, 1))
+    handed: list[tuple[object, ...]] = []
+    woken: list[int] = []
+    marker = object()
+
+    def fallback(*args: Any) -> Any:
+        handed.append(args)
+        return marker
+
+    step = accumulator.new_batch_step(fallback, lambda: woken.append(1))
+    assert step is not fallback
+    accumulator.append("t", 0, TS, None, b"first")  # the queue, its batch full
+    future = step("t", 0, TS + 1, b"k", b"v")
+    assert future is not marker and handed == [] and woken == [1]
+    queue = accumulator._queues["t"][0]
+    assert [batch.record_count for batch in queue.batches] == [1, 1]
+    assert future.batch_result is queue.batches[-1].result and future.offset_delta == 0
+    assert queue.batches[-1].pooled_bytes == 99 == queue.batches[-1].builder.memory_cap
+    assert accumulator.buffer_pool.available_memory == 0
+    assert accumulator.incomplete_count() == 2
+    assert step("t", 0, TS + 2, None, b"v") is marker  # no memory free now: the fallback
+    assert handed == [("t", 0, TS + 2, None, b"v")] and woken == [1]
+    assert step("t", 1, TS, None, b"v") is marker  # no queue yet
+    assert len(handed) == 2
+    roomy = RecordAccumulator(batch_size=16384)
+    roomy_step = roomy.new_batch_step(fallback, lambda: woken.append(1))
+    roomy.append("t", 0, TS, None, b"first")  # its batch has room: the protocol tries it
+    assert roomy_step("t", 0, TS, None, b"v") is marker
+    assert len(handed) == 3 and woken == [1]
+    assert [batch.record_count for batch in roomy._queues["t"][0].batches] == [1]
+
+
+def test_only_plain_batches_get_the_compiled_step() -> None:
+    """Compression (or transactions) keep the Python step for every new batch."""
+
+    def fallback(*args: Any) -> Any:
+        return None
+
+    compressed = RecordAccumulator(batch_size=1, compression=CompressionType.GZIP)
+    assert compressed.new_batch_step(fallback, lambda: None) is fallback
+    plain = RecordAccumulator(batch_size=1).new_batch_step(fallback, lambda: None)
+    assert (plain is fallback) == (not COMPILED)
+
+
+_RECORDS = st.lists(
+    st.tuples(
+        st.one_of(st.none(), st.binary(max_size=40)),  # key
+        st.one_of(st.none(), st.binary(max_size=3000)),  # value
+        st.one_of(st.none(), st.integers(0, 2)),  # partition (None: the key's, or 0)
+    ),
+    min_size=1,
+    max_size=25,
+)
+
+
+def _batch_fields(producer: Producer) -> list[dict[str, object]]:
+    """Every slot of every queued batch, as comparable values (times by their relation)."""
+    out = []
+    for queue in producer._accumulator._queue_lists.get("t", []):
+        for batch in queue.batches:
+            fields: dict[str, object] = {}
+            for name in ProducerBatch.__slots__:
+                value = getattr(batch, name)
+                if name == "builder":
+                    value = (
+                        value.appended_limit,
+                        value.memory_cap,
+                        value.compression,
+                        value.is_full,
+                        len(value),
+                    )
+                elif name == "result":
+                    value = (type(value), value.topic, value.partition, value.state)
+                elif name in ("created_ms", "drained_ms", "last_attempt_ms"):
+                    value = (type(value), value == batch.created_ms)
+                else:
+                    value = (type(value), value)
+                fields[name] = value
+            out.append(fields)
+    return out
+
+
+@settings(max_examples=40, deadline=None)
+@given(batch_size=st.sampled_from([0, 1, 100, 1000, 5000, 16384]), records=_RECORDS)
+def test_the_core_step_leaves_the_batches_the_python_protocol_leaves(
+    batch_size: int, records: list[tuple[bytes | None, bytes | None, int | None]]
+) -> None:
+    """Whatever the batch size and records, a producer whose compiled send() opens batches
+    itself leaves the same batches (every field, the bytes, the memory they hold) and gives
+    the same futures as one whose compiled send() hands them to the Python step, and the same
+    as the general path alone (which may also close a full batch for appends, trying it)."""
+    producers = [
+        offline_producer(3, batch_size=batch_size, buffer_memory=1 << 20),
+        python_step_only(offline_producer(3, batch_size=batch_size, buffer_memory=1 << 20)),
+        general_path_only(offline_producer(3, batch_size=batch_size, buffer_memory=1 << 20)),
+    ]
+    calls = [Calls(producer._accumulator) for producer in producers]
+    try:
+        outcomes = []
+        for producer in producers:
+            outcomes.append(
+                [
+                    outcome(
+                        producer,
+                        value,
+                        key=key,
+                        partition=0 if partition is None and key is None else partition,
+                        timestamp_ms=TS + i,
+                    )
+                    for i, (key, value, partition) in enumerate(records)
+                ]
+            )
+        assert outcomes[0] == outcomes[1] == outcomes[2]
+        assert calls[0].new_batch == 0  # compiled: the core's step made what [1]'s Python did
+        assert _batch_fields(producers[0]) == _batch_fields(producers[1])
+        assert memory(producers[0]) == memory(producers[1])
+        assert queued(producers[0]) == queued(producers[1]) == queued(producers[2])
+        assert memory(producers[2])[1:] == memory(producers[0])[1:]  # bytes free, batches
+    finally:
+        for producer in producers:
+            producer.close(0)
+
+
+@pytest.mark.skipif(not COMPILED, reason="the compiled record core is not in use")
+def test_batches_made_by_the_core_step_are_freed() -> None:
+    """Batches the step made, once drained and dropped with their futures, leave nothing
+    behind: no result, no reference to their partition."""
+    accumulator = RecordAccumulator(batch_size=1)
+
+    def fallback(*args: Any) -> Any:
+        raise AssertionError("the core's step declined")
+
+    step = accumulator.new_batch_step(fallback, lambda: None)
+    accumulator.append("t", 0, TS, None, b"first")
+    queue = accumulator._queues["t"][0]
+    tp = queue.tp
+    gc.collect()
+    results_before = sum(type(o) is ProduceRequestResult for o in gc.get_objects())
+    references = sys.getrefcount(tp)
+    futures = [step("t", 0, TS, b"k", b"v%d" % i) for i in range(100)]
+    assert len(queue.batches) == 101 and all(f.offset_delta == 0 for f in futures)
+    with queue.lock:
+        made = [queue.batches.pop() for _ in range(100)]
+    for batch in made:
+        accumulator.deallocate(batch)
+    del made, futures, batch
+    gc.collect()
+    assert sys.getrefcount(tp) == references
+    assert sum(type(o) is ProduceRequestResult for o in gc.get_objects()) == results_before

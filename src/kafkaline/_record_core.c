@@ -98,43 +98,60 @@ static struct PyModuleDef core_module = {
     .m_methods = core_methods,
 };
 
+/* The attribute names the core looks up, interned once. */
+static const struct {
+    PyObject **slot;
+    const char *name;
+} interned_names[] = {
+    {&str_queues, "_queues"},
+    {&str_lock, "lock"},
+    {&str_batches, "batches"},
+    {&str_builder, "builder"},
+    {&str_result, "result"},
+    {&str_sticky, "_sticky"},
+    {&str_current, "_current"},
+    {&str_partition, "partition"},
+    {&str_produced_bytes, "produced_bytes"},
+    {&str_sticky_batch_size, "sticky_batch_size"},
+    {&str_compression, "compression"},
+    {&str_compression_level, "compression_level"},
+    {&str_ratio, "estimated_compression_ratio"},
+    {&str_is_transactional, "is_transactional"},
+    {&str_release, "release"},
+    {&str_run_hook, "_run_hook"},
+    {&str_add_hook, "add_hook"},
+    {&str_waits_for_itself, "_waits_for_itself"},
+    {&str_value, "value"},
+    {&str_traceback, "__traceback__"},
+    {&str_closed, "_closed"},
+    {&str_try_allocate, "try_allocate"},
+    {&str_deallocate, "deallocate"},
+    {&str_append, "append"},
+    {&str_tp, "tp"},
+    {&str_pooled_bytes, "pooled_bytes"},
+    {&str_is_split_batch, "is_split_batch"},
+    {&str_total_memory, "total_memory"},
+};
+
+static int
+intern_names(void)
+{
+    for (size_t i = 0; i < sizeof(interned_names) / sizeof(interned_names[0]); i++)
+        if ((*interned_names[i].slot = PyUnicode_InternFromString(interned_names[i].name)) == NULL)
+            return -1;
+    return 0;
+}
+
 PyMODINIT_FUNC
 PyInit__record_core(void)
 {
     crc_init();
     if (PyType_Ready(&BuilderType) < 0 || PyType_Ready(&SenderType) < 0 ||
-        PyType_Ready(&QueueLockType) < 0 || PyType_Ready(&RecordFutureType) < 0 || PyType_Ready(&BatchResultType) < 0 ||
+        PyType_Ready(&QueueLockType) < 0 || PyType_Ready(&RecordFutureType) < 0 ||
+        PyType_Ready(&BatchResultType) < 0 ||
         PyType_Ready(&BatchStepType) < 0 || PyType_Ready(&PoolStateType) < 0)
         return NULL;
-    if ((str_queues = PyUnicode_InternFromString("_queues")) == NULL ||
-        (str_lock = PyUnicode_InternFromString("lock")) == NULL ||
-        (str_batches = PyUnicode_InternFromString("batches")) == NULL ||
-        (str_builder = PyUnicode_InternFromString("builder")) == NULL ||
-        (str_result = PyUnicode_InternFromString("result")) == NULL ||
-        (str_sticky = PyUnicode_InternFromString("_sticky")) == NULL ||
-        (str_current = PyUnicode_InternFromString("_current")) == NULL ||
-        (str_partition = PyUnicode_InternFromString("partition")) == NULL ||
-        (str_produced_bytes = PyUnicode_InternFromString("produced_bytes")) == NULL ||
-        (str_sticky_batch_size = PyUnicode_InternFromString("sticky_batch_size")) == NULL ||
-        (str_compression = PyUnicode_InternFromString("compression")) == NULL ||
-        (str_compression_level = PyUnicode_InternFromString("compression_level")) == NULL ||
-        (str_ratio = PyUnicode_InternFromString("estimated_compression_ratio")) == NULL ||
-        (str_is_transactional = PyUnicode_InternFromString("is_transactional")) == NULL ||
-        (str_release = PyUnicode_InternFromString("release")) == NULL ||
-        (str_run_hook = PyUnicode_InternFromString("_run_hook")) == NULL ||
-        (str_add_hook = PyUnicode_InternFromString("add_hook")) == NULL ||
-        (str_waits_for_itself = PyUnicode_InternFromString("_waits_for_itself")) == NULL ||
-        (str_value = PyUnicode_InternFromString("value")) == NULL ||
-        (str_traceback = PyUnicode_InternFromString("__traceback__")) == NULL ||
-        (str_closed = PyUnicode_InternFromString("_closed")) == NULL ||
-        (str_try_allocate = PyUnicode_InternFromString("try_allocate")) == NULL ||
-        (str_deallocate = PyUnicode_InternFromString("deallocate")) == NULL ||
-        (str_append = PyUnicode_InternFromString("append")) == NULL ||
-        (str_tp = PyUnicode_InternFromString("tp")) == NULL ||
-        (str_pooled_bytes = PyUnicode_InternFromString("pooled_bytes")) == NULL ||
-        (str_is_split_batch = PyUnicode_InternFromString("is_split_batch")) == NULL ||
-        (str_total_memory = PyUnicode_InternFromString("total_memory")) == NULL ||
-        (minus_one = PyLong_FromLong(-1)) == NULL)
+    if (intern_names() < 0 || (minus_one = PyLong_FromLong(-1)) == NULL)
         return NULL;
     static const char *const complete_arg_names[5] = {"state", "base_offset", "log_append_time",
                                                       "error", "record_errors"};

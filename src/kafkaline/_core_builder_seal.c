@@ -51,6 +51,82 @@ compress_with_header_room(Builder *self, PyObject *records)
     return payload;
 }
 
+#define LZ4_CODEC_ID 3
+
+/* The view lz4_frame_encode_into() wrote into, released so that nothing can reach the bytes
+ * through it any more: 0, or -1 when something still holds a buffer of it (then the bytes
+ * must stay where they are). */
+static int
+release_view(PyObject *view)
+{
+    PyObject *done = PyObject_CallMethod(view, "release", NULL);
+    Py_DECREF(view);
+    if (done == NULL)
+        return -1;
+    Py_DECREF(done);
+    return 0;
+}
+
+/* The frame of `records` written by lz4_frame_encode_into() into a writable view of a new
+ * bytes object, after HEADER_SIZE zero bytes of header room, then trimmed (realloc, in
+ * place): the same bytes as compress() gives, without its copy out of a scratch buffer. */
+static PyObject *
+lz4_frame_in_place(PyObject *records)
+{
+    PyObject *bound_obj = PyObject_CallOneArg(lz4_frame_bound_fn, records);
+    if (bound_obj == NULL)
+        return NULL;
+    Py_ssize_t bound = PyLong_AsSsize_t(bound_obj);
+    Py_DECREF(bound_obj);
+    if (bound < 0 || bound > PY_SSIZE_T_MAX - HEADER_SIZE)
+        return PyErr_Occurred() ? NULL : PyErr_Format(PyExc_RuntimeError, "lz4 bound %zd", bound);
+    PyObject *payload = PyBytes_FromStringAndSize(NULL, HEADER_SIZE + bound);
+    if (payload == NULL)
+        return NULL;
+    memset(PyBytes_AS_STRING(payload), 0, HEADER_SIZE);
+    PyObject *out = PyMemoryView_FromMemory(PyBytes_AS_STRING(payload) + HEADER_SIZE, bound,
+                                            PyBUF_WRITE);
+    if (out == NULL) {
+        Py_DECREF(payload);
+        return NULL;
+    }
+    PyObject *args[] = {records, out};
+    PyObject *written_obj = PyObject_Vectorcall(lz4_frame_encode_into_fn, args, 2, NULL);
+    if (release_view(out) < 0) {
+        /* Leaked on purpose: a buffer of the view still points into it. */
+        Py_XDECREF(written_obj);
+        return NULL;
+    }
+    Py_ssize_t written = written_obj ? PyLong_AsSsize_t(written_obj) : -1;
+    Py_XDECREF(written_obj);
+    if (written < 0 || written > bound) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_RuntimeError, "lz4 frame of %zd bytes in %zd", written, bound);
+        Py_DECREF(payload);
+        return NULL;
+    }
+    if (_PyBytes_Resize(&payload, HEADER_SIZE + written) < 0)
+        return NULL;
+    return payload;
+}
+
+/* The batch's payload: header room and compressed records, as compress_with_header_room()
+ * gives it; fast lz4 levels in place. */
+static PyObject *
+compressed_payload(Builder *self, PyObject *records)
+{
+    if (self->compression_id == LZ4_CODEC_ID) {
+        PyObject *fast = PyObject_CallOneArg(lz4_writes_frame_fn, self->compression_level);
+        int in_place = fast == NULL ? -1 : PyObject_IsTrue(fast);
+        Py_XDECREF(fast);
+        if (in_place < 0)
+            return NULL;
+        if (in_place)
+            return lz4_frame_in_place(records);
+    }
+    return compress_with_header_room(self, records);
+}
+
 static int
 builder_seal(Builder *self)
 {
@@ -72,7 +148,7 @@ builder_seal(Builder *self)
         PyObject *data = records_view(self->buffer, self->used);
         if (data == NULL)
             return -1;
-        PyObject *payload = compress_with_header_room(self, data);
+        PyObject *payload = compressed_payload(self, data);
         Py_DECREF(data);
         if (payload == NULL)
             return -1;

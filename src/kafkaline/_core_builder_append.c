@@ -276,30 +276,39 @@ try_append(Builder *self, int64_t timestamp, const char *key, Py_ssize_t key_siz
     return APPENDED;
 }
 
+/* The most bytes a record without headers takes besides its key and value: length (5),
+ * attributes (1), timestamp and offset deltas (10 + 5), key and value lengths (5 + 5),
+ * header count (1). */
+#define PLAIN_RECORD_OVERHEAD_MAX 32
+
 /* try_append() of a record without headers (key or value NULL: null), its common case
- * inlined into send() and append_many(): a batch that has records and the buffer room
- * already. The rest (the first record, a delta outside int64, a buffer to grow) takes
- * try_append(), which writes the same bytes. */
+ * inlined into send() and append_many(): a batch with records whose buffer has room for the
+ * record's largest size. Its fields are written first, after two bytes for the length (the
+ * length of a 64 to 8191-byte record), and moved when the length takes another size: no
+ * sizing pass over the fields. The rest (the first record, a delta outside int64, a buffer
+ * to grow) takes try_append(), which writes the same bytes. */
 KL_ALWAYS_INLINE int
 try_append_plain(Builder *self, int64_t timestamp, const char *key, Py_ssize_t key_size,
                  const char *value, Py_ssize_t value_size, Py_ssize_t limit)
 {
     int64_t delta;
+    Py_ssize_t payload = (key ? key_size : 0) + (value ? value_size : 0);
     if (self->count == 0 || self->count >= INT32_MAX ||
-        __builtin_sub_overflow(timestamp, self->base_timestamp, &delta))
+        __builtin_sub_overflow(timestamp, self->base_timestamp, &delta) ||
+        payload > self->capacity - self->used - PLAIN_RECORD_OVERHEAD_MAX)
         return try_append(self, timestamp, key, key_size, value, value_size, NULL, 0, limit);
-    uint64_t ts_z = zigzag(delta);
-    int64_t body = record_body_size(self, ts_z, key == NULL ? -1 : key_size,
-                                    value == NULL ? -1 : value_size, -1);
+    unsigned char *start = (unsigned char *)PyBytes_AS_STRING(self->buffer) + self->used;
+    unsigned char *end = put_record_fields(start + 2, zigzag(delta), zigzag(self->count), key,
+                                           key_size, value, value_size, NULL, 0);
+    int64_t body = end - (start + 2);
     uint64_t body_z = zigzag(body);
-    int64_t total = varint_size(body_z) + body;
+    int length_size = varint_size(body_z);
+    int64_t total = length_size + body;
     if (self->used + total > limit)
-        return NO_ROOM;
-    if (self->used + total > self->capacity)
-        return try_append(self, timestamp, key, key_size, value, value_size, NULL, 0, limit);
-    unsigned char *p = (unsigned char *)PyBytes_AS_STRING(self->buffer) + self->used;
-    p = put_varint(p, body_z);
-    put_record_fields(p, ts_z, zigzag(self->count), key, key_size, value, value_size, NULL, 0);
+        return NO_ROOM; /* what was written past `used` is not the batch's */
+    if (length_size != 2)
+        memmove(start + length_size, start + 2, (size_t)body);
+    put_varint(start, body_z);
     self->used += (Py_ssize_t)total;
     if (timestamp > self->max_timestamp)
         self->max_timestamp = timestamp;

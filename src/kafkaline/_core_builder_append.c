@@ -208,7 +208,7 @@ record_fits(const Builder *self, int64_t total, Py_ssize_t limit)
 
 /* The record's fields after its length: attributes, deltas, key, value, headers (a header
  * block, or a header_count of 0 when header_block is NULL); the end. */
-static inline unsigned char *
+KL_ALWAYS_INLINE unsigned char *
 put_record_fields(unsigned char *p, uint64_t ts_z, uint64_t off_z, const char *key,
                   Py_ssize_t key_size, const char *value, Py_ssize_t value_size,
                   const char *header_block, Py_ssize_t header_size)

@@ -198,6 +198,15 @@ put_bytes(unsigned char *p, const char *src, Py_ssize_t n)
 static inline unsigned char *
 put_varint(unsigned char *p, uint64_t z)
 {
+    if (z < 0x4000) { /* a record's usual fields: without the loop's bookkeeping */
+        if (z < 0x80) {
+            *p = (unsigned char)z;
+            return p + 1;
+        }
+        p[0] = (unsigned char)(z | 0x80);
+        p[1] = (unsigned char)(z >> 7);
+        return p + 2;
+    }
     while (z >= 0x80) {
         *p++ = (unsigned char)(z | 0x80);
         z >>= 7;

@@ -19,8 +19,6 @@ static PyObject *compress_fn;
 static PyObject *compression_none;
 static PyObject *header_room;         /* int HEADER_SIZE */
 static PyObject *header_room_kwnames; /* ("header_room",) */
-/* compression.lz4_writes_frame, lz4_frame_bound, lz4_frame_encode_into */
-static PyObject *lz4_writes_frame_fn, *lz4_frame_bound_fn, *lz4_frame_encode_into_fn;
 
 static PyObject *
 import_attr(const char *module, const char *name)
@@ -58,13 +56,6 @@ ensure_python_side(void)
     if ((header_room = PyLong_FromLong(HEADER_SIZE)) == NULL)
         return -1;
     if ((header_room_kwnames = Py_BuildValue("(s)", "header_room")) == NULL)
-        return -1;
-    if ((lz4_writes_frame_fn = import_attr("kafkaline.record.compression", "lz4_writes_frame")) ==
-            NULL ||
-        (lz4_frame_bound_fn = import_attr("kafkaline.record.compression", "lz4_frame_bound")) ==
-            NULL ||
-        (lz4_frame_encode_into_fn =
-             import_attr("kafkaline.record.compression", "lz4_frame_encode_into")) == NULL)
         return -1;
     if ((compress_fn = import_attr("kafkaline.record.compression", "compress")) == NULL)
         return -1;

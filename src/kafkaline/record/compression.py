@@ -310,7 +310,7 @@ _LZ4_UNCOMPRESSED_BIT = 0x80000000
 #: The lowest lz4 level that is HC; below it the frame API compresses in fast mode, as
 #: :func:`lz4_frame_encode` does.
 LZ4_HC_MIN_LEVEL = 3
-_LZ4_BLOCK_SIZE = 64 << 10
+LZ4_BLOCK_SIZE = 64 << 10
 
 
 def _xxh32_short(data: bytes, seed: int = 0) -> int:
@@ -348,12 +348,14 @@ def _xxh32_short(data: bytes, seed: int = 0) -> int:
 #                      the bytes are stored raw (the block did not shrink)
 #   end mark     u32   0
 _LZ4_DESCRIPTOR = bytes((0x60, 0x40))
-_LZ4_FRAME_HEADER = (
+LZ4_FRAME_HEADER = (
     _UINT32_LE.pack(_LZ4_FRAME_MAGIC)
     + _LZ4_DESCRIPTOR
     + bytes(((_xxh32_short(_LZ4_DESCRIPTOR) >> 8) & 0xFF,))
 )
 _LZ4_END_MARK = bytes(4)
+# The compiled core's seal writes this frame too (_core_builder_seal.c, reading the header,
+# block size and levels from here): this is its reference.
 # The frame is written into a scratch buffer kept per thread (the Sender seals on one thread)
 # and copied out once, rather than built from pieces.
 _lz4_scratch = threading.local()
@@ -388,9 +390,9 @@ def lz4_frame_bound(data: BytesLike) -> int:
     import cramjam
 
     view = memoryview(data)
-    blocks = -(-len(view) // _LZ4_BLOCK_SIZE)
-    bound: int = cramjam.lz4.compress_block_bound(view[:_LZ4_BLOCK_SIZE])
-    return len(_LZ4_FRAME_HEADER) + blocks * (4 + bound) + len(_LZ4_END_MARK)
+    blocks = -(-len(view) // LZ4_BLOCK_SIZE)
+    bound: int = cramjam.lz4.compress_block_bound(view[:LZ4_BLOCK_SIZE])
+    return len(LZ4_FRAME_HEADER) + blocks * (4 + bound) + len(_LZ4_END_MARK)
 
 
 def lz4_frame_encode_into(data: BytesLike, out: memoryview) -> int:
@@ -400,10 +402,10 @@ def lz4_frame_encode_into(data: BytesLike, out: memoryview) -> int:
     import cramjam
 
     view = memoryview(data)
-    pos = len(_LZ4_FRAME_HEADER)
-    out[:pos] = _LZ4_FRAME_HEADER
-    for start in range(0, len(view), _LZ4_BLOCK_SIZE):
-        block = view[start : start + _LZ4_BLOCK_SIZE]
+    pos = len(LZ4_FRAME_HEADER)
+    out[:pos] = LZ4_FRAME_HEADER
+    for start in range(0, len(view), LZ4_BLOCK_SIZE):
+        block = view[start : start + LZ4_BLOCK_SIZE]
         written = cramjam.lz4.compress_block_into(block, out[pos + 4 :], store_size=False)
         if written >= len(block):
             written = len(block)

@@ -172,10 +172,18 @@ def test_only_the_fast_levels_write_the_frame() -> None:
     ]
 
 
+NOISE = os.urandom(400_000)
+
+
 @pytest.mark.parametrize("level", [None, 1, 2, LZ4_HC_MIN_LEVEL, 9])
 @pytest.mark.parametrize("count", [1, 700, 3000])
-def test_a_sealed_lz4_batch_is_the_reference_builders(level: int | None, count: int) -> None:
-    # The compiled seal writes the fast levels' frame straight into the batch's bytes.
+@pytest.mark.parametrize("source", [TEXT, NOISE, TEXT[:150_000] + NOISE])
+def test_a_sealed_lz4_batch_is_the_reference_builders(
+    level: int | None, count: int, source: bytes
+) -> None:
+    # The compiled seal writes the fast levels' frame itself, straight into the batch's
+    # bytes: compressed blocks, raw blocks (noise) and both in one frame.
+    values = [source[i * 90 : i * 90 + 100] for i in range(count)]
     batches = []
     for make in (RecordBatchBuilder, PythonBuilder):
         builder = make(
@@ -185,9 +193,9 @@ def test_a_sealed_lz4_batch_is_the_reference_builders(level: int | None, count: 
             estimated_compression_ratio=0.2,
         )
         for i in range(count):
-            builder.append(1_700_000_000_000 + i, b"key-%06d" % i, TEXT[i * 90 : i * 90 + 100])
+            builder.append(1_700_000_000_000 + i, b"key-%06d" % i, values[i])
         builder.set_producer_state(5, 1, 0)
         batches.append(bytes(builder.build()))
     assert batches[0] == batches[1]
     (batch,) = read_record_batches(batches[0])
-    assert [r.value for r in batch.records] == [TEXT[i * 90 : i * 90 + 100] for i in range(count)]
+    assert [r.value for r in batch.records] == values

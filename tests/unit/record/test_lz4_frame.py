@@ -11,6 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kafkaline.record.builder import RecordBatchBuilder as PythonBuilder
 from kafkaline.record.compression import (
     LZ4_HC_MIN_LEVEL,
     CompressionType,
@@ -22,7 +23,6 @@ from kafkaline.record.compression import (
     lz4_frame_encode_into,
     lz4_writes_frame,
 )
-from kafkaline.record.builder import RecordBatchBuilder as PythonBuilder
 from kafkaline.record.core import RecordBatchBuilder
 from kafkaline.record.reader import read_record_batches
 

@@ -91,10 +91,12 @@ lz4_frame_ready(void)
     lz4.block_bound = bound ? PyLong_AsSsize_t(bound) : -1;
     lz4.hc_min_level = PyLong_AsLong(hc);
     lz4.default_level = PyLong_AsLong(level);
-    if (lz4.block_bound < lz4.block_size || PyErr_Occurred() ||
-        (lz4.kwnames = Py_BuildValue("(s)", "store_size")) == NULL)
+    if (lz4.block_bound < lz4.block_size || PyErr_Occurred())
         goto done;
-    lz4.header = Py_NewRef(header);
+    Py_XSETREF(lz4.kwnames, Py_BuildValue("(s)", "store_size"));
+    if (lz4.kwnames == NULL)
+        goto done;
+    Py_XSETREF(lz4.header, Py_NewRef(header));
     lz4.compress_into = PyObject_GetAttrString(cramjam_lz4, "compress_block_into");
 done:
     if (lz4.compress_into == NULL && !PyErr_Occurred())

@@ -144,7 +144,7 @@ done:
 
 /* A record's body size (after its length varint) as the batch's next record; key_size or
  * value_size -1 for null, header_size -1 for no header block. */
-static int64_t
+static inline int64_t
 record_body_size(const Builder *self, uint64_t ts_z, Py_ssize_t key_size, Py_ssize_t value_size,
                  Py_ssize_t header_size)
 {
@@ -208,7 +208,7 @@ record_fits(const Builder *self, int64_t total, Py_ssize_t limit)
 
 /* The record's fields after its length: attributes, deltas, key, value, headers (a header
  * block, or a header_count of 0 when header_block is NULL); the end. */
-static inline unsigned char *
+KL_ALWAYS_INLINE unsigned char *
 put_record_fields(unsigned char *p, uint64_t ts_z, uint64_t off_z, const char *key,
                   Py_ssize_t key_size, const char *value, Py_ssize_t value_size,
                   const char *header_block, Py_ssize_t header_size)
@@ -217,15 +217,11 @@ put_record_fields(unsigned char *p, uint64_t ts_z, uint64_t off_z, const char *k
     p = put_varint(p, ts_z);
     p = put_varint(p, off_z);
     p = put_varint(p, key == NULL ? 1 : zigzag(key_size));
-    if (key != NULL) {
-        memcpy(p, key, key_size);
-        p += key_size;
-    }
+    if (key != NULL)
+        p = put_bytes(p, key, key_size);
     p = put_varint(p, value == NULL ? 1 : zigzag(value_size));
-    if (value != NULL) {
-        memcpy(p, value, value_size);
-        p += value_size;
-    }
+    if (value != NULL)
+        p = put_bytes(p, value, value_size);
     if (header_block == NULL) {
         *p++ = 0;
         return p;
@@ -277,6 +273,46 @@ try_append(Builder *self, int64_t timestamp, const char *key, Py_ssize_t key_siz
     put_record_fields(p, ts_z, zigzag(self->count), key, key_size, value, value_size,
                       header_block, header_size);
     builder_count_record(self, total, timestamp);
+    return APPENDED;
+}
+
+/* The most bytes a record without headers takes besides its key and value: length (5),
+ * attributes (1), timestamp and offset deltas (10 + 5), key and value lengths (5 + 5),
+ * header count (1). */
+#define PLAIN_RECORD_OVERHEAD_MAX 32
+
+/* try_append() of a record without headers (key or value NULL: null), its common case
+ * inlined into send() and append_many(): a batch with records whose buffer has room for the
+ * record's largest size. Its fields are written first, after two bytes for the length (the
+ * length of a 64 to 8191-byte record), and moved when the length takes another size: no
+ * sizing pass over the fields. The rest (the first record, a delta outside int64, a buffer
+ * to grow) takes try_append(), which writes the same bytes. */
+KL_ALWAYS_INLINE int
+try_append_plain(Builder *self, int64_t timestamp, const char *key, Py_ssize_t key_size,
+                 const char *value, Py_ssize_t value_size, Py_ssize_t limit)
+{
+    int64_t delta;
+    Py_ssize_t payload = (key ? key_size : 0) + (value ? value_size : 0);
+    if (self->count == 0 || self->count >= INT32_MAX ||
+        __builtin_sub_overflow(timestamp, self->base_timestamp, &delta) ||
+        payload > self->capacity - self->used - PLAIN_RECORD_OVERHEAD_MAX)
+        return try_append(self, timestamp, key, key_size, value, value_size, NULL, 0, limit);
+    unsigned char *start = (unsigned char *)PyBytes_AS_STRING(self->buffer) + self->used;
+    unsigned char *end = put_record_fields(start + 2, zigzag(delta), zigzag(self->count), key,
+                                           key_size, value, value_size, NULL, 0);
+    int64_t body = end - (start + 2);
+    uint64_t body_z = zigzag(body);
+    int length_size = varint_size(body_z);
+    int64_t total = length_size + body;
+    if (self->used + total > limit)
+        return NO_ROOM; /* what was written past `used` is not the batch's */
+    if (length_size != 2)
+        memmove(start + length_size, start + 2, (size_t)body);
+    put_varint(start, body_z);
+    self->used += (Py_ssize_t)total;
+    if (timestamp > self->max_timestamp)
+        self->max_timestamp = timestamp;
+    self->count++;
     return APPENDED;
 }
 
@@ -334,7 +370,7 @@ done:
     return rc;
 }
 
-static int
+static inline int
 append_converted(Builder *self, int64_t timestamp, int out_of_range, PyObject *ts_obj,
                  PyObject *key_obj, PyObject *value_obj, PyObject *headers, Py_ssize_t limit)
 {
@@ -343,10 +379,10 @@ append_converted(Builder *self, int64_t timestamp, int out_of_range, PyObject *t
     if ((headers == NULL || headers == Py_None) && (no_key || PyBytes_CheckExact(key_obj)) &&
         (no_value || PyBytes_CheckExact(value_obj)))
         /* The usual record (send_batch()'s lists): bytes or None, nothing to convert. */
-        rc = try_append(self, timestamp, no_key ? NULL : PyBytes_AS_STRING(key_obj),
-                        no_key ? 0 : PyBytes_GET_SIZE(key_obj),
-                        no_value ? NULL : PyBytes_AS_STRING(value_obj),
-                        no_value ? 0 : PyBytes_GET_SIZE(value_obj), NULL, 0, limit);
+        rc = try_append_plain(self, timestamp, no_key ? NULL : PyBytes_AS_STRING(key_obj),
+                              no_key ? 0 : PyBytes_GET_SIZE(key_obj),
+                              no_value ? NULL : PyBytes_AS_STRING(value_obj),
+                              no_value ? 0 : PyBytes_GET_SIZE(value_obj), limit);
     else
         rc = append_converting(self, timestamp, key_obj, value_obj, headers, limit);
     if (rc == APPENDED && out_of_range && self->bad_timestamp == NULL) {

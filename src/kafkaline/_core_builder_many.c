@@ -128,9 +128,21 @@ append_positions(Builder *self, const Columns *c, const Positions *order, Py_ssi
         Py_ssize_t i = position_at(order, j, c->n);
         if (i < 0)
             return -1;
-        int rc = t ? append_objects(self, t[i], k[i], v[i], h ? h[i] : NULL, self->limit)
-                   : append_converted(self, timestamp, out_of_range, timestamps, k[i], v[i],
-                                      h ? h[i] : NULL, self->limit);
+        PyObject *key = k[i], *value = v[i];
+        int rc;
+        if (t == NULL && !out_of_range && (h == NULL || h[i] == Py_None) &&
+            (key == Py_None || PyBytes_CheckExact(key)) &&
+            (value == Py_None || PyBytes_CheckExact(value)))
+            /* send_batch()'s lists: append_converted()'s usual record, inlined */
+            rc = try_append_plain(self, timestamp, key == Py_None ? NULL : PyBytes_AS_STRING(key),
+                                  key == Py_None ? 0 : PyBytes_GET_SIZE(key),
+                                  value == Py_None ? NULL : PyBytes_AS_STRING(value),
+                                  value == Py_None ? 0 : PyBytes_GET_SIZE(value), self->limit);
+        else if (t != NULL)
+            rc = append_objects(self, t[i], key, value, h ? h[i] : NULL, self->limit);
+        else
+            rc = append_converted(self, timestamp, out_of_range, timestamps, key, value,
+                                  h ? h[i] : NULL, self->limit);
         if (rc == FAILED)
             return -1;
         if (rc == NO_ROOM)

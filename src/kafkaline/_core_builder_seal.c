@@ -51,6 +51,183 @@ compress_with_header_room(Builder *self, PyObject *records)
     return payload;
 }
 
+#define LZ4_CODEC_ID 3
+
+/* The fast lz4 levels' frame is written here straight into the batch's bytes, as
+ * compression.lz4_frame_encode_into() (the reference, with the frame's wire table) writes
+ * it: its header, each 64 KiB block compressed by cramjam's compress_block_into() (the same
+ * compressor, so the same bytes) or stored raw when it does not shrink, the end mark. What
+ * it needs from the Python side is read once. */
+static struct {
+    PyObject *compress_into; /* cramjam.lz4.compress_block_into */
+    PyObject *kwnames;       /* ("store_size",) */
+    PyObject *header;        /* compression.LZ4_FRAME_HEADER */
+    Py_ssize_t block_size, block_bound;
+    long hc_min_level, default_level;
+} lz4;
+
+static int
+lz4_frame_ready(void)
+{
+    if (lz4.compress_into != NULL)
+        return 0;
+    const char *module = "kafkaline.record.compression";
+    PyObject *size = NULL, *hc = NULL, *level = NULL, *block = NULL, *bound = NULL, *codec;
+    PyObject *cramjam_lz4 = import_attr("cramjam", "lz4");
+    PyObject *header = import_attr(module, "LZ4_FRAME_HEADER");
+    if (cramjam_lz4 == NULL || header == NULL || (size = import_attr(module, "LZ4_BLOCK_SIZE")) ==
+        NULL || (hc = import_attr(module, "LZ4_HC_MIN_LEVEL")) == NULL)
+        goto done;
+    if ((codec = PyLong_FromLong(LZ4_CODEC_ID)) == NULL)
+        goto done;
+    level = PyObject_CallFunctionObjArgs(resolve_level_fn, codec, Py_None, NULL);
+    Py_DECREF(codec);
+    lz4.block_size = PyLong_AsSsize_t(size);
+    if (level == NULL || lz4.block_size <= 0 || !PyBytes_CheckExact(header) ||
+        (block = PyBytes_FromStringAndSize(NULL, lz4.block_size)) == NULL)
+        goto done;
+    memset(PyBytes_AS_STRING(block), 0, lz4.block_size);
+    bound = PyObject_CallMethod(cramjam_lz4, "compress_block_bound", "O", block);
+    lz4.block_bound = bound ? PyLong_AsSsize_t(bound) : -1;
+    lz4.hc_min_level = PyLong_AsLong(hc);
+    lz4.default_level = PyLong_AsLong(level);
+    if (lz4.block_bound < lz4.block_size || PyErr_Occurred())
+        goto done;
+    Py_XSETREF(lz4.kwnames, Py_BuildValue("(s)", "store_size"));
+    if (lz4.kwnames == NULL)
+        goto done;
+    Py_XSETREF(lz4.header, Py_NewRef(header));
+    lz4.compress_into = PyObject_GetAttrString(cramjam_lz4, "compress_block_into");
+done:
+    if (lz4.compress_into == NULL && !PyErr_Occurred())
+        PyErr_SetString(PyExc_RuntimeError, "the lz4 frame's settings could not be read");
+    Py_XDECREF(cramjam_lz4);
+    Py_XDECREF(header);
+    Py_XDECREF(size);
+    Py_XDECREF(hc);
+    Py_XDECREF(level);
+    Py_XDECREF(block);
+    Py_XDECREF(bound);
+    return lz4.compress_into == NULL ? -1 : 0;
+}
+
+/* Drops a view made over memory this module owns: 0 once nothing can reach the memory
+ * through it, else -1 (a buffer of it is still held elsewhere). */
+static int
+drop_view(PyObject *view)
+{
+    if (view == NULL)
+        return 0;
+    int unreachable = Py_REFCNT(view) == 1 && ((PyMemoryViewObject *)view)->exports == 0;
+    if (!unreachable) {
+        PyObject *done = PyObject_CallMethod(view, "release", NULL);
+        unreachable = done != NULL;
+        Py_XDECREF(done);
+    }
+    Py_DECREF(view);
+    return unreachable ? 0 : -1;
+}
+
+/* One block of the frame at out (its size word, then its bytes), `room` bytes there at
+ * least its bound: the bytes written, or -1 with an error set (*kept: a view into out is
+ * still held, so out must never be freed). */
+static Py_ssize_t
+lz4_block_into(const char *block, Py_ssize_t size, unsigned char *out, Py_ssize_t room,
+               int *kept)
+{
+    PyObject *in = PyMemoryView_FromMemory((char *)block, size, PyBUF_READ);
+    PyObject *dst = in ? PyMemoryView_FromMemory((char *)out + 4, room - 4, PyBUF_WRITE) : NULL;
+    PyObject *args[] = {in, dst, Py_False};
+    PyObject *result = dst ? PyObject_Vectorcall(lz4.compress_into, args, 2, lz4.kwnames) : NULL;
+    Py_ssize_t written = result ? PyLong_AsSsize_t(result) : -1;
+    Py_XDECREF(result);
+    *kept = drop_view(dst) < 0;
+    if ((drop_view(in) < 0) | *kept)
+        return -1; /* the block is the batch's buffer: the caller still holds it */
+    if (written < 0 || written > room - 4) {
+        if (!PyErr_Occurred())
+            PyErr_Format(PyExc_RuntimeError, "lz4 wrote %zd bytes into %zd", written, room - 4);
+        return -1;
+    }
+    uint32_t word = (uint32_t)written;
+    if (written >= size) { /* did not shrink: stored raw */
+        memcpy(out + 4, block, size);
+        word = (uint32_t)size | 0x80000000u;
+    }
+    out[0] = (unsigned char)word;
+    out[1] = (unsigned char)(word >> 8);
+    out[2] = (unsigned char)(word >> 16);
+    out[3] = (unsigned char)(word >> 24);
+    return 4 + (word & 0x7FFFFFFFu);
+}
+
+/* The frame of the records after HEADER_SIZE zero bytes of header room, trimmed in place
+ * (realloc): compress()'s bytes without its copy out of a scratch buffer. */
+static PyObject *
+lz4_frame_in_place(const char *records, Py_ssize_t size)
+{
+    Py_ssize_t header = PyBytes_GET_SIZE(lz4.header), blocks = (size + lz4.block_size - 1) /
+                                                             lz4.block_size;
+    if (blocks > (PY_SSIZE_T_MAX / 2 - HEADER_SIZE - header - 4) / (4 + lz4.block_bound))
+        return PyErr_NoMemory();
+    Py_ssize_t end = HEADER_SIZE + header + blocks * (4 + lz4.block_bound) + 4;
+    PyObject *payload = PyBytes_FromStringAndSize(NULL, end);
+    if (payload == NULL)
+        return NULL;
+    unsigned char *p = (unsigned char *)PyBytes_AS_STRING(payload);
+    memset(p, 0, HEADER_SIZE);
+    memcpy(p + HEADER_SIZE, PyBytes_AS_STRING(lz4.header), header);
+    Py_ssize_t pos = HEADER_SIZE + header;
+    for (Py_ssize_t start = 0; start < size; start += lz4.block_size) {
+        int kept = 0;
+        Py_ssize_t n = size - start < lz4.block_size ? size - start : lz4.block_size;
+        Py_ssize_t written = lz4_block_into(records + start, n, p + pos, end - 4 - pos, &kept);
+        if (written < 0) {
+            if (!kept) /* else leaked on purpose: something still points into it */
+                Py_DECREF(payload);
+            return NULL;
+        }
+        pos += written;
+    }
+    memset(p + pos, 0, 4); /* the end mark */
+    if (_PyBytes_Resize(&payload, pos + 4) < 0)
+        return NULL;
+    return payload;
+}
+
+/* Whether the batch's lz4 level is a fast one, whose frame is written here. */
+static int
+lz4_level_is_fast(Builder *self)
+{
+    if (self->compression_level == Py_None)
+        return lz4.default_level < lz4.hc_min_level;
+    long level = PyLong_AsLong(self->compression_level);
+    if (level == -1 && PyErr_Occurred())
+        return -1;
+    return level < lz4.hc_min_level;
+}
+
+/* The batch's payload: header room and compressed records, as compress_with_header_room()
+ * gives it; the fast lz4 levels' frame in place. */
+static PyObject *
+compressed_payload(Builder *self)
+{
+    if (self->compression_id == LZ4_CODEC_ID) {
+        int fast = lz4_frame_ready() < 0 ? -1 : lz4_level_is_fast(self);
+        if (fast < 0)
+            return NULL;
+        if (fast)
+            return lz4_frame_in_place(PyBytes_AS_STRING(self->buffer) + HEADER_SIZE,
+                                      self->used - HEADER_SIZE);
+    }
+    PyObject *data = records_view(self->buffer, self->used);
+    if (data == NULL)
+        return NULL;
+    PyObject *payload = compress_with_header_room(self, data);
+    Py_DECREF(data);
+    return payload;
+}
+
 static int
 builder_seal(Builder *self)
 {
@@ -69,11 +246,7 @@ builder_seal(Builder *self)
     self->closed = 1;
     Py_ssize_t records = self->used - HEADER_SIZE;
     if (self->compression_id) {
-        PyObject *data = records_view(self->buffer, self->used);
-        if (data == NULL)
-            return -1;
-        PyObject *payload = compress_with_header_room(self, data);
-        Py_DECREF(data);
+        PyObject *payload = compressed_payload(self);
         if (payload == NULL)
             return -1;
         if ((int64_t)PyBytes_GET_SIZE(payload) > MAX_BATCH_SIZE) {

@@ -35,7 +35,7 @@ static int future_free_count;
  * gets a new reference. The free list serves only the types whose dealloc fills it (the
  * base and registered subtypes): a further subclass may need other memory (a managed
  * __dict__ lives before the object). */
-static PyObject *
+KL_ALWAYS_INLINE PyObject *
 future_make(PyTypeObject *type, PyObject *batch_result, long long offset_delta,
             long long key_size, long long value_size, long long timestamp)
 {

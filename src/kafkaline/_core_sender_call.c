@@ -136,7 +136,8 @@ sticky_takes(Sender *self, const StickyChoice *s, Py_ssize_t *produced_bytes)
 }
 
 /* The record into the open batch b if it takes it: 1 (an error may be set then too, when the
- * sticky partitioner's count could not be updated: the record is in, the call fails), else 0. */
+ * sticky partitioner's count could not be updated: the record is in, the call fails), else 0
+ * (an error may be set). */
 static inline int
 append_to_builder(Sender *self, Builder *b, const UsualRecord *r, const StickyChoice *s)
 {
@@ -147,10 +148,9 @@ append_to_builder(Sender *self, Builder *b, const UsualRecord *r, const StickyCh
      * batch woke the Sender for any full one before it); nor past the buffer memory the batch
      * holds (append() takes more from the pool). */
     Py_ssize_t bound = b->memory_cap < b->limit ? b->memory_cap : b->limit - 1;
-    if (PyErr_Occurred() ||
-        try_append(b, r->timestamp, r->key_size < 0 ? NULL : PyBytes_AS_STRING(r->key),
-                   r->key_size, r->value_size < 0 ? NULL : PyBytes_AS_STRING(r->value),
-                   r->value_size, NULL, 0, bound) != APPENDED)
+    if (try_append_plain(b, r->timestamp, r->key_size < 0 ? NULL : PyBytes_AS_STRING(r->key),
+                         r->key_size, r->value_size < 0 ? NULL : PyBytes_AS_STRING(r->value),
+                         r->value_size, bound) != APPENDED)
         return 0;
     if (s->sticky != NULL) {
         /* What update_partition_info() does when no switch is due: count. */
@@ -162,28 +162,43 @@ append_to_builder(Sender *self, Builder *b, const UsualRecord *r, const StickyCh
     return 1;
 }
 
+/* The queue's last batch (a new reference), or NULL when it has none or on error (then set).
+ * Through the sequence slots themselves: the queue's deque has them, and this runs per send. */
+static inline PyObject *
+last_batch(PyObject *batches)
+{
+    PySequenceMethods *seq = Py_TYPE(batches)->tp_as_sequence;
+    if (seq == NULL || seq->sq_length == NULL || seq->sq_item == NULL) {
+        Py_ssize_t n = PyObject_Length(batches);
+        return n > 0 ? PySequence_GetItem(batches, n - 1) : NULL;
+    }
+    Py_ssize_t n = seq->sq_length(batches);
+    return n > 0 ? seq->sq_item(batches, n - 1) : NULL;
+}
+
 /* Under the partition's lock, as the general path appends (nothing here runs Python code that
  * could let another thread in: the attributes read are plain ones): the record into the last
  * batch if it takes it, and then *batch_result is that batch's result and *offset_delta the
  * record's; else *no_room says whether no batch there could take it whatever memory it held.
- * The caller checks for an error once the lock is released. */
-static void
+ * 0 when no error can be set, 1 when the caller must check, once the lock is released. */
+static int
 append_locked(Sender *self, PyObject *batches, const UsualRecord *r, const StickyChoice *s,
               PyObject **batch_result, long long *offset_delta, int *no_room)
 {
-    Py_ssize_t n = PyObject_Length(batches);
-    PyObject *batch = n > 0 ? PySequence_GetItem(batches, n - 1) : NULL;
+    PyObject *batch = last_batch(batches);
     PyObject *builder = batch ? read_slot(batch, str_builder, &self->batch_builder) : NULL;
-    *no_room = n == 0 && s->sticky == NULL;
+    int check = 1;
+    *no_room = batch == NULL && s->sticky == NULL;
     if (builder != NULL && Py_IS_TYPE(builder, &BuilderType)) {
         Builder *b = (Builder *)builder;
         if (b->closed) {
             *no_room = s->sticky == NULL;
         }
         else if (append_to_builder(self, b, r, s)) {
-            if (!PyErr_Occurred()) {
+            if (s->sticky == NULL || !PyErr_Occurred()) {
                 *offset_delta = b->count - 1;
                 *batch_result = read_slot(batch, str_result, &self->batch_result);
+                check = *batch_result == NULL || s->sticky != NULL;
             }
         }
         else if (s->sticky == NULL && !PyErr_Occurred()) {
@@ -192,14 +207,16 @@ append_locked(Sender *self, PyObject *batches, const UsualRecord *r, const Stick
     }
     Py_XDECREF(builder);
     Py_XDECREF(batch);
+    return check;
 }
 
-/* Release the lock, keeping an error set before across the release: -1 if one is set after. */
+/* Release the lock, keeping an error set before across the release (`check`: one may be):
+ * -1 if one is set after. */
 static int
-unlock_keeping_error(Sender *self, PyObject *lock)
+unlock_keeping_error(Sender *self, PyObject *lock, int check)
 {
     PyObject *exc_type = NULL, *exc_value = NULL, *exc_tb = NULL;
-    if (PyErr_Occurred())
+    if (check && PyErr_Occurred())
         PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
     if (call_lock(self, lock, 0) < 0) {
         Py_XDECREF(exc_type);
@@ -228,8 +245,8 @@ append_to_queue(Sender *self, PyObject *const *args, PyObject *queue, const Usua
         goto done;
     long long offset_delta = -1;
     int no_room = 0;
-    append_locked(self, batches, r, s, &batch_result, &offset_delta, &no_room);
-    if (unlock_keeping_error(self, lock) < 0)
+    int check = append_locked(self, batches, r, s, &batch_result, &offset_delta, &no_room);
+    if (unlock_keeping_error(self, lock, check) < 0)
         goto done;
     if (batch_result != NULL)
         result = future_make(self->future_type, batch_result, offset_delta, r->key_size,
@@ -300,10 +317,30 @@ Sender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyOb
     Sender *self = (Sender *)callable;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     PyObject *a[6] = {NULL, Py_None, Py_None, Py_None, Py_None, Py_None};
-    if (nargs > 6)
+    switch (nargs) { /* unrolled: a loop's bookkeeping cost more than the copies */
+    case 6:
+        a[5] = args[5];
+        /* fall through */
+    case 5:
+        a[4] = args[4];
+        /* fall through */
+    case 4:
+        a[3] = args[3];
+        /* fall through */
+    case 3:
+        a[2] = args[2];
+        /* fall through */
+    case 2:
+        a[1] = args[1];
+        /* fall through */
+    case 1:
+        a[0] = args[0];
+        /* fall through */
+    case 0:
+        break;
+    default:
         goto general;
-    for (Py_ssize_t i = 0; i < nargs; i++)
-        a[i] = args[i];
+    }
     if (kwnames != NULL) {
         Py_ssize_t given = PyTuple_GET_SIZE(kwnames);
         unsigned seen = 0;

@@ -1,18 +1,10 @@
 /* kafkaline._record_core: send()'s common case: the lookups it keeps between calls.
  * A part of _record_core.c, which #includes the parts in order as one translation unit. */
 
-/* The lock's acquire or release method called on it: 0, or -1 with an exception set.
- * acquire() blocks with the GIL released, as in the general path's lock.acquire(). */
+/* call_lock() of a lock other than a QueueLock: its type's acquire or release. */
 static int
-call_lock(Sender *self, PyObject *lock, int acquire)
+call_other_lock(Sender *self, PyObject *lock, int acquire)
 {
-    if (Py_IS_TYPE(lock, &QueueLockType)) {
-        QueueLock *q = (QueueLock *)lock;
-        if (acquire)
-            return queue_lock_take(q, -1) < 0 ? -1 : 0;
-        queue_lock_give(q); /* taken above by this call, so held */
-        return 0;
-    }
     if (Py_TYPE(lock) != self->lock_type) {
         PyObject *type = (PyObject *)Py_TYPE(lock);
         PyObject *a = PyObject_GetAttrString(type, "acquire");
@@ -30,6 +22,21 @@ call_lock(Sender *self, PyObject *lock, int acquire)
     if (done == NULL)
         return -1;
     Py_DECREF(done);
+    return 0;
+}
+
+/* The lock's acquire or release method called on it: 0, or -1 with an exception set.
+ * acquire() blocks with the GIL released, as in the general path's lock.acquire(). A
+ * QueueLock's free case is a flag, inlined: twice per send. */
+static inline int
+call_lock(Sender *self, PyObject *lock, int acquire)
+{
+    if (!Py_IS_TYPE(lock, &QueueLockType))
+        return call_other_lock(self, lock, acquire);
+    QueueLock *q = (QueueLock *)lock;
+    if (acquire)
+        return queue_lock_take(q, -1) < 0 ? -1 : 0;
+    queue_lock_give(q); /* taken above by this call, so held */
     return 0;
 }
 

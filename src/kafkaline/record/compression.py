@@ -111,7 +111,7 @@ def compress(
     chosen = resolve_compression_level(kind, level)
     if header_room < 0:
         raise ValueError(f"header_room must be 0 or more, not {header_room}")
-    if kind is CompressionType.LZ4 and chosen < LZ4_HC_MIN_LEVEL:
+    if kind is CompressionType.LZ4 and lz4_writes_frame(chosen):
         return lz4_frame_encode(data, header_room=header_room)
     compressed = _compress(kind, chosen, data)
     return bytes(header_room) + compressed if header_room else compressed
@@ -130,7 +130,8 @@ def _compress(kind: CompressionType, level: int, data: BytesLike) -> bytes:
 
     if kind is CompressionType.LZ4:
         lz4 = cramjam.lz4.Compressor(level=level, content_checksum=False, block_linked=False)
-        lz4.compress(data)
+        # Its compress() takes bytes only, not the memoryview the compiled seal passes.
+        lz4.compress(data if isinstance(data, bytes) else bytes(data))
         return bytes(lz4.finish())
     return bytes(cramjam.zstd.compress(data, level=level))
 
@@ -309,7 +310,7 @@ _LZ4_UNCOMPRESSED_BIT = 0x80000000
 #: The lowest lz4 level that is HC; below it the frame API compresses in fast mode, as
 #: :func:`lz4_frame_encode` does.
 LZ4_HC_MIN_LEVEL = 3
-_LZ4_BLOCK_SIZE = 64 << 10
+LZ4_BLOCK_SIZE = 64 << 10
 
 
 def _xxh32_short(data: bytes, seed: int = 0) -> int:
@@ -347,18 +348,26 @@ def _xxh32_short(data: bytes, seed: int = 0) -> int:
 #                      the bytes are stored raw (the block did not shrink)
 #   end mark     u32   0
 _LZ4_DESCRIPTOR = bytes((0x60, 0x40))
-_LZ4_FRAME_HEADER = (
+LZ4_FRAME_HEADER = (
     _UINT32_LE.pack(_LZ4_FRAME_MAGIC)
     + _LZ4_DESCRIPTOR
     + bytes(((_xxh32_short(_LZ4_DESCRIPTOR) >> 8) & 0xFF,))
 )
 _LZ4_END_MARK = bytes(4)
+# The compiled core's seal writes this frame too (_core_builder_seal.c, reading the header,
+# block size and levels from here): this is its reference.
 # The frame is written into a scratch buffer kept per thread (the Sender seals on one thread)
 # and copied out once, rather than built from pieces.
 _lz4_scratch = threading.local()
 # A rare huge batch (records up to its limit / estimated ratio) gets a buffer of its own
 # rather than one every thread keeps.
 _LZ4_SCRATCH_KEPT = 4 << 20
+
+
+def lz4_writes_frame(level: int | None) -> bool:
+    """Whether lz4 at ``level`` (``None``: the default) is a fast level, whose frame
+    :func:`lz4_frame_encode` writes; the HC levels go through cramjam's frame compressor."""
+    return resolve_compression_level(CompressionType.LZ4, level) < LZ4_HC_MIN_LEVEL
 
 
 def lz4_frame_encode(data: BytesLike, *, header_room: int = 0) -> bytes:
@@ -369,17 +378,34 @@ def lz4_frame_encode(data: BytesLike, *, header_room: int = 0) -> bytes:
     >>> decompress(CompressionType.LZ4, lz4_frame_encode(b"abc" * 100))[:6]
     b'abcabc'
     """
+    view = memoryview(data)
+    out = memoryview(_lz4_scratch_buffer(header_room + lz4_frame_bound(view)))
+    out[:header_room] = bytes(header_room)
+    written = lz4_frame_encode_into(view, out[header_room:])
+    return bytes(out[: header_room + written])
+
+
+def lz4_frame_bound(data: BytesLike) -> int:
+    """The most bytes :func:`lz4_frame_encode_into` writes for ``data``."""
     import cramjam
 
     view = memoryview(data)
-    size = len(view)
-    blocks = -(-size // _LZ4_BLOCK_SIZE)
-    bound = cramjam.lz4.compress_block_bound(view[:_LZ4_BLOCK_SIZE])
-    pos = header_room + len(_LZ4_FRAME_HEADER)
-    out = memoryview(_lz4_scratch_buffer(pos + blocks * (4 + bound) + 4))
-    out[:pos] = bytes(header_room) + _LZ4_FRAME_HEADER
-    for start in range(0, size, _LZ4_BLOCK_SIZE):
-        block = view[start : start + _LZ4_BLOCK_SIZE]
+    blocks = -(-len(view) // LZ4_BLOCK_SIZE)
+    bound: int = cramjam.lz4.compress_block_bound(view[:LZ4_BLOCK_SIZE])
+    return len(LZ4_FRAME_HEADER) + blocks * (4 + bound) + len(_LZ4_END_MARK)
+
+
+def lz4_frame_encode_into(data: BytesLike, out: memoryview) -> int:
+    """Write :func:`lz4_frame_encode`'s frame of ``data`` (without header room) at the start
+    of ``out``, a writable buffer of at least :func:`lz4_frame_bound` bytes: the bytes
+    written. The compiled core's seal writes it straight into the batch's bytes."""
+    import cramjam
+
+    view = memoryview(data)
+    pos = len(LZ4_FRAME_HEADER)
+    out[:pos] = LZ4_FRAME_HEADER
+    for start in range(0, len(view), LZ4_BLOCK_SIZE):
+        block = view[start : start + LZ4_BLOCK_SIZE]
         written = cramjam.lz4.compress_block_into(block, out[pos + 4 :], store_size=False)
         if written >= len(block):
             written = len(block)
@@ -389,7 +415,7 @@ def lz4_frame_encode(data: BytesLike, *, header_room: int = 0) -> bytes:
             _UINT32_LE.pack_into(out, pos, written)
         pos += 4 + written
     out[pos : pos + 4] = _LZ4_END_MARK
-    return bytes(out[: pos + 4])
+    return pos + 4
 
 
 def _lz4_scratch_buffer(size: int) -> bytearray:

@@ -284,6 +284,35 @@ def test_lz4_batches_of_several_blocks_read_back_bit_exact(
     assert read_with_kafka_python(broker, topic, 1, len(expected)) == expected
 
 
+@pytest.mark.parametrize("level", [1, 9])
+def test_lz4_fast_and_hc_levels_read_back_bit_exact(
+    broker: LocalBroker, make_topic: TopicFactory, level: int
+) -> None:
+    # Level 1's frame is written by the seal itself (in C in the compiled build); level 9 goes
+    # through cramjam's frame compressor. Both through send() and send_batch().
+    topic = make_topic(partitions=3)
+    records = awkward_records(300)
+    with producer_for(
+        broker, compression_type="lz4", compression_level=level, linger_ms=50
+    ) as producer:
+        futures = [
+            producer.send(topic, value, key=key, headers=list(headers), timestamp_ms=TS + i)
+            for i, (key, value, headers) in enumerate(records)
+        ]
+        values = [b"bulk %d " % i * (i % 40) for i in range(2000)]
+        keys = [b"key-%d" % (i % 97) for i in range(2000)]
+        bulk = producer.send_batch(topic, values, keys=keys)
+        producer.flush()
+        metadata = [future.get(10) for future in futures]
+        bulk_metadata = bulk.get(10)
+    expected = expected_from(
+        [(meta, k, v, h) for meta, (k, v, h) in zip(metadata, records, strict=True)]
+        + [(meta, k, v, ()) for meta, k, v in zip(bulk_metadata, keys, values, strict=True)]
+    )
+    assert read_with_confluent(broker, topic, 3, len(expected)) == expected
+    assert read_with_kafka_python(broker, topic, 3, len(expected)) == expected
+
+
 # ---------------------------------------------------------------------- batching
 
 

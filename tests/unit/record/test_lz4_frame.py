@@ -11,13 +11,17 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from kafkaline.record.builder import RecordBatchBuilder as PythonBuilder
 from kafkaline.record.compression import (
     LZ4_HC_MIN_LEVEL,
     CompressionType,
     _xxh32_short,
     compress,
     decompress,
+    lz4_frame_bound,
     lz4_frame_encode,
+    lz4_frame_encode_into,
+    lz4_writes_frame,
 )
 from kafkaline.record.core import RecordBatchBuilder
 from kafkaline.record.reader import read_record_batches
@@ -147,3 +151,51 @@ def test_a_huge_frame_does_not_leave_its_buffer_behind() -> None:
     assert len(huge) > compression._LZ4_SCRATCH_KEPT
     assert lz4_frame.decompress(lz4_frame_encode(huge)) == huge
     assert compression._lz4_scratch.buffer is kept
+
+
+@pytest.mark.parametrize("size", [0, 1, 100, BLOCK, BLOCK + 1, 3 * BLOCK + 5])
+def test_a_frame_written_into_a_buffer_is_the_same_frame(size: int) -> None:
+    data = (TEXT[: size // 2] + os.urandom(size))[:size]
+    bound = lz4_frame_bound(data)
+    out = bytearray(b"\xee" * (bound + 3))
+    written = lz4_frame_encode_into(data, memoryview(out)[:bound])
+    assert 0 < written <= bound
+    assert bytes(out[:written]) == lz4_frame_encode(data)
+    assert out[bound:] == b"\xee" * 3  # nothing past the bound
+    assert lz4_frame.decompress(bytes(out[:written])) == data
+
+
+def test_only_the_fast_levels_write_the_frame() -> None:
+    assert lz4_writes_frame(None)
+    assert [lz4_writes_frame(level) for level in range(1, 18)] == [
+        level < LZ4_HC_MIN_LEVEL for level in range(1, 18)
+    ]
+
+
+NOISE = os.urandom(400_000)
+
+
+@pytest.mark.parametrize("level", [None, 1, 2, LZ4_HC_MIN_LEVEL, 9])
+@pytest.mark.parametrize("count", [1, 700, 3000])
+@pytest.mark.parametrize("source", [TEXT, NOISE, TEXT[:150_000] + NOISE])
+def test_a_sealed_lz4_batch_is_the_reference_builders(
+    level: int | None, count: int, source: bytes
+) -> None:
+    # The compiled seal writes the fast levels' frame itself, straight into the batch's
+    # bytes: compressed blocks, raw blocks (noise) and both in one frame.
+    values = [source[i * 90 : i * 90 + 100] for i in range(count)]
+    batches = []
+    for make in (RecordBatchBuilder, PythonBuilder):
+        builder = make(
+            batch_size_limit=1 << 20,
+            compression=CompressionType.LZ4,
+            compression_level=level,
+            estimated_compression_ratio=0.2,
+        )
+        for i in range(count):
+            builder.append(1_700_000_000_000 + i, b"key-%06d" % i, values[i])
+        builder.set_producer_state(5, 1, 0)
+        batches.append(bytes(builder.build()))
+    assert batches[0] == batches[1]
+    (batch,) = read_record_batches(batches[0])
+    assert [r.value for r in batch.records] == values

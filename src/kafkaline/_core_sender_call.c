@@ -307,6 +307,32 @@ sender_try(Sender *self, PyObject *const *args)
 
 static PyObject *str_send_args[6];
 
+/* Puts the keyword arguments of a send() call into `a` (send()'s six, in order): 1, or 0
+ * when the call is not one sender_try() reads (an unknown or repeated name, or one given by
+ * position too), or -1 with an error set. */
+static inline int
+sender_keywords(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyObject **a)
+{
+    Py_ssize_t given = PyTuple_GET_SIZE(kwnames);
+    unsigned seen = 0;
+    for (Py_ssize_t k = 0; k < given; k++) {
+        PyObject *name = PyTuple_GET_ITEM(kwnames, k);
+        int j = 0;
+        while (j < 6 && name != str_send_args[j])
+            j++;
+        for (int m = 0; j == 6 && m < 6; m++)
+            if (PyUnicode_Compare(name, str_send_args[m]) == 0)
+                j = m;
+        if (PyErr_Occurred())
+            return -1;
+        if (j == 6 || j < nargs || (seen & (1u << j)))
+            return 0;
+        seen |= 1u << j;
+        a[j] = args[nargs + k];
+    }
+    return 1;
+}
+
 /* sender(topic, value=None, key=None, headers=None, partition=None, timestamp_ms=None):
  * send()'s signature. What sender_try() declines, and any call it cannot read (a missing
  * topic, an unknown keyword), goes to the fallback with the arguments as given: the general
@@ -342,23 +368,11 @@ Sender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyOb
         goto general;
     }
     if (kwnames != NULL) {
-        Py_ssize_t given = PyTuple_GET_SIZE(kwnames);
-        unsigned seen = 0;
-        for (Py_ssize_t k = 0; k < given; k++) {
-            PyObject *name = PyTuple_GET_ITEM(kwnames, k);
-            int j = 0;
-            while (j < 6 && name != str_send_args[j])
-                j++;
-            for (int m = 0; j == 6 && m < 6; m++)
-                if (PyUnicode_Compare(name, str_send_args[m]) == 0)
-                    j = m;
-            if (PyErr_Occurred())
-                return NULL;
-            if (j == 6 || j < nargs || (seen & (1u << j)))
-                goto general;
-            seen |= 1u << j;
-            a[j] = args[nargs + k];
-        }
+        int rc = sender_keywords(args, nargs, kwnames, a);
+        if (rc < 0)
+            return NULL;
+        if (rc == 0)
+            goto general;
     }
     if (a[0] == NULL)
         goto general;

@@ -6,9 +6,9 @@ The producer is offline, as in benchmarks/new_batch.py: told the topic's partiti
 opened without a broker or an I/O thread (private hooks, as the unit tests do), so the count
 is send()'s alone. Both lengths first send 10,000 records (every key's hash memoised, every
 partition's batch open), so the difference is the steady state. Buffer memory is 256 MiB, so
-no batch waits for the Sender. Two run lengths are differenced, so that start-up cancels: instructions per send = (I(long) -
-I(short)) / (long - short). ``--compression`` sets the codec (records are then compressed at
-seal, which never runs here: the count is send()'s).
+no batch waits for the Sender. Two run lengths are differenced, so that start-up cancels:
+instructions per send = (I(long) - I(short)) / (long - short). ``--compression`` sets the
+codec (records are then compressed at seal, which never runs here: the count is send()'s).
 
     .venv/bin/python benchmarks/pure_send.py [--builds python,compiled]
         [--short 5000] [--long 20000] [--partitions 6] [--keyless] [--profile N]
@@ -61,7 +61,7 @@ def run():
             send("t", value)
 
 
-for i in range(10_000):  # every key hashed once, a batch open on every partition, in both lengths
+for i in range(10_000):  # both lengths: every key hashed, every partition's batch open
     send("t", value, keys[i] if keyed else None)
 if profile:
     import cProfile, pstats

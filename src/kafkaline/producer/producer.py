@@ -114,11 +114,12 @@ class Producer:
         self._partitioner: Partitioner | None = config.partitioner
         # Keyed records hash with murmur2 unless a custom partitioner or ignore_keys says no.
         keyed = config.partitioner is None and not config.partitioner_ignore_keys
-        self._key_partition = key_partitioner() if keyed else None
+        keying = key_partitioner() if keyed else None
+        self._key_partition = None if keying is None else keying.partition_for_key
         self._max_block_ms = float(config.max_block_ms)
         self._topics = TopicMetadata(self._max_block_ms)
         self._choose_partition = PartitionChooser(
-            self._topics, self._key_partition, self._partitioner, self._max_block_ms
+            self._topics, keying, self._partitioner, self._max_block_ms
         )
         # Key + value bytes above which send() checks the record's full size bound.
         self._payload_limit = min(config.max_request_size, config.buffer_memory) - (

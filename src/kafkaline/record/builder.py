@@ -113,6 +113,7 @@ class RecordBatchBuilder:
         "_settings",
         "_size",
         "_wire_returned",
+        "appended_limit",
         "memory_cap",
     )
 
@@ -143,6 +144,10 @@ class RecordBatchBuilder:
             attribute_flags(is_transactional, is_control, timestamp_type),
             log_append_time,
         )
+        #: What :attr:`appended_size` may reach: ``batch_size_limit`` scaled by the estimated
+        #: compression ratio (a record larger than a batch goes alone, past it). Read-only: a
+        #: field rather than a property, as the accumulator reads it for every record.
+        self.appended_limit = self._settings.appended_limit
         self._producer = ProducerState.checked(producer_id, producer_epoch, base_sequence)
         self._closed = False
         #: The encoded records, in order (appended ones, and pieces from append_encoded()).
@@ -267,7 +272,7 @@ class RecordBatchBuilder:
         if count == 0:
             if size > MAX_BATCH_SIZE:  # (an empty builder holds the header only)
                 raise _too_large(key, value, header_block)
-        elif size > self._settings.appended_limit:
+        elif size > self.appended_limit:
             return None
         if timestamp > self._max_timestamp:
             self._max_timestamp = timestamp
@@ -304,7 +309,7 @@ class RecordBatchBuilder:
         next records' deltas count from. ``None`` when closed or empty."""
         if self._closed or not self._count:
             return None
-        return self._settings.appended_limit - self._size, self._count, self._base_timestamp
+        return self.appended_limit - self._size, self._count, self._base_timestamp
 
     def append_encoded(
         self,
@@ -462,7 +467,7 @@ class RecordBatchBuilder:
     def is_full(self) -> bool:
         """Closed, or holding records up to the size limit (as Java's
         ``MemoryRecordsBuilder.isFull``)."""
-        return self._closed or (self._count > 0 and self._size >= self._settings.appended_limit)
+        return self._closed or (self._count > 0 and self._size >= self.appended_limit)
 
     @property
     def estimated_size_in_bytes(self) -> int:
@@ -478,12 +483,6 @@ class RecordBatchBuilder:
         """Bytes the header and the records appended so far take before compression: what
         the batch holds in memory until sealed."""
         return self._size
-
-    @property
-    def appended_limit(self) -> int:
-        """What :attr:`appended_size` may reach: ``batch_size_limit`` scaled by the estimated
-        compression ratio (a record larger than a batch goes alone, past it)."""
-        return self._settings.appended_limit
 
     @property
     def uncompressed_records_size(self) -> int:

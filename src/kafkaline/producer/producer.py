@@ -118,7 +118,7 @@ class Producer:
         self._key_partition = None if keying is None else keying.partition_for_key
         self._max_block_ms = float(config.max_block_ms)
         self._topics = TopicMetadata(self._max_block_ms)
-        self._choose_partition = PartitionChooser(
+        self._partition_chooser = PartitionChooser(
             self._topics, keying, self._partitioner, self._max_block_ms
         )
         # Key + value bytes above which send() checks the record's full size bound.
@@ -349,7 +349,7 @@ class Producer:
             size = (0 if key is None else len(key)) + (0 if value is None else len(value))
             if headers is not None or size > self._payload_limit:
                 self._check_size(topic, size, headers)
-            partition, wait_ms = self._choose_partition(topic, partition, key, value)
+            partition, wait_ms = self._partition_chooser.choose(topic, partition, key, value)
             now = _monotonic() * 1000.0
             future, batch_is_full, new_batch = self._accumulator.append(
                 topic, partition, timestamp, key, value, headers, wait_ms, now, self._topics.cluster

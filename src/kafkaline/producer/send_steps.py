@@ -148,9 +148,10 @@ class PartitionChooser:
         self._partitioner = partitioner
         self._max_block_ms = max_block_ms
 
-    def __call__(
+    def choose(
         self, topic: str, partition: int | None, key: bytes | None, value: bytes | None
     ) -> tuple[int | None, float]:
+        """``(partition or None, max_block_ms left)`` for a record of ``topic``."""
         if partition is not None:  # checked before any wait for metadata
             check_partition_argument(partition)
         topics = self._topics

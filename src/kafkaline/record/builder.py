@@ -1,10 +1,11 @@
 """Building one record batch v2: the pure-Python reference builder.
 
-Each record is encoded when it is appended (:func:`~kafkaline.record.record_encoder.encode_record`)
-and goes in if its exact size fits under the batch's limit; sealing joins the records, compresses
-them once, and :meth:`RecordBatchBuilder.build` writes the 61-byte header and the CRC-32C. The
-compiled core's builder (``kafkaline._record_core``) has the same interface and gives the same
-bytes; :mod:`kafkaline.record.core` picks the one in use.
+Each record is encoded when it is appended
+(:func:`~kafkaline.record.record_encoder.encode_record_parts`) and goes in if its exact size
+fits under the batch's limit; sealing joins the records, compresses them once, and
+:meth:`RecordBatchBuilder.build` writes the 61-byte header and the CRC-32C. The compiled core's
+builder (``kafkaline._record_core``) has the same interface and gives the same bytes;
+:mod:`kafkaline.record.core` picks the one in use.
 
 The producer id, epoch and base sequence live in the header only, outside the encoded records:
 :meth:`RecordBatchBuilder.set_producer_state` may change them after sealing (sequences are
@@ -55,7 +56,7 @@ from kafkaline.record.record_encoder import (
     as_bytes,
     as_timestamp,
     encode_headers,
-    encode_record,
+    encode_record_parts,
 )
 from kafkaline.record.varint import INT64_MAX, INT64_MIN
 
@@ -150,7 +151,8 @@ class RecordBatchBuilder:
         self.appended_limit = self._settings.appended_limit
         self._producer = ProducerState.checked(producer_id, producer_epoch, base_sequence)
         self._closed = False
-        #: The encoded records, in order (appended ones, and pieces from append_encoded()).
+        #: The encoded records, in order, in pieces: each appended one as its length varint
+        #: and the rest, and the pieces append_encoded() was given.
         self._records: list[bytes | memoryview] = []
         #: The header and the encoded records, in bytes: ``appended_size``.
         self._size = BATCH_HEADER_SIZE
@@ -265,10 +267,11 @@ class RecordBatchBuilder:
         if not (INT64_MIN <= timestamp <= INT64_MAX and INT64_MIN <= delta <= INT64_MAX):
             delta = self._fail_at_seal(timestamp)
         try:
-            record = encode_record(count, delta, key, value, header_block)
+            # (length varint, rest): seal() joins them with the other records, one copy.
+            record = encode_record_parts(count, delta, key, value, header_block)
         except ValueError:  # a key or value length past int32
             raise _too_large(key, value, header_block) from None
-        size = self._size + len(record)
+        size = self._size + len(record[0]) + len(record[1])
         if count == 0:
             if size > MAX_BATCH_SIZE:  # (an empty builder holds the header only)
                 raise _too_large(key, value, header_block)
@@ -276,7 +279,7 @@ class RecordBatchBuilder:
             return None
         if timestamp > self._max_timestamp:
             self._max_timestamp = timestamp
-        self._records.append(record)
+        self._records.extend(record)
         self._size = size
         self._count = count + 1
         return count

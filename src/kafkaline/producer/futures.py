@@ -261,8 +261,8 @@ else:
 
 class _RecordHandle:
     """The pure-Python build's record handle: the five fields, read-only. A plain class with
-    slots: made once per record, it costs about half what a NamedTuple's ``__new__`` does
-    (docs/performance.md, "purefast")."""
+    slots: made once per record, it costs less than a NamedTuple, whose ``__new__`` builds an
+    argument tuple and copies it (docs/performance.md, "purefast")."""
 
     __slots__ = (
         "_batch_result",

@@ -9,9 +9,9 @@ delta in the batch, its serialized key and value sizes and its timestamp. A reco
 
 With the compiled core the handle's fields live in its C base type
 (``kafkaline._record_core.RecordFuture``: C ints, a free list), which its send() makes
-directly; the pure-Python build's handle is a tuple (a :class:`~typing.NamedTuple` subclass
-without ``__dict__``). The methods are the same Python code on either base. Nothing per record
-is allocated besides the handle: callbacks are kept by the batch's result, and a
+directly; the pure-Python build's handle is a small class with slots and read-only fields.
+The methods are the same Python code on either base. Nothing per record is allocated
+besides the handle: callbacks are kept by the batch's result, and a
 ``threading.Event`` is only made when a thread waits.
 
 The batch's result is built the same way: its state (done, offsets, error, redirection,
@@ -51,7 +51,7 @@ import logging
 import threading
 import time
 from collections.abc import Generator
-from typing import TYPE_CHECKING, Any, NamedTuple
+from typing import TYPE_CHECKING, Any
 
 from kafkaline.errors import IllegalStateError, KafkaTimeoutError
 from kafkaline.producer.loop_waker import LoopWaker
@@ -259,12 +259,52 @@ else:
         __slots__ = ()
 
 
-class _RecordHandle(NamedTuple):
-    batch_result: ProduceRequestResult
-    offset_delta: int
-    serialized_key_size: int
-    serialized_value_size: int
-    timestamp: int
+class _RecordHandle:
+    """The pure-Python build's record handle: the five fields, read-only. A plain class with
+    slots: made once per record, it costs less than a NamedTuple, whose ``__new__`` builds an
+    argument tuple and copies it (docs/performance.md, "purefast")."""
+
+    __slots__ = (
+        "_batch_result",
+        "_offset_delta",
+        "_serialized_key_size",
+        "_serialized_value_size",
+        "_timestamp",
+    )
+
+    def __init__(
+        self,
+        batch_result: ProduceRequestResult,
+        offset_delta: int,
+        serialized_key_size: int,
+        serialized_value_size: int,
+        timestamp: int,
+    ) -> None:
+        self._batch_result = batch_result
+        self._offset_delta = offset_delta
+        self._serialized_key_size = serialized_key_size
+        self._serialized_value_size = serialized_value_size
+        self._timestamp = timestamp
+
+    @property
+    def batch_result(self) -> ProduceRequestResult:
+        return self._batch_result
+
+    @property
+    def offset_delta(self) -> int:
+        return self._offset_delta
+
+    @property
+    def serialized_key_size(self) -> int:
+        return self._serialized_key_size
+
+    @property
+    def serialized_value_size(self) -> int:
+        return self._serialized_value_size
+
+    @property
+    def timestamp(self) -> int:
+        return self._timestamp
 
 
 if TYPE_CHECKING:
@@ -279,7 +319,7 @@ class FutureRecordMetadata(_HandleBase):
 
     Fields: the batch's :class:`ProduceRequestResult`, the record's offset delta in that
     batch, the serialized key and value sizes (-1 when None) and the record's timestamp.
-    A tuple in the pure-Python build and a small C object in the compiled one, for speed (see
+    A small object with slots in the pure-Python build and in C in the compiled one (see
     the module docstring); compared by identity in both. Await it from asyncio code::
 
         metadata = await producer.send("events", b"v")

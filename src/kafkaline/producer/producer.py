@@ -114,11 +114,12 @@ class Producer:
         self._partitioner: Partitioner | None = config.partitioner
         # Keyed records hash with murmur2 unless a custom partitioner or ignore_keys says no.
         keyed = config.partitioner is None and not config.partitioner_ignore_keys
-        self._key_partition = key_partitioner() if keyed else None
+        keying = key_partitioner() if keyed else None
+        self._key_partition = None if keying is None else keying.partition_for_key
         self._max_block_ms = float(config.max_block_ms)
         self._topics = TopicMetadata(self._max_block_ms)
-        self._choose_partition = PartitionChooser(
-            self._topics, self._key_partition, self._partitioner, self._max_block_ms
+        self._partition_chooser = PartitionChooser(
+            self._topics, keying, self._partitioner, self._max_block_ms
         )
         # Key + value bytes above which send() checks the record's full size bound.
         self._payload_limit = min(config.max_request_size, config.buffer_memory) - (
@@ -350,7 +351,7 @@ class Producer:
             size = (0 if key is None else len(key)) + (0 if value is None else len(value))
             if headers is not None or size > self._payload_limit:
                 self._check_size(topic, size, headers)
-            partition, wait_ms = self._choose_partition(topic, partition, key, value)
+            partition, wait_ms = self._partition_chooser.choose(topic, partition, key, value)
             now = _monotonic() * 1000.0
             future, batch_is_full, new_batch = self._accumulator.append(
                 topic, partition, timestamp, key, value, headers, wait_ms, now, self._topics.cluster

@@ -5,8 +5,8 @@ partitioner)."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any, Literal
+from collections.abc import Callable, Mapping
+from typing import Any, Literal, NamedTuple
 
 from kafkaline.config import ProducerConfig
 from kafkaline.errors import IllegalStateError, InvalidPartitionError, InvalidTopicNameError
@@ -28,6 +28,7 @@ from kafkaline.record.core import compiled_core
 
 __all__ = [
     "PLAIN",
+    "KeyPartitioning",
     "PartitionChooser",
     "check_partition_argument",
     "choose_partition",
@@ -137,18 +138,20 @@ class PartitionChooser:
     def __init__(
         self,
         topics: TopicMetadata,
-        key_partition: Callable[[bytes, int], int] | None,
+        keying: KeyPartitioning | None,
         partitioner: Partitioner | None,
         max_block_ms: float,
     ) -> None:
         self._topics = topics
-        self._key_partition = key_partition
+        self._key_partition = None if keying is None else keying.partition_for_key
+        self._key_hashes: Mapping[bytes, int] = {} if keying is None else keying.hashes
         self._partitioner = partitioner
         self._max_block_ms = max_block_ms
 
-    def __call__(
+    def choose(
         self, topic: str, partition: int | None, key: bytes | None, value: bytes | None
     ) -> tuple[int | None, float]:
+        """``(partition or None, max_block_ms left)`` for a record of ``topic``."""
         if partition is not None:  # checked before any wait for metadata
             check_partition_argument(partition)
         topics = self._topics
@@ -157,7 +160,10 @@ class PartitionChooser:
         if count is None:
             count, max_block_ms = topics.wait(topic)
         if partition is None and key is not None and self._key_partition is not None:
-            return self._key_partition(key, count), max_block_ms
+            hashed = self._key_hashes.get(key)
+            if hashed is None:
+                return self._key_partition(key, count), max_block_ms
+            return hashed % count, max_block_ms
         if partition is not None or self._partitioner is not None:
             partition = choose_partition(
                 topic, partition, key, value, count, self._partitioner, topics.cluster
@@ -188,15 +194,25 @@ def record_failed(
     return None
 
 
-def key_partitioner() -> Callable[[bytes, int], int]:
+class KeyPartitioning(NamedTuple):
+    """Java's default keyed partitioning: murmur2 of a key modulo the partition count."""
+
+    partition_for_key: Callable[[bytes, int], int]
+    #: Keys' positive murmur2 hashes as far as remembered, read-only (the pure build's memo,
+    #: so that a known key costs a lookup, not a call; empty with the compiled core).
+    hashes: Mapping[bytes, int]
+
+
+def key_partitioner() -> KeyPartitioning:
     """murmur2 of a key modulo the partition count, as Java's default partitioner."""
     if _CORE is not None:
         # The compiled core hashes any key in C: no memo to keep.
-        return _CORE.partition_for_key  # type: ignore[no-any-return]
+        return KeyPartitioning(_CORE.partition_for_key, {})
     # The memo holds 32768 keys: with the default 8192, a producer cycling over 10,000
     # keys cleared it before any key came back and hashed every record
     # (see docs/performance.md, Notes moved from the code).
-    return KeyPartitionCache(max_entries=_KEY_MEMO_ENTRIES).partition_for_key
+    cache = KeyPartitionCache(max_entries=_KEY_MEMO_ENTRIES)
+    return KeyPartitioning(cache.partition_for_key, cache.memo)
 
 
 def serializer_or_none(spec: SerializerLike | None) -> Serializer[Any] | None:

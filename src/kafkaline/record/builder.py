@@ -1,10 +1,11 @@
 """Building one record batch v2: the pure-Python reference builder.
 
-Each record is encoded when it is appended (:func:`~kafkaline.record.record_encoder.encode_record`)
-and goes in if its exact size fits under the batch's limit; sealing joins the records, compresses
-them once, and :meth:`RecordBatchBuilder.build` writes the 61-byte header and the CRC-32C. The
-compiled core's builder (``kafkaline._record_core``) has the same interface and gives the same
-bytes; :mod:`kafkaline.record.core` picks the one in use.
+Each record is encoded when it is appended
+(:func:`~kafkaline.record.record_encoder.encode_record_parts`) and goes in if its exact size
+fits under the batch's limit; sealing joins the records, compresses them once, and
+:meth:`RecordBatchBuilder.build` writes the 61-byte header and the CRC-32C. The compiled core's
+builder (``kafkaline._record_core``) has the same interface and gives the same bytes;
+:mod:`kafkaline.record.core` picks the one in use.
 
 The producer id, epoch and base sequence live in the header only, outside the encoded records:
 :meth:`RecordBatchBuilder.set_producer_state` may change them after sealing (sequences are
@@ -55,7 +56,7 @@ from kafkaline.record.record_encoder import (
     as_bytes,
     as_timestamp,
     encode_headers,
-    encode_record,
+    encode_record_parts,
 )
 from kafkaline.record.varint import INT64_MAX, INT64_MIN
 
@@ -113,6 +114,7 @@ class RecordBatchBuilder:
         "_settings",
         "_size",
         "_wire_returned",
+        "appended_limit",
         "memory_cap",
     )
 
@@ -143,9 +145,14 @@ class RecordBatchBuilder:
             attribute_flags(is_transactional, is_control, timestamp_type),
             log_append_time,
         )
+        #: What :attr:`appended_size` may reach: ``batch_size_limit`` scaled by the estimated
+        #: compression ratio (a record larger than a batch goes alone, past it). Read-only: a
+        #: field rather than a property, as the accumulator reads it for every record.
+        self.appended_limit = self._settings.appended_limit
         self._producer = ProducerState.checked(producer_id, producer_epoch, base_sequence)
         self._closed = False
-        #: The encoded records, in order (appended ones, and pieces from append_encoded()).
+        #: The encoded records, in order, in pieces: each appended one as its length varint
+        #: and the rest, and the pieces append_encoded() was given.
         self._records: list[bytes | memoryview] = []
         #: The header and the encoded records, in bytes: ``appended_size``.
         self._size = BATCH_HEADER_SIZE
@@ -260,18 +267,19 @@ class RecordBatchBuilder:
         if not (INT64_MIN <= timestamp <= INT64_MAX and INT64_MIN <= delta <= INT64_MAX):
             delta = self._fail_at_seal(timestamp)
         try:
-            record = encode_record(count, delta, key, value, header_block)
+            # (length varint, rest): seal() joins them with the other records, one copy.
+            record = encode_record_parts(count, delta, key, value, header_block)
         except ValueError:  # a key or value length past int32
             raise _too_large(key, value, header_block) from None
-        size = self._size + len(record)
+        size = self._size + len(record[0]) + len(record[1])
         if count == 0:
             if size > MAX_BATCH_SIZE:  # (an empty builder holds the header only)
                 raise _too_large(key, value, header_block)
-        elif size > self._settings.appended_limit:
+        elif size > self.appended_limit:
             return None
         if timestamp > self._max_timestamp:
             self._max_timestamp = timestamp
-        self._records.append(record)
+        self._records.extend(record)
         self._size = size
         self._count = count + 1
         return count
@@ -304,7 +312,7 @@ class RecordBatchBuilder:
         next records' deltas count from. ``None`` when closed or empty."""
         if self._closed or not self._count:
             return None
-        return self._settings.appended_limit - self._size, self._count, self._base_timestamp
+        return self.appended_limit - self._size, self._count, self._base_timestamp
 
     def append_encoded(
         self,
@@ -462,7 +470,7 @@ class RecordBatchBuilder:
     def is_full(self) -> bool:
         """Closed, or holding records up to the size limit (as Java's
         ``MemoryRecordsBuilder.isFull``)."""
-        return self._closed or (self._count > 0 and self._size >= self._settings.appended_limit)
+        return self._closed or (self._count > 0 and self._size >= self.appended_limit)
 
     @property
     def estimated_size_in_bytes(self) -> int:
@@ -478,12 +486,6 @@ class RecordBatchBuilder:
         """Bytes the header and the records appended so far take before compression: what
         the batch holds in memory until sealed."""
         return self._size
-
-    @property
-    def appended_limit(self) -> int:
-        """What :attr:`appended_size` may reach: ``batch_size_limit`` scaled by the estimated
-        compression ratio (a record larger than a batch goes alone, past it)."""
-        return self._settings.appended_limit
 
     @property
     def uncompressed_records_size(self) -> int:

@@ -15,10 +15,10 @@ Record layout, every integer a zigzag varint (see ``varint``)::
     headers          header_key_length varint, key (UTF-8), header_value_length varint
                      (-1 for null), value; repeated header_count times
 
-:func:`encode_record` writes one record of checked fields; the pure-Python
-:class:`~kafkaline.record.builder.RecordBatchBuilder` calls it once per append, and
-:func:`encode_records` once per record of a whole section. The compiled core writes the same
-layout in C (a differential test requires identical bytes).
+:func:`encode_record` writes one record of checked fields, :func:`encode_record_parts`
+the same in two parts (the pure-Python :class:`~kafkaline.record.builder.RecordBatchBuilder`
+calls it once per append), and :func:`encode_records` a whole section. The compiled core
+writes the same layout in C (a differential test requires identical bytes).
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ __all__ = [
     "as_timestamp",
     "encode_headers",
     "encode_record",
+    "encode_record_parts",
     "encode_records",
 ]
 
@@ -86,6 +87,24 @@ def encode_record(
     >>> encode_record(0, 0, b"k", b"v").hex()
     '10000000026b027600'
     """
+    length, rest = encode_record_parts(offset_delta, timestamp_delta, key, value, header_block)
+    return length + rest
+
+
+def encode_record_parts(
+    offset_delta: int,
+    timestamp_delta: int,
+    key: bytes | None,
+    value: bytes | None,
+    header_block: bytes = NO_HEADERS,
+) -> tuple[bytes, bytes]:
+    """:func:`encode_record`'s bytes in two parts: the length varint, and the rest of the
+    record. A builder that joins its records once, when sealing, keeps the parts apart: the
+    key and value are then copied there only, not once more to put the length in front.
+
+    >>> b"".join(encode_record_parts(0, 0, b"k", b"v")).hex()
+    '10000000026b027600'
+    """
     varints = _VARINTS
     if key is None:
         key, key_length = b"", _NULL_LENGTH
@@ -95,7 +114,7 @@ def encode_record(
         value, value_length = b"", _NULL_LENGTH
     else:
         value_length = varints[len(value)]
-    body = b"".join(
+    rest = b"".join(
         (
             _ATTRIBUTES,
             _VARLONGS[timestamp_delta],
@@ -107,7 +126,7 @@ def encode_record(
             header_block,
         )
     )
-    return varints[len(body)] + body
+    return varints[len(rest)], rest
 
 
 def encode_headers(headers: Headers) -> bytes:

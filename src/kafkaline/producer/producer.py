@@ -173,8 +173,7 @@ class Producer:
                 self._send_to_new_batch, lambda: self._wakeup()
             )
             if type(self).send is Producer.send:  # (a subclass's own send() stays)
-                # producer.send is then the compiled call itself, no Python frame first; what
-                # it declines goes to the class's send(), the general path.
+                # Then producer.send is the compiled call; what it declines takes send().
                 core_send.fallback = self.send
                 self.__dict__["send"] = core_send
         return core_send

@@ -1,21 +1,76 @@
 /* kafkaline._record_core: the new-batch step's type: its arguments and life cycle.
  * A part of _record_core.c, which #includes the parts in order as one translation unit. */
 
+/* The codec, level and estimate of compressed batches (see BatchStep), the codec and level
+ * checked as a builder's call checks them: a builder is made with them. */
+static int
+batch_step_set_compression(BatchStep *self, PyObject *compression, PyObject *level,
+                           PyObject *estimate)
+{
+    if (ensure_python_side() < 0)
+        return -1;
+    long id = 0;
+    if (compression == NULL)
+        compression = compression_none;
+    if (compression != compression_none || level != Py_None) {
+        if (!PyCallable_Check(estimate)) {
+            PyErr_SetString(PyExc_TypeError, "NewBatchStep: estimate must be callable");
+            return -1;
+        }
+        BuilderArgs a = {.size_limit = HEADER_SIZE + 1, .compression = compression,
+                         .level = level, .log_append_time = Py_None, .ratio = 1.0};
+        Builder *trial = (Builder *)BuilderType.tp_alloc(&BuilderType, 0);
+        if (trial == NULL)
+            return -1;
+        if (builder_setup(trial, &a) < 0 || (trial->compression_id == 0 && level != Py_None))
+            id = -1; /* refused, or a level without a codec: the protocol decides */
+        else
+            compression = trial->compression, id = trial->compression_id;
+        PyErr_Clear();
+        Py_XSETREF(self->compression, Py_NewRef(compression));
+        Py_DECREF(trial);
+    }
+    else {
+        Py_XSETREF(self->compression, Py_NewRef(compression_none));
+    }
+    PyObject *kwnames = Py_BuildValue("(OOO)", str_compression, str_compression_level, str_ratio);
+    if (kwnames == NULL)
+        return -1;
+    Py_XSETREF(self->batch_kwnames, kwnames);
+    Py_XSETREF(self->level, Py_NewRef(level));
+    Py_XSETREF(self->estimate, Py_NewRef(estimate));
+    self->compression_id = id;
+    return 0;
+}
+
+/* The pool's total_memory, in *total: 0, or -1 on error. */
+static int
+batch_step_pool_total(PyObject *pool, Py_ssize_t *total)
+{
+    PyObject *total_obj = PyObject_GetAttr(pool, str_total_memory);
+    if (total_obj == NULL)
+        return -1;
+    *total = PyLong_AsSsize_t(total_obj);
+    Py_DECREF(total_obj);
+    return *total == -1 && PyErr_Occurred() ? -1 : 0;
+}
+
 static int
 BatchStep_init(BatchStep *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"accumulator",     "pool",       "incomplete",  "incomplete_lock",
                              "batch_type",      "result_type", "future_type", "batch_size",
                              "first_memory",    "record_overhead", "fallback", "wakeup",
-                             NULL};
+                             "compression",     "compression_level", "estimate", NULL};
     PyObject *accumulator, *pool, *incomplete, *lock, *batch_type, *result_type, *future_type,
-        *fallback, *wakeup;
+        *fallback, *wakeup, *compression = NULL, *level = Py_None, *estimate = Py_None;
     Py_ssize_t batch_size, first_memory, overhead, total = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO!O!OO!O!nnnOO:NewBatchStep", kwlist,
+    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO!O!OO!O!nnnOO|$OOO:NewBatchStep", kwlist,
                                      &accumulator, &pool, &PySet_Type, &incomplete,
                                      &QueueLockType, &lock, &batch_type, &PyType_Type,
                                      &result_type, &PyType_Type, &future_type, &batch_size,
-                                     &first_memory, &overhead, &fallback, &wakeup))
+                                     &first_memory, &overhead, &fallback, &wakeup, &compression,
+                                     &level, &estimate))
         return -1;
     if (!PyType_IsSubtype((PyTypeObject *)future_type, &RecordFutureType) ||
         !PyCallable_Check(batch_type) || !PyCallable_Check(fallback) ||
@@ -24,12 +79,8 @@ BatchStep_init(BatchStep *self, PyObject *args, PyObject *kwds)
                                          "type; batch_type, fallback and wakeup callables");
         return -1;
     }
-    PyObject *total_obj = PyObject_GetAttr(pool, str_total_memory);
-    if (total_obj == NULL)
-        return -1;
-    total = PyLong_AsSsize_t(total_obj);
-    Py_DECREF(total_obj);
-    if (total == -1 && PyErr_Occurred())
+    if (batch_step_pool_total(pool, &total) < 0 ||
+        batch_step_set_compression(self, compression, level, estimate) < 0)
         return -1;
     PyObject *d = PyObject_GenericGetDict(accumulator, NULL);
     PyObject *size_obj = d != NULL ? PyLong_FromSsize_t(batch_size) : NULL;
@@ -72,6 +123,10 @@ BatchStep_traverse(BatchStep *self, visitproc visit, void *arg)
     Py_VISIT(self->future_type);
     Py_VISIT(self->fallback);
     Py_VISIT(self->wakeup);
+    Py_VISIT(self->compression);
+    Py_VISIT(self->level);
+    Py_VISIT(self->estimate);
+    Py_VISIT(self->batch_kwnames);
     Py_VISIT(self->queue_lock.type);
     Py_VISIT(self->queue_batches.type);
     Py_VISIT(self->queue_tp.type);
@@ -96,6 +151,10 @@ BatchStep_clear(BatchStep *self)
     Py_CLEAR(self->zero_float);
     Py_CLEAR(self->fallback);
     Py_CLEAR(self->wakeup);
+    Py_CLEAR(self->compression);
+    Py_CLEAR(self->level);
+    Py_CLEAR(self->estimate);
+    Py_CLEAR(self->batch_kwnames);
     Py_CLEAR(self->batch_size_obj);
     Py_CLEAR(self->queue_lock.type);
     Py_CLEAR(self->queue_batches.type);

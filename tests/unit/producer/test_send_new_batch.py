@@ -141,10 +141,11 @@ def test_records_that_need_a_new_batch_skip_the_general_path() -> None:
             producer.close(0)
 
 
-def test_a_batch_short_of_memory_but_not_of_room_takes_the_general_path() -> None:
+def test_a_batch_short_of_memory_but_not_of_room_takes_more_memory() -> None:
     """A batch holds a few KiB of buffer memory first: a record past them but within the
-    batch's limit goes into the same batch (the general path takes more memory for it), not
-    into a new one. Records of ~1 KB into 16 KiB batches, compared with the general path."""
+    batch's limit goes into the same batch (the general path, or in the compiled build the
+    new-batch step, takes more memory for it), not into a new one. Records of ~1 KB into 16
+    KiB batches, compared with the general path."""
     producers = [offline_producer(2), general_path_only(offline_producer(2))]
     core_calls = Calls(producers[0]._accumulator)
     try:
@@ -158,8 +159,43 @@ def test_a_batch_short_of_memory_but_not_of_room_takes_the_general_path() -> Non
         assert deltas.count(0) == 3  # two full batches, then a third
         assert queued(producers[0]) == queued(producers[1])
         assert memory(producers[0]) == memory(producers[1])
-        if COMPILED:  # past 4 KiB per batch: general; the new batches: the core's step
-            assert (core_calls.append, core_calls.new_batch) == (4, 0)
+        if COMPILED:  # the first record: general; the rest: the core (past 4 KiB: its step)
+            assert (core_calls.append, core_calls.new_batch) == (1, 0)
+    finally:
+        for producer in producers:
+            producer.close(0)
+
+
+@pytest.mark.parametrize("compression", ["none", "lz4"])
+def test_a_batch_whose_memory_is_not_free_now_takes_the_general_path(compression: str) -> None:
+    """Past its first few KiB, a batch whose further memory the pool has not free now leaves
+    the record to the general path, which waits for it (here: max_block_ms 0, so it fails
+    with BufferExhaustedError, as the general path alone does); with the memory free again
+    the record goes into the same batch."""
+    settings: dict[str, Any] = {"buffer_memory": 16384, "max_block_ms": 0}
+    settings["compression_type"] = compression
+    producers = [
+        offline_producer(1, **settings),
+        general_path_only(offline_producer(1, **settings)),
+    ]
+    calls = [Calls(p._accumulator) for p in producers]
+    try:
+        for producer, counted in zip(producers, calls, strict=True):
+            pool = producer._accumulator.buffer_pool
+            taken = pool.total_memory - 4096 - 2000  # leaves the first batch's 4 KiB and a bit
+            pool.allocate(taken, 0)
+            deltas = [
+                outcome(producer, b"%d" % i * 1000, key=b"k", timestamp_ms=TS)[1] for i in range(3)
+            ]
+            assert deltas == [0, 1, 2]
+            before = counted.append
+            with pytest.raises(BufferExhaustedError):
+                producer.send("t", b"x" * 1000, key=b"k", timestamp_ms=TS)
+            assert counted.append == before + 1  # the general path decided
+            pool.deallocate(taken)
+            assert outcome(producer, b"x" * 1000, key=b"k", timestamp_ms=TS)[1] == 3
+        assert queued(producers[0]) == queued(producers[1])
+        assert memory(producers[0]) == memory(producers[1])
     finally:
         for producer in producers:
             producer.close(0)

@@ -8,10 +8,12 @@ without a broker or an I/O thread (private hooks, as the unit tests do), so the 
 send()'s alone and does not depend on how fast another thread drains. Each measured run is one
 process under callgrind; two run lengths are differenced, so that start-up (imports, each
 partition's first record) cancels: instructions per send = (I(long) - I(short)) / (long -
-short).
+short). ``--compression`` gives the producer a codec (its batches then carry the topic's
+ratio estimate, 1.0 here: no batch is sealed).
 
     .venv/bin/python benchmarks/new_batch.py [--modes keyed,partition]
         [--builds compiled,python] [--short 2000] [--long 6000] [--partitions 600]
+        [--compression none]
 
 ``PYTHONPATH=<another checkout>/src`` measures that checkout instead.
 """
@@ -25,16 +27,18 @@ import subprocess
 import sys
 import tempfile
 
-# The measured program: argv is mode, records, partitions.
+# The measured program: argv is mode, records, partitions, compression.
 CHILD = r"""
 import os, sys
 from kafkaline import Producer
 from kafkaline.net.cluster import BrokerNode, ClusterMetadata, PartitionMetadata
 from kafkaline.record import core_build
-mode, records, partitions = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+mode, records, partitions, codec = sys.argv[1], int(sys.argv[2]), int(sys.argv[3]), sys.argv[4]
 value = os.urandom(100)
 keys = [b"key-%06d" % i for i in range(10_000)]
-producer = Producer(bootstrap_servers="127.0.0.1:1", linger_ms=5000, batch_size=1)
+producer = Producer(
+    bootstrap_servers="127.0.0.1:1", linger_ms=5000, batch_size=1, compression_type=codec
+)
 producer._topics.cluster = ClusterMetadata(
     [BrokerNode(1, "b1", 9092)], [PartitionMetadata("t", p, leader=1) for p in range(partitions)]
 )
@@ -63,12 +67,12 @@ def _env(build: str) -> dict[str, str]:
     return env
 
 
-def _instructions(mode: str, build: str, records: int, partitions: int) -> int:
+def _instructions(mode: str, build: str, records: int, partitions: int, codec: str) -> int:
     """The instructions of one run under callgrind."""
     with tempfile.TemporaryDirectory() as out:
         path = os.path.join(out, "cg.out")
         command = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={path}"]
-        command += [sys.executable, "-c", CHILD, mode, str(records), str(partitions)]
+        command += [sys.executable, "-c", CHILD, mode, str(records), str(partitions), codec]
         run = subprocess.run(command, env=_env(build), capture_output=True, text=True, check=False)
         if run.returncode != 0 or run.stdout.strip() != build:
             raise RuntimeError(f"run failed ({run.returncode}): {run.stdout} {run.stderr[-2000:]}")
@@ -86,16 +90,18 @@ def main() -> None:
     parser.add_argument("--short", type=int, default=2_000)
     parser.add_argument("--long", type=int, default=6_000)
     parser.add_argument("--partitions", type=int, default=600)
+    parser.add_argument("--compression", default="none", help="none, gzip, snappy, lz4, zstd")
     args = parser.parse_args()
     for mode in args.modes.split(","):
         for build in args.builds.split(","):
             counts = [
-                _instructions(mode, build, records, args.partitions)
+                _instructions(mode, build, records, args.partitions, args.compression)
                 for records in (args.short, args.long)
             ]
             per_send = (counts[1] - counts[0]) / (args.long - args.short)
             print(
-                f"{mode:9} {build:8} partitions={args.partitions}:"
+                f"{mode:9} {build:8} partitions={args.partitions}"
+                f" compression={args.compression}:"
                 f" {per_send:,.0f} instructions per send() that opens a batch",
                 flush=True,
             )

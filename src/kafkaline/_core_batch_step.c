@@ -4,7 +4,7 @@
 /* ---------------------------------------------------------------- NewBatchStep */
 
 /* step(topic, partition, timestamp_ms, key, value): OpenBatchSender's new_batch for a
- * producer whose batches are the plain kind (no compression, no transactions). A record the
+ * producer whose batches are not transactional (plain or compressed). A record the
  * sender checked and placed, whose partition's queue has no batch that could take it, goes
  * into a new batch made here, as the accumulator's append protocol would make it, when that
  * protocol would take nothing but this path: under the queue's lock, the accumulator not
@@ -13,7 +13,9 @@
  * once (try_allocate(): free now, nobody waiting). Then the batch holds that memory, takes
  * the record, is queued and counted incomplete, and the Sender is woken (as for every new
  * batch). Anything else goes to `fallback` (Producer._send_to_new_batch, the Python
- * protocol, the reference) with nothing done. */
+ * protocol, the reference) with nothing done. A compressed batch's builder and first memory
+ * take the topic's estimated compression ratio, read once per batch (the protocol reads it
+ * for each: the Sender may change it between the two, and either answer is one it gives). */
 /* ProducerBatch's __slots__, all of them: a batch made here sets each. */
 #define BATCH_SLOT_COUNT 13
 static const char *const BATCH_SLOTS[BATCH_SLOT_COUNT] = {
@@ -35,6 +37,11 @@ typedef struct {
     PyTypeObject *future_type;
     PyObject *fallback, *wakeup;
     PyObject *batch_size_obj, *zero, *zero_float;
+    /* Compressed batches: the codec (a CompressionType member), its level and the
+     * estimator's estimate(topic); compression_id 0 for plain batches, -1 when the codec or
+     * level was refused at init (the protocol then decides, and raises, for every batch). */
+    PyObject *compression, *level, *estimate, *batch_kwnames;
+    long compression_id;
     PyTypeObject *result_type; /* ProduceRequestResult */
     Py_ssize_t batch_size, first_memory, total_memory, record_overhead;
     int batch_direct; /* made here rather than called (see step_make_batch()) */
@@ -66,16 +73,89 @@ step_call_method(PyObject *obj, PyObject *name, Py_ssize_t n)
     return r;
 }
 
-/* AppendSide._first_reservation() for one record and no compression. */
+/* AppendSide._first_reservation() for one record, with the topic's ratio estimate. */
 static inline Py_ssize_t
-step_first_reservation(const BatchStep *st, const StepRecord *r)
+step_first_reservation(const BatchStep *st, const StepRecord *r, double ratio)
 {
     Py_ssize_t size_bound = HEADER_SIZE + r->bound;
     if (size_bound <= st->first_memory)
         return st->first_memory;
-    if (st->batch_size > st->total_memory)
+    Py_ssize_t limit = st->batch_size;
+    if (st->compression_id != 0)
+        limit = HEADER_SIZE + records_room(st->batch_size, ratio);
+    if (limit > st->total_memory)
         return size_bound;
-    return st->batch_size > size_bound ? st->batch_size : size_bound;
+    return limit > size_bound ? limit : size_bound;
+}
+
+/* The estimated compression ratio of the queue's topic for a compressed batch (1.0 for a
+ * plain one) in *ratio: 0; 1 when the estimate is not a float in (0, 1] (the protocol
+ * decides); -1 on error. */
+static int
+step_ratio(BatchStep *st, PyObject *queue, double *ratio)
+{
+    *ratio = 1.0;
+    if (st->compression_id == 0)
+        return 0;
+    PyObject *tp = read_slot(queue, str_tp, &st->queue_tp);
+    if (tp == NULL)
+        return -1;
+    if (!PyTuple_Check(tp) || PyTuple_GET_SIZE(tp) != 2) {
+        Py_DECREF(tp);
+        return 1; /* not a TopicPartition */
+    }
+    PyObject *estimate = PyObject_CallOneArg(st->estimate, PyTuple_GET_ITEM(tp, 0));
+    Py_DECREF(tp);
+    if (estimate == NULL)
+        return -1;
+    int rc = 1;
+    if (PyFloat_CheckExact(estimate)) {
+        *ratio = PyFloat_AS_DOUBLE(estimate);
+        rc = *ratio > 0.0 && *ratio <= 1.0 ? 0 : 1;
+    }
+    Py_DECREF(estimate);
+    return rc;
+}
+
+/* ProducerBatch's builder for a new batch: RecordBatchBuilder(limit, compression=...,
+ * compression_level=..., estimated_compression_ratio=ratio), made without a call. The codec
+ * and level were checked at init, as the builder's own call checks them. */
+static PyObject *
+step_make_builder(const BatchStep *st, Py_ssize_t limit, double ratio)
+{
+    if (st->compression_id == 0)
+        return builder_make_plain(limit);
+    if (ensure_python_side() < 0)
+        return NULL;
+    BuilderArgs a = {.size_limit = limit, .level = Py_None, .log_append_time = Py_None,
+                     .ratio = ratio};
+    Builder *self = (Builder *)BuilderType.tp_alloc(&BuilderType, 0);
+    if (self == NULL || builder_setup(self, &a) < 0) {
+        Py_XDECREF(self);
+        return NULL;
+    }
+    Py_SETREF(self->compression, Py_NewRef(st->compression));
+    Py_SETREF(self->compression_level, Py_NewRef(st->level));
+    self->compression_id = st->compression_id;
+    self->attributes = (int16_t)(self->attributes | st->compression_id);
+    return (PyObject *)self;
+}
+
+/* ProducerBatch(tp, now, batch_size, ...) called, as AppendSide._new_batch calls it. */
+static PyObject *
+step_call_batch_type(BatchStep *st, PyObject *tp, PyObject *now, double ratio)
+{
+    if (st->compression_id == 0) {
+        PyObject *args[3] = {tp, now, st->batch_size_obj};
+        return PyObject_Vectorcall(st->batch_type, args, 3, NULL);
+    }
+    PyObject *ratio_obj = PyFloat_FromDouble(ratio);
+    if (ratio_obj == NULL)
+        return NULL;
+    PyObject *args[6] = {tp, now, st->batch_size_obj, st->compression, st->level, ratio_obj};
+    PyObject *batch = PyObject_Vectorcall(st->batch_type, args, 3, st->batch_kwnames);
+    Py_DECREF(ratio_obj);
+    return batch;
 }
 
 /* Whether the protocol's second step would pass over the queue's last batch to a new one
@@ -135,32 +215,31 @@ step_now_ms(void)
     return (double)now.tv_sec * 1000.0 + (double)now.tv_nsec / 1e6;
 }
 
-/* ProducerBatch(tp, now, batch_size), holding `memory` bytes (hold_memory()): called, or
- * with the layout checked at init (step_batch_layout()) made here with the fields its
- * __init__ gives a plain batch, which costs a small part of the call. */
+/* ProducerBatch(tp, now, batch_size, ...), holding `memory` bytes (hold_memory()): called,
+ * or with the layout checked at init (step_batch_layout()) made here with the fields its
+ * __init__ gives the batch, which costs a small part of the call. */
 static PyObject *
-step_make_batch(BatchStep *st, PyObject *tp, PyObject *now, Py_ssize_t memory)
+step_make_batch(BatchStep *st, PyObject *tp, PyObject *now, Py_ssize_t memory, double ratio)
 {
     PyObject *pooled = PyLong_FromSsize_t(memory);
     if (pooled == NULL)
         return NULL;
     PyObject *batch = NULL, *builder = NULL, *result = NULL;
     if (!st->batch_direct || !PyTuple_Check(tp) || PyTuple_GET_SIZE(tp) != 2) {
-        PyObject *args[3] = {tp, now, st->batch_size_obj};
-        batch = PyObject_Vectorcall(st->batch_type, args, 3, NULL);
+        batch = step_call_batch_type(st, tp, now, ratio);
         if (batch != NULL && PyObject_SetAttr(batch, str_pooled_bytes, pooled) < 0)
             Py_CLEAR(batch);
         goto done;
     }
     PyTypeObject *type = (PyTypeObject *)st->batch_type;
     Py_ssize_t limit = st->batch_size > HEADER_SIZE ? st->batch_size : HEADER_SIZE + 1;
-    if ((builder = builder_make_plain(limit)) == NULL ||
+    if ((builder = step_make_builder(st, limit, ratio)) == NULL ||
         (result = batch_result_make(st->result_type, PyTuple_GET_ITEM(tp, 0),
                                     PyTuple_GET_ITEM(tp, 1))) == NULL ||
         (batch = type->tp_alloc(type, 0)) == NULL)
         goto done;
     /* In the order of BATCH_SLOTS. */
-    PyObject *values[BATCH_SLOT_COUNT] = {st->zero,   builder,   Py_None,  now,   now,
+    PyObject *values[BATCH_SLOT_COUNT] = {st->zero,   builder,   st->level, now,  now,
                                           st->zero,   Py_False,  Py_False, now,   pooled,
                                           result,     st->zero_float,      tp};
     for (int i = 0; i < BATCH_SLOT_COUNT; i++)
@@ -176,7 +255,7 @@ done:
  * record's future, and the batch in *made; NULL on error. */
 static PyObject *
 step_filled_batch(BatchStep *st, PyObject *queue, const StepRecord *r, Py_ssize_t memory,
-                  PyObject **made)
+                  double ratio, PyObject **made)
 {
     PyObject *tp = read_slot(queue, str_tp, &st->queue_tp);
     if (tp == NULL)
@@ -184,7 +263,7 @@ step_filled_batch(BatchStep *st, PyObject *queue, const StepRecord *r, Py_ssize_
     PyObject *now = PyFloat_FromDouble(step_now_ms());
     PyObject *batch = NULL, *builder = NULL, *result = NULL, *future = NULL;
     if (now != NULL) {
-        batch = step_make_batch(st, tp, now, memory);
+        batch = step_make_batch(st, tp, now, memory, ratio);
         Py_DECREF(now);
     }
     Py_DECREF(tp);
@@ -262,7 +341,11 @@ step_locked(BatchStep *st, PyObject *queue, PyObject *batches, const StepRecord 
 static PyObject *
 step_memory_and_batch(BatchStep *st, PyObject *queue, PyObject *batches, const StepRecord *r)
 {
-    Py_ssize_t memory = step_first_reservation(st, r);
+    double ratio;
+    int declined = step_ratio(st, queue, &ratio);
+    if (declined)
+        return declined < 0 ? NULL : Py_NewRef(Py_None);
+    Py_ssize_t memory = step_first_reservation(st, r, ratio);
     int taken_now = PyObject_TypeCheck(st->pool, &PoolStateType)
                         ? pool_take_now((PoolState *)st->pool, memory)
                         : 0;
@@ -275,7 +358,7 @@ step_memory_and_batch(BatchStep *st, PyObject *queue, PyObject *batches, const S
         Py_DECREF(taken);
     }
     PyObject *batch = NULL;
-    PyObject *future = step_filled_batch(st, queue, r, memory, &batch);
+    PyObject *future = step_filled_batch(st, queue, r, memory, ratio, &batch);
     int queued = future == NULL ? -1 : step_queue_batch(st, batches, batch);
     if (queued < 0)
         Py_CLEAR(future);
@@ -295,6 +378,8 @@ step_memory_and_batch(BatchStep *st, PyObject *queue, PyObject *batches, const S
 static PyObject *
 batch_step_try(BatchStep *st, PyObject *queue, const StepRecord *r)
 {
+    if (st->compression_id < 0)
+        return Py_NewRef(Py_None);
     PyObject *lock = read_slot(queue, str_lock, &st->queue_lock);
     if (lock == NULL)
         return NULL;
@@ -398,146 +483,3 @@ step_batch_layout(BatchStep *st)
     }
     return 1;
 }
-
-static int
-BatchStep_init(BatchStep *self, PyObject *args, PyObject *kwds)
-{
-    static char *kwlist[] = {"accumulator",     "pool",       "incomplete",  "incomplete_lock",
-                             "batch_type",      "result_type", "future_type", "batch_size",
-                             "first_memory",    "record_overhead", "fallback", "wakeup",
-                             NULL};
-    PyObject *accumulator, *pool, *incomplete, *lock, *batch_type, *result_type, *future_type,
-        *fallback, *wakeup;
-    Py_ssize_t batch_size, first_memory, overhead, total = 0;
-    if (!PyArg_ParseTupleAndKeywords(args, kwds, "OOO!O!OO!O!nnnOO:NewBatchStep", kwlist,
-                                     &accumulator, &pool, &PySet_Type, &incomplete,
-                                     &QueueLockType, &lock, &batch_type, &PyType_Type,
-                                     &result_type, &PyType_Type, &future_type, &batch_size,
-                                     &first_memory, &overhead, &fallback, &wakeup))
-        return -1;
-    if (!PyType_IsSubtype((PyTypeObject *)future_type, &RecordFutureType) ||
-        !PyCallable_Check(batch_type) || !PyCallable_Check(fallback) ||
-        !PyCallable_Check(wakeup)) {
-        PyErr_SetString(PyExc_TypeError, "NewBatchStep: future_type must be a RecordFuture "
-                                         "type; batch_type, fallback and wakeup callables");
-        return -1;
-    }
-    PyObject *total_obj = PyObject_GetAttr(pool, str_total_memory);
-    if (total_obj == NULL)
-        return -1;
-    total = PyLong_AsSsize_t(total_obj);
-    Py_DECREF(total_obj);
-    if (total == -1 && PyErr_Occurred())
-        return -1;
-    PyObject *d = PyObject_GenericGetDict(accumulator, NULL);
-    PyObject *size_obj = d != NULL ? PyLong_FromSsize_t(batch_size) : NULL;
-    PyObject *zero_float = size_obj != NULL ? PyFloat_FromDouble(0.0) : NULL;
-    if (zero_float == NULL) {
-        Py_XDECREF(d);
-        Py_XDECREF(size_obj);
-        return -1;
-    }
-    Py_XSETREF(self->accumulator_dict, d);
-    Py_XSETREF(self->batch_size_obj, size_obj);
-    Py_XSETREF(self->zero_float, zero_float);
-    Py_XSETREF(self->zero, PyLong_FromLong(0)); /* a cached small int: never NULL */
-    Py_XSETREF(self->result_type, (PyTypeObject *)Py_NewRef(result_type));
-    Py_XSETREF(self->pool, Py_NewRef(pool));
-    Py_XSETREF(self->incomplete, Py_NewRef(incomplete));
-    Py_XSETREF(self->incomplete_lock, Py_NewRef(lock));
-    Py_XSETREF(self->batch_type, Py_NewRef(batch_type));
-    Py_XSETREF(self->future_type, (PyTypeObject *)Py_NewRef(future_type));
-    Py_XSETREF(self->fallback, Py_NewRef(fallback));
-    Py_XSETREF(self->wakeup, Py_NewRef(wakeup));
-    self->batch_size = batch_size;
-    self->first_memory = first_memory;
-    self->total_memory = total;
-    self->record_overhead = overhead;
-    self->batch_direct = step_batch_layout(self);
-    self->vectorcall = BatchStep_vectorcall;
-    return 0;
-}
-
-static int
-BatchStep_traverse(BatchStep *self, visitproc visit, void *arg)
-{
-    Py_VISIT(self->accumulator_dict);
-    Py_VISIT(self->pool);
-    Py_VISIT(self->incomplete);
-    Py_VISIT(self->incomplete_lock);
-    Py_VISIT(self->batch_type);
-    Py_VISIT(self->result_type);
-    Py_VISIT(self->future_type);
-    Py_VISIT(self->fallback);
-    Py_VISIT(self->wakeup);
-    Py_VISIT(self->queue_lock.type);
-    Py_VISIT(self->queue_batches.type);
-    Py_VISIT(self->queue_tp.type);
-    Py_VISIT(self->batch_builder.type);
-    Py_VISIT(self->batch_result.type);
-    Py_VISIT(self->batch_pooled.type);
-    Py_VISIT(self->batch_split.type);
-    return 0;
-}
-
-static int
-BatchStep_clear(BatchStep *self)
-{
-    Py_CLEAR(self->accumulator_dict);
-    Py_CLEAR(self->pool);
-    Py_CLEAR(self->incomplete);
-    Py_CLEAR(self->incomplete_lock);
-    Py_CLEAR(self->batch_type);
-    Py_CLEAR(self->result_type);
-    Py_CLEAR(self->future_type);
-    Py_CLEAR(self->zero);
-    Py_CLEAR(self->zero_float);
-    Py_CLEAR(self->fallback);
-    Py_CLEAR(self->wakeup);
-    Py_CLEAR(self->batch_size_obj);
-    Py_CLEAR(self->queue_lock.type);
-    Py_CLEAR(self->queue_batches.type);
-    Py_CLEAR(self->queue_tp.type);
-    Py_CLEAR(self->batch_builder.type);
-    Py_CLEAR(self->batch_result.type);
-    Py_CLEAR(self->batch_pooled.type);
-    Py_CLEAR(self->batch_split.type);
-    return 0;
-}
-
-static void
-BatchStep_dealloc(BatchStep *self)
-{
-    PyObject_GC_UnTrack(self);
-    BatchStep_clear(self);
-    Py_TYPE(self)->tp_free((PyObject *)self);
-}
-
-static PyObject *
-BatchStep_get_fallback(BatchStep *self, void *Py_UNUSED(c))
-{
-    return Py_NewRef(self->fallback == NULL ? Py_None : self->fallback);
-}
-
-static PyGetSetDef BatchStep_getset[] = {
-    {"fallback", (getter)BatchStep_get_fallback, NULL,
-     "The Python step the records this one declines go to.", NULL},
-    {NULL, NULL, NULL, NULL, NULL},
-};
-
-static PyTypeObject BatchStepType = {
-    PyVarObject_HEAD_INIT(NULL, 0)
-    .tp_name = "kafkaline._record_core.NewBatchStep",
-    .tp_doc = "step(topic, partition, timestamp_ms, key, value): a record's future in a new "
-              "batch made here in the common case, else what fallback returns.",
-    .tp_basicsize = sizeof(BatchStep),
-    .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_vectorcall_offset = offsetof(BatchStep, vectorcall),
-    .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)BatchStep_init,
-    .tp_dealloc = (destructor)BatchStep_dealloc,
-    .tp_traverse = (traverseproc)BatchStep_traverse,
-    .tp_clear = (inquiry)BatchStep_clear,
-    .tp_call = PyVectorcall_Call,
-    .tp_getset = BatchStep_getset,
-};

@@ -253,6 +253,8 @@ append_to_queue(Sender *self, PyObject *const *args, PyObject *queue, const Usua
                              r->value_size, r->timestamp);
     else if (no_room && self->new_batch != NULL)
         result = sender_new_batch(self, args, partition, r->timestamp);
+    else if (!no_room && s->sticky == NULL)
+        result = sender_grow(self, args, queue, r->timestamp); /* short of memory only */
     else
         result = Py_NewRef(Py_None);
 done:

@@ -57,6 +57,8 @@
 #include "_core_sender_lookups.c"
 #include "_core_batch_pool.c"
 #include "_core_batch_step.c"
+#include "_core_batch_step_type.c"
+#include "_core_batch_grow.c"
 #include "_core_sender_call.c"
 #include "_core_lists.c"
 #include "_core_produce_response.c"

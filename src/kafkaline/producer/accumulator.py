@@ -283,14 +283,19 @@ class RecordAccumulator(EncodedAppendSide, SenderSide):
     ) -> Callable[[str, int, int, bytes | None, bytes | None], FutureRecordMetadata]:
         """What :meth:`open_batch_sender`'s ``new_batch`` is set to: ``fallback`` (the
         producer's step into :meth:`append_to_new_batch`), or with the compiled core and
-        plain batches (no compression, no transactions) a compiled step that makes the new
-        batch itself when the append protocol would do nothing else (the pool has the
+        batches that are not transactional (plain or compressed) a compiled step that makes
+        the new batch itself when the append protocol would do nothing else (the pool has the
         memory free now and nobody waits, the accumulator is open, the queue's last batch
         takes nothing more without more memory) and calls ``wakeup`` after, as the producer
-        does for a new batch; every other record goes to ``fallback``."""
+        does for a new batch; every other record goes to ``fallback``. A compressed batch is
+        made with the topic's estimated compression ratio, as :meth:`_new_batch` makes it."""
         core = compiled_core()
-        if core is None or not self._plain_batches:
+        manager = self._transaction_manager
+        if core is None or (manager is not None and manager.is_transactional):
             return fallback
+        compressed = self._compression is not CompressionType.NONE
+        if not compressed and self._compression_level is not None:
+            return fallback  # a level without a codec: rare, left to the protocol
         step: Callable[[str, int, int, bytes | None, bytes | None], FutureRecordMetadata] = (
             core.NewBatchStep(
                 self,
@@ -305,6 +310,9 @@ class RecordAccumulator(EncodedAppendSide, SenderSide):
                 RECORD_OVERHEAD_BOUND,
                 fallback,
                 wakeup,
+                compression=self._compression,
+                compression_level=self._compression_level,
+                estimate=self._estimator.estimate,
             )
         )
         return step

@@ -88,8 +88,8 @@ class ProducerBatch:
         pooled_bytes: int = 0,
         is_split_batch: bool = False,
     ) -> None:
-        # The compiled core's new-batch step makes plain batches (no compression, no
-        # transactions) without this call, giving every slot the value it gets here; a
+        # The compiled core's new-batch step makes the batches of non-transactional producers
+        # (plain or compressed) without this call, giving every slot the value it gets here; a
         # Hypothesis test holds the two alike (tests/unit/producer/test_send_new_batch.py).
         self.topic_partition = topic_partition
         # batch_size 0 means "no batching" in Kafka: one record per batch. The builder always

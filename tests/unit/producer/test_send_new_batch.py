@@ -141,10 +141,11 @@ def test_records_that_need_a_new_batch_skip_the_general_path() -> None:
             producer.close(0)
 
 
-def test_a_batch_short_of_memory_but_not_of_room_takes_the_general_path() -> None:
+def test_a_batch_short_of_memory_but_not_of_room_takes_more_memory() -> None:
     """A batch holds a few KiB of buffer memory first: a record past them but within the
-    batch's limit goes into the same batch (the general path takes more memory for it), not
-    into a new one. Records of ~1 KB into 16 KiB batches, compared with the general path."""
+    batch's limit goes into the same batch (the general path, or in the compiled build the
+    new-batch step, takes more memory for it), not into a new one. Records of ~1 KB into 16
+    KiB batches, compared with the general path."""
     producers = [offline_producer(2), general_path_only(offline_producer(2))]
     core_calls = Calls(producers[0]._accumulator)
     try:
@@ -158,8 +159,43 @@ def test_a_batch_short_of_memory_but_not_of_room_takes_the_general_path() -> Non
         assert deltas.count(0) == 3  # two full batches, then a third
         assert queued(producers[0]) == queued(producers[1])
         assert memory(producers[0]) == memory(producers[1])
-        if COMPILED:  # past 4 KiB per batch: general; the new batches: the core's step
-            assert (core_calls.append, core_calls.new_batch) == (4, 0)
+        if COMPILED:  # the first record: general; the rest: the core (past 4 KiB: its step)
+            assert (core_calls.append, core_calls.new_batch) == (1, 0)
+    finally:
+        for producer in producers:
+            producer.close(0)
+
+
+@pytest.mark.parametrize("compression", ["none", "lz4"])
+def test_a_batch_whose_memory_is_not_free_now_takes_the_general_path(compression: str) -> None:
+    """Past its first few KiB, a batch whose further memory the pool has not free now leaves
+    the record to the general path, which waits for it (here: max_block_ms 0, so it fails
+    with BufferExhaustedError, as the general path alone does); with the memory free again
+    the record goes into the same batch."""
+    settings: dict[str, Any] = {"buffer_memory": 16384, "max_block_ms": 0}
+    settings["compression_type"] = compression
+    producers = [
+        offline_producer(1, **settings),
+        general_path_only(offline_producer(1, **settings)),
+    ]
+    calls = [Calls(p._accumulator) for p in producers]
+    try:
+        for producer, counted in zip(producers, calls, strict=True):
+            pool = producer._accumulator.buffer_pool
+            taken = pool.total_memory - 4096 - 2000  # leaves the first batch's 4 KiB and a bit
+            pool.allocate(taken, 0)
+            deltas = [
+                outcome(producer, b"%d" % i * 1000, key=b"k", timestamp_ms=TS)[1] for i in range(3)
+            ]
+            assert deltas == [0, 1, 2]
+            before = counted.append
+            with pytest.raises(BufferExhaustedError):
+                producer.send("t", b"x" * 1000, key=b"k", timestamp_ms=TS)
+            assert counted.append == before + 1  # the general path decided
+            pool.deallocate(taken)
+            assert outcome(producer, b"x" * 1000, key=b"k", timestamp_ms=TS)[1] == 3
+        assert queued(producers[0]) == queued(producers[1])
+        assert memory(producers[0]) == memory(producers[1])
     finally:
         for producer in producers:
             producer.close(0)
@@ -350,16 +386,24 @@ def test_the_core_step_makes_the_batch_or_hands_the_record_to_its_fallback() -> 
     assert [batch.record_count for batch in roomy._queues["t"][0].batches] == [1]
 
 
-def test_only_plain_batches_get_the_compiled_step() -> None:
-    """Compression (or transactions) keep the Python step for every new batch."""
+def test_only_transactional_batches_keep_the_python_step() -> None:
+    """Transactions keep the Python step for every new batch; plain and compressed batches
+    get the compiled one (in the compiled build)."""
 
     def fallback(*args: Any) -> Any:
         return None
 
+    transactional = offline_producer(1, transactional_id="tx")
+    try:
+        step = transactional._accumulator.new_batch_step(fallback, lambda: None)
+        assert step is fallback
+    finally:
+        transactional.close(0)
     compressed = RecordAccumulator(batch_size=1, compression=CompressionType.GZIP)
-    assert compressed.new_batch_step(fallback, lambda: None) is fallback
-    plain = RecordAccumulator(batch_size=1).new_batch_step(fallback, lambda: None)
-    assert (plain is fallback) == (not COMPILED)
+    plain = RecordAccumulator(batch_size=1)
+    for accumulator in (compressed, plain):
+        step = accumulator.new_batch_step(fallback, lambda: None)
+        assert (step is fallback) == (not COMPILED)
 
 
 _RECORDS = st.lists(
@@ -386,6 +430,8 @@ def _batch_fields(producer: Producer) -> list[dict[str, object]]:
                         value.appended_limit,
                         value.memory_cap,
                         value.compression,
+                        value.size_limit,
+                        value.estimated_size_in_bytes,  # scaled by the ratio estimate
                         value.is_full,
                         len(value),
                     )
@@ -400,20 +446,56 @@ def _batch_fields(producer: Producer) -> list[dict[str, object]]:
     return out
 
 
-@settings(max_examples=40, deadline=None)
-@given(batch_size=st.sampled_from([0, 1, 100, 1000, 5000, 16384]), records=_RECORDS)
-def test_the_core_step_leaves_the_batches_the_python_protocol_leaves(
-    batch_size: int, records: list[tuple[bytes | None, bytes | None, int | None]]
-) -> None:
-    """Whatever the batch size and records, a producer whose compiled send() opens batches
-    itself leaves the same batches (every field, the bytes, the memory they hold) and gives
-    the same futures as one whose compiled send() hands them to the Python step, and the same
-    as the general path alone (which may also close a full batch for appends, trying it)."""
-    producers = [
-        offline_producer(3, batch_size=batch_size, buffer_memory=1 << 20),
-        python_step_only(offline_producer(3, batch_size=batch_size, buffer_memory=1 << 20)),
-        general_path_only(offline_producer(3, batch_size=batch_size, buffer_memory=1 << 20)),
+# Codecs with a level (or their default: None), and the topic's compression ratio estimate
+# (None: no batch observed yet, 1.0).
+_CODECS = st.sampled_from(
+    [
+        ("none", None),
+        ("lz4", None),
+        ("lz4", 9),
+        ("zstd", None),
+        ("zstd", 3),
+        ("snappy", None),
+        ("gzip", None),
+        ("gzip", 1),
+        ("gzip", 9),
     ]
+)
+_RATIOS = st.sampled_from([None, 1.0, 0.5, 0.3, 0.01])
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    batch_size=st.sampled_from([0, 1, 100, 1000, 5000, 16384]),
+    records=_RECORDS,
+    codec=_CODECS,
+    ratio=_RATIOS,
+)
+def test_the_core_step_leaves_the_batches_the_python_protocol_leaves(
+    batch_size: int,
+    records: list[tuple[bytes | None, bytes | None, int | None]],
+    codec: tuple[str, int | None],
+    ratio: float | None,
+) -> None:
+    """Whatever the batch size, codec, ratio estimate and records, a producer whose compiled
+    send() opens batches itself leaves the same batches (every field, the bytes, the memory
+    they hold) and gives the same futures as one whose compiled send() hands them to the
+    Python step, and the same as the general path alone (which may also close a full batch
+    for appends, trying it)."""
+    settings = {
+        "batch_size": batch_size,
+        "buffer_memory": 1 << 20,
+        "compression_type": codec[0],
+        "compression_level": codec[1],
+    }
+    producers = [
+        offline_producer(3, **settings),
+        python_step_only(offline_producer(3, **settings)),
+        general_path_only(offline_producer(3, **settings)),
+    ]
+    if ratio is not None:
+        for producer in producers:  # test-only: as if the Sender had observed batches
+            producer._accumulator._estimator.reset("t", ratio)
     calls = [Calls(producer._accumulator) for producer in producers]
     try:
         outcomes = []
@@ -435,7 +517,12 @@ def test_the_core_step_leaves_the_batches_the_python_protocol_leaves(
         assert _batch_fields(producers[0]) == _batch_fields(producers[1])
         assert memory(producers[0]) == memory(producers[1])
         assert queued(producers[0]) == queued(producers[1]) == queued(producers[2])
-        assert memory(producers[2])[1:] == memory(producers[0])[1:]  # bytes free, batches
+        if codec[0] == "none":
+            # Bytes free, batches. (A compressed batch may take a record into the memory it
+            # holds in the compiled send(), where the general path's bound first takes more:
+            # batch_size 0 and a ratio estimate of 0.01 show it, on main too.)
+            assert memory(producers[2])[1:] == memory(producers[0])[1:]
+        assert memory(producers[2])[2] == memory(producers[0])[2]  # incomplete batches
     finally:
         for producer in producers:
             producer.close(0)

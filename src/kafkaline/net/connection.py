@@ -49,7 +49,6 @@ from kafkaline.net.connection_types import (
     AuthenticatorFactory,
     Completion,
     ConnectionState,
-    OutgoingFrame,
     SentRequest,
     SetupRequest,
 )
@@ -250,8 +249,8 @@ class BrokerConnection:
         if awaiting and awaiting[0].deadline < deadline:
             deadline = awaiting[0].deadline
         outgoing = requests.outgoing
-        if outgoing and outgoing[0].in_flight.deadline < deadline:
-            deadline = outgoing[0].in_flight.deadline
+        if outgoing and outgoing[0].deadline < deadline:
+            deadline = outgoing[0].deadline
         if state is _READY and not awaiting and not requests.unwritten_without_response:
             idle_ms = self._settings.connections_max_idle_ms
             if idle_ms >= 0 and self._last_activity + idle_ms < deadline:
@@ -394,7 +393,7 @@ class BrokerConnection:
                 )
             version = chosen
         in_flight = self._enqueue(request, version, now, on_complete, None)
-        if requests.outgoing[0].in_flight is in_flight:
+        if requests.outgoing[0] is in_flight:
             # Nothing was queued before: write now rather than after the next select.
             # (_write_or_close() and _write(), written out: once per request; _enqueue()
             # already set the activity time to now.)
@@ -429,15 +428,16 @@ class BrokerConnection:
             on_complete,
             setup_handler,
             sent.expects_response,
+            # Views: the frame's bytes (and the record batches it references) are never
+            # copied again, only sliced as written.
+            buffers,
         )
         requests = self._requests
         if in_flight.expects_response:
             requests.awaiting.append(in_flight)
         else:
             requests.unwritten_without_response += 1
-        # Views: the frame's bytes (and the record batches it references) are never copied
-        # again, only sliced as written.
-        requests.outgoing.append(OutgoingFrame(buffers, in_flight))
+        requests.outgoing.append(in_flight)
         self._last_activity = now
         return in_flight
 

@@ -16,7 +16,6 @@ __all__ = [
     "AuthenticatorFactory",
     "Completion",
     "ConnectionState",
-    "OutgoingFrame",
     "SentRequest",
     "SetupRequest",
 ]
@@ -66,17 +65,26 @@ Completion = tuple[ClientResponse, OnComplete | None]
 
 
 class SentRequest:
-    """A request written (or being written) whose outcome is not known yet."""
+    """A request written (or being written) whose outcome is not known yet, and its bytes
+    still to be written: ``views[first:]``, in order (the frame and the record batches it
+    references); the first of them shrinks as the socket takes its bytes, and those written
+    are released.
+
+    One object per request, both on its way out and awaiting its answer, not per buffer
+    nor per queue: a produce request of the bulk paths has a buffer per batch it references,
+    and the I/O thread's cost there is mostly Python calls per object (see the Sender)."""
 
     __slots__ = (
         "correlation_id",
         "deadline",
         "expects_response",
+        "first",
         "on_complete",
         "request",
         "sent_at",
         "setup_handler",
         "version",
+        "views",
     )
 
     def __init__(
@@ -89,6 +97,7 @@ class SentRequest:
         on_complete: OnComplete | None,
         setup_handler: Callable[[Response, float], None] | None,
         expects_response: bool,
+        views: list[memoryview],
     ) -> None:
         self.request = request
         self.version = version
@@ -101,29 +110,14 @@ class SentRequest:
         self.setup_handler = setup_handler
         #: False for Produce with acks=0 (``request.has_response()``, as the framing asked).
         self.expects_response = expects_response
+        self.views = views
+        self.first = 0
 
     def describe(self) -> str:
         return (
             f"{api_name(self.request.API_KEY)} v{self.version} "
             f"(correlation id {self.correlation_id})"
         )
-
-
-class OutgoingFrame:
-    """The bytes of one request still to be written: ``views[first:]``, in order (the frame
-    and the record batches it references); the first of them shrinks as the socket takes
-    its bytes, and those written are released.
-
-    One object per request, not per buffer: a produce request of the bulk paths has a
-    buffer per batch it references, and the I/O thread's cost there is mostly Python calls
-    per object (see the Sender)."""
-
-    __slots__ = ("first", "in_flight", "views")
-
-    def __init__(self, views: list[memoryview], in_flight: SentRequest) -> None:
-        self.views = views
-        self.first = 0
-        self.in_flight = in_flight
 
     def unwritten(self) -> list[memoryview]:
         """The views still to be written."""

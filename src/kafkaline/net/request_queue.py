@@ -17,7 +17,7 @@ from kafkaline.errors import (
     KafkaError,
     RequestTimeoutError,
 )
-from kafkaline.net.connection_types import Completion, OutgoingFrame, SentRequest
+from kafkaline.net.connection_types import Completion, SentRequest
 from kafkaline.net.response import ClientResponse
 from kafkaline.net.transport import Transport
 from kafkaline.protocol import Response
@@ -99,7 +99,7 @@ class RequestQueue:
         #: Requests that expect a response, oldest first (Kafka answers in order).
         self.awaiting: deque[SentRequest] = deque()
         #: The frames still (partly) to be written, in order.
-        self.outgoing: deque[OutgoingFrame] = deque()
+        self.outgoing: deque[SentRequest] = deque()
         #: Requests without response (acks=0) still being written: in flight until written.
         self.unwritten_without_response = 0
 
@@ -128,10 +128,9 @@ class RequestQueue:
                 return True  # the socket took less than offered: its buffer is full
             view.release()
             outgoing.popleft()
-            in_flight = frame.in_flight
-            if not in_flight.expects_response:
+            if not frame.expects_response:
                 self.unwritten_without_response -= 1
-                completed.append(completion(node_id, in_flight, None, None, now))
+                completed.append(completion(node_id, frame, None, None, now))
             return True
         return self._write_frames(transport, node_id, now, completed)
 
@@ -175,10 +174,9 @@ class RequestQueue:
                 if index < count:
                     break  # all that was offered was taken: offer the rest
                 outgoing.popleft()
-                in_flight = frame.in_flight
-                if not in_flight.expects_response:
+                if not frame.expects_response:
                     self.unwritten_without_response -= 1
-                    completed.append(completion(node_id, in_flight, None, None, now))
+                    completed.append(completion(node_id, frame, None, None, now))
         return wrote
 
     def dispatch(
@@ -198,8 +196,23 @@ class RequestQueue:
         in_flight = awaiting.popleft()
         if in_flight.setup_handler is not None:
             in_flight.setup_handler(response, now)
-        else:
-            completed.append(completion(node_id, in_flight, response, None, now))
+            return True
+        # completion(), written out: once per response.
+        completed.append(
+            (
+                ClientResponse(
+                    node_id,
+                    in_flight.request,
+                    in_flight.version,
+                    in_flight.correlation_id,
+                    response,
+                    None,
+                    in_flight.sent_at,
+                    now,
+                ),
+                in_flight.on_complete,
+            )
+        )
         return True
 
     def oldest_expired(self, now: float) -> SentRequest | None:
@@ -208,7 +221,7 @@ class RequestQueue:
         if self.awaiting:
             candidates.append(self.awaiting[0])
         if self.outgoing:
-            candidates.append(self.outgoing[0].in_flight)
+            candidates.append(self.outgoing[0])
         expired = [in_flight for in_flight in candidates if in_flight.deadline <= now]
         return min(expired, key=lambda in_flight: in_flight.deadline) if expired else None
 
@@ -232,9 +245,7 @@ class RequestQueue:
     def _drain(self) -> list[SentRequest]:
         """Forget every request, releasing the bytes not written; those that were in flight,
         oldest first."""
-        in_flight = [
-            frame.in_flight for frame in self.outgoing if not frame.in_flight.expects_response
-        ]
+        in_flight = [frame for frame in self.outgoing if not frame.expects_response]
         in_flight.extend(self.awaiting)
         in_flight.sort(key=lambda request: request.sent_at)
         for frame in self.outgoing:

@@ -519,19 +519,16 @@ class Sender:
     ) -> None:
         self._produce_requests_in_flight -= 1
         now = response.completed_at_ms
-        error = response.error
-        produce = _produce_body(response)
+        produce = response.response
+        if response.error is not None or produce is None:
+            self._handle_unanswered_request(by_topic, response)
+            return
+        if not isinstance(produce, ProduceResponse):
+            produce = response.response_as(ProduceResponse)  # raises naming the type
         self._counters.record_response(
-            latency_ms=response.completed_at_ms - response.sent_at_ms,  # its latency_ms
-            throttle_ms=float(produce.throttle_time_ms) if produce is not None else 0.0,
+            latency_ms=now - response.sent_at_ms,  # its latency_ms
+            throttle_ms=float(produce.throttle_time_ms),
         )
-        if error is not None:
-            self._outcomes.fail_request(list(_batches_of(by_topic)), error, response)
-            return
-        if produce is None:  # acks=0: written to the socket, no answer will come
-            for batch in list(_batches_of(by_topic)):
-                self._outcomes.complete(batch, -1, -1)
-            return
         # The I/O thread's cost is mostly Python calls per batch (docs/performance.md): this
         # loop keeps to few. The answers are popped from this request's own map (no copy),
         # so what is left in it was not answered.
@@ -569,18 +566,23 @@ class Sender:
             if succeeded:
                 self._in_flight.difference_update(succeeded)
                 self._accumulator.deallocate_batches(succeeded)
-        unanswered = list(_batches_of(by_topic))
-        if unanswered:
-            self._outcomes.fail_unanswered(unanswered, response.node_id)
+        # Every answer was popped: usually each map is empty, and nothing is listed.
+        if any(by_topic.values()):
+            self._outcomes.fail_unanswered(list(_batches_of(by_topic)), response.node_id)
 
-
-def _produce_body(response: ClientResponse) -> ProduceResponse | None:
-    """The ProduceResponse answered, None for an error or for acks=0 (no answer)."""
-    body = response.response
-    if response.error is not None or body is None:
-        return None
-    # response_as(), whose isinstance() is a call more, only to raise naming the type.
-    return body if isinstance(body, ProduceResponse) else response.response_as(ProduceResponse)
+    def _handle_unanswered_request(
+        self, by_topic: dict[str, dict[int, ProducerBatch]], response: ClientResponse
+    ) -> None:
+        """A produce request that failed as a whole (``response.error``: connection lost,
+        timed out), or that expects no answer (acks=0) and was written to the socket."""
+        self._counters.record_response(
+            latency_ms=response.completed_at_ms - response.sent_at_ms, throttle_ms=0.0
+        )
+        if response.error is not None:
+            self._outcomes.fail_request(list(_batches_of(by_topic)), response.error, response)
+            return
+        for batch in list(_batches_of(by_topic)):
+            self._outcomes.complete(batch, -1, -1)
 
 
 #: A topic the request did not name: no batch to pop.

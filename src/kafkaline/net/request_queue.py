@@ -197,22 +197,7 @@ class RequestQueue:
         if in_flight.setup_handler is not None:
             in_flight.setup_handler(response, now)
             return True
-        # completion(), written out: once per response.
-        completed.append(
-            (
-                ClientResponse(
-                    node_id,
-                    in_flight.request,
-                    in_flight.version,
-                    in_flight.correlation_id,
-                    response,
-                    None,
-                    in_flight.sent_at,
-                    now,
-                ),
-                in_flight.on_complete,
-            )
-        )
+        completed.append(completion(node_id, in_flight, response, None, now))
         return True
 
     def oldest_expired(self, now: float) -> SentRequest | None:

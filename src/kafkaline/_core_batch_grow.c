@@ -88,10 +88,11 @@ grow_into(BatchStep *st, PyObject *batch, Builder *b, Py_ssize_t held, Py_ssize_
     return PyErr_Occurred() ? NULL : Py_NewRef(Py_None);
 }
 
-/* Under the queue's lock: the record's future in the last batch grown, None (nothing done)
- * or NULL; *behind when the batch has others before it. */
+/* Under the queue's lock (a LockedStep): the record's future in the last batch grown, None
+ * (nothing done) or NULL; *behind when the batch has others before it. */
 static PyObject *
-grow_locked(BatchStep *st, PyObject *batches, const StepRecord *r, int *behind)
+grow_locked(BatchStep *st, PyObject *Py_UNUSED(queue), PyObject *batches, const StepRecord *r,
+            int *behind)
 {
     Py_ssize_t n = PyObject_Length(batches);
     if (n <= 0)
@@ -124,32 +125,7 @@ done:
 static PyObject *
 batch_step_grow(BatchStep *st, PyObject *queue, const StepRecord *r)
 {
-    PyObject *lock = read_slot(queue, str_lock, &st->queue_lock);
-    if (lock == NULL)
-        return NULL;
-    PyObject *future = NULL;
-    PyObject *batches = read_slot(queue, str_batches, &st->queue_batches);
-    int behind = 0;
-    if (batches == NULL)
-        goto done;
-    if (!Py_IS_TYPE(lock, &QueueLockType)) {
-        future = Py_NewRef(Py_None);
-        goto done;
-    }
-    if (queue_lock_take((QueueLock *)lock, -1) < 0)
-        goto done;
-    future = grow_locked(st, batches, r, &behind);
-    queue_lock_give((QueueLock *)lock);
-    if (future != NULL && future != Py_None && behind) {
-        PyObject *woken = PyObject_CallNoArgs(st->wakeup);
-        if (woken == NULL)
-            Py_CLEAR(future);
-        Py_XDECREF(woken);
-    }
-done:
-    Py_XDECREF(batches);
-    Py_DECREF(lock);
-    return future;
+    return step_under_queue_lock(st, queue, r, grow_locked);
 }
 
 /* send()'s call for a record its open batch has room for but not the memory: the record's

@@ -373,18 +373,22 @@ step_memory_and_batch(BatchStep *st, PyObject *queue, PyObject *batches, const S
     return future;
 }
 
-/* The record into a new batch of the queue: its future, None when the protocol must decide
- * (nothing done), NULL on error. The Sender is woken once the queue's lock is released. */
+/* What the step does under a queue's lock: the record's future, None (nothing done) or NULL;
+ * *wake when the Sender is to be woken once the lock is released. */
+typedef PyObject *(*LockedStep)(BatchStep *st, PyObject *queue, PyObject *batches,
+                                const StepRecord *r, int *wake);
+
+/* `locked` under the queue's lock (a QueueLock; any other lock: None, nothing done), then
+ * the Sender woken if it asked: its future, None or NULL. */
 static PyObject *
-batch_step_try(BatchStep *st, PyObject *queue, const StepRecord *r)
+step_under_queue_lock(BatchStep *st, PyObject *queue, const StepRecord *r, LockedStep locked)
 {
-    if (st->compression_id < 0)
-        return Py_NewRef(Py_None);
     PyObject *lock = read_slot(queue, str_lock, &st->queue_lock);
     if (lock == NULL)
         return NULL;
     PyObject *future = NULL;
     PyObject *batches = read_slot(queue, str_batches, &st->queue_batches);
+    int wake = 0;
     if (batches == NULL)
         goto done;
     if (!Py_IS_TYPE(lock, &QueueLockType)) {
@@ -393,9 +397,9 @@ batch_step_try(BatchStep *st, PyObject *queue, const StepRecord *r)
     }
     if (queue_lock_take((QueueLock *)lock, -1) < 0)
         goto done;
-    future = step_locked(st, queue, batches, r);
+    future = locked(st, queue, batches, r, &wake);
     queue_lock_give((QueueLock *)lock);
-    if (future != NULL && future != Py_None) {
+    if (future != NULL && future != Py_None && wake) {
         PyObject *woken = PyObject_CallNoArgs(st->wakeup);
         if (woken == NULL)
             Py_CLEAR(future);
@@ -405,6 +409,25 @@ done:
     Py_XDECREF(batches);
     Py_DECREF(lock);
     return future;
+}
+
+/* step_locked() as a LockedStep: a new batch always wakes the Sender. */
+static PyObject *
+new_batch_locked(BatchStep *st, PyObject *queue, PyObject *batches, const StepRecord *r,
+                 int *wake)
+{
+    *wake = 1;
+    return step_locked(st, queue, batches, r);
+}
+
+/* The record into a new batch of the queue: its future, None when the protocol must decide
+ * (nothing done), NULL on error. The Sender is woken once the queue's lock is released. */
+static PyObject *
+batch_step_try(BatchStep *st, PyObject *queue, const StepRecord *r)
+{
+    if (st->compression_id < 0)
+        return Py_NewRef(Py_None);
+    return step_under_queue_lock(st, queue, r, new_batch_locked);
 }
 
 /* The record's sizes, if key and value are bytes or None: 0, else 1. */

@@ -101,76 +101,48 @@ class Reader:
 
     # ----------------------------------------------------------------------- fixed width
 
-    def unpack(self, packer: struct.Struct) -> tuple[Any, ...]:
-        """Read several fixed-width fields at once with a precompiled ``struct.Struct``."""
+    def unpack(self, packer: struct.Struct, what: str = "fixed-width fields") -> tuple[Any, ...]:
+        """Read one or several fixed-width fields at once with a precompiled ``struct.Struct``."""
         pos = self._pos
         size = packer.size
         if pos + size > self._end:
-            raise self._truncated(size, "fixed-width fields")
+            raise self._truncated(size, what)
         self._pos = pos + size
         return packer.unpack_from(self._data, pos)
 
     def int8(self) -> int:
         """Read a signed 8-bit integer."""
-        pos = self._pos
-        if pos + 1 > self._end:
-            raise self._truncated(1, "int8")
-        self._pos = pos + 1
-        value: int = INT8.unpack_from(self._data, pos)[0]
+        value: int = self.unpack(INT8, "int8")[0]
         return value
 
     def int16(self) -> int:
         """Read a signed 16-bit integer."""
-        pos = self._pos
-        if pos + 2 > self._end:
-            raise self._truncated(2, "int16")
-        self._pos = pos + 2
-        value: int = INT16.unpack_from(self._data, pos)[0]
+        value: int = self.unpack(INT16, "int16")[0]
         return value
 
     def int32(self) -> int:
         """Read a signed 32-bit integer."""
-        pos = self._pos
-        if pos + 4 > self._end:
-            raise self._truncated(4, "int32")
-        self._pos = pos + 4
-        value: int = INT32.unpack_from(self._data, pos)[0]
+        value: int = self.unpack(INT32, "int32")[0]
         return value
 
     def int64(self) -> int:
         """Read a signed 64-bit integer."""
-        pos = self._pos
-        if pos + 8 > self._end:
-            raise self._truncated(8, "int64")
-        self._pos = pos + 8
-        value: int = INT64.unpack_from(self._data, pos)[0]
+        value: int = self.unpack(INT64, "int64")[0]
         return value
 
     def uint16(self) -> int:
         """Read an unsigned 16-bit integer."""
-        pos = self._pos
-        if pos + 2 > self._end:
-            raise self._truncated(2, "uint16")
-        self._pos = pos + 2
-        value: int = UINT16.unpack_from(self._data, pos)[0]
+        value: int = self.unpack(UINT16, "uint16")[0]
         return value
 
     def uint32(self) -> int:
         """Read an unsigned 32-bit integer."""
-        pos = self._pos
-        if pos + 4 > self._end:
-            raise self._truncated(4, "uint32")
-        self._pos = pos + 4
-        value: int = UINT32.unpack_from(self._data, pos)[0]
+        value: int = self.unpack(UINT32, "uint32")[0]
         return value
 
     def float64(self) -> float:
         """Read an IEEE 754 double."""
-        pos = self._pos
-        if pos + 8 > self._end:
-            raise self._truncated(8, "float64")
-        self._pos = pos + 8
-        value: float = FLOAT64.unpack_from(self._data, pos)[0]
+        value: float = self.unpack(FLOAT64, "float64")[0]
         return value
 
     def boolean(self) -> bool:
@@ -198,25 +170,10 @@ class Reader:
         if pos < end and data[pos] < 0x80:
             self._pos = pos + 1
             return data[pos]
-        result = 0
-        shift = 0
-        while True:
-            if pos >= end:
-                raise self._truncated(1, "varint")
-            byte = data[pos]
-            pos += 1
-            result |= (byte & 0x7F) << shift
-            if not byte & 0x80:
-                break
-            shift += 7
-            if shift > 28:
-                raise DecodeError(f"unsigned varint longer than 5 bytes at offset {self._pos}")
-        if result > MAX_UINT32:
-            raise DecodeError(f"unsigned varint exceeds 32 bits at offset {self._pos}")
-        self._pos = pos
-        return result
+        return self._unsigned_var("unsigned varint", "varint", 5, MAX_UINT32)
 
-    def _unsigned_varlong(self) -> int:
+    def _unsigned_var(self, name: str, short: str, max_bytes: int, limit: int) -> int:
+        """The loop of both unsigned varint widths: 7 bits a byte, low bits first."""
         data = self._data
         pos = self._pos
         end = self._end
@@ -224,17 +181,17 @@ class Reader:
         shift = 0
         while True:
             if pos >= end:
-                raise self._truncated(1, "varlong")
+                raise self._truncated(1, short)
             byte = data[pos]
             pos += 1
             result |= (byte & 0x7F) << shift
             if not byte & 0x80:
                 break
             shift += 7
-            if shift > 63:
-                raise DecodeError(f"varlong longer than 10 bytes at offset {self._pos}")
-        if result > MAX_UINT64:
-            raise DecodeError(f"varlong exceeds 64 bits at offset {self._pos}")
+            if shift >= 7 * max_bytes:
+                raise DecodeError(f"{name} longer than {max_bytes} bytes at offset {self._pos}")
+        if result > limit:
+            raise DecodeError(f"{name} exceeds {limit.bit_length()} bits at offset {self._pos}")
         self._pos = pos
         return result
 
@@ -245,7 +202,7 @@ class Reader:
 
     def varlong(self) -> int:
         """Read a zigzag-encoded signed 64-bit varint."""
-        raw = self._unsigned_varlong()
+        raw = self._unsigned_var("varlong", "varlong", 10, MAX_UINT64)
         return (raw >> 1) ^ -(raw & 1)
 
     # ----------------------------------------------------------------------- strings

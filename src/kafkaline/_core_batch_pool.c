@@ -10,8 +10,8 @@
 typedef struct {
     PyObject_HEAD
     /* Python objects, not C ints: the pool's Python then reads and writes them as slots,
-     * which the interpreter specialises (a C int member cost each allocate() and
-     * deallocate() about 850 instructions more, the Sender's too). */
+     * which the interpreter specialises (a C int member was dearer for every allocate() and
+     * deallocate(): docs/performance.md, "Notes moved from the code"). */
     PyObject *available; /* int: bytes free now */
     PyObject *closed;    /* bool */
     PyObject *lock;      /* a QueueLock in the compiled build */

@@ -38,8 +38,9 @@ def murmur2(data: bytes | bytearray | memoryview) -> int:
     h = (_SEED ^ length) & _MASK
     words = length >> 2
     if words:
-        # One C-level unpack of every whole word beats per-byte indexing ~2x. Each step is
-        # Java's k *= m; k ^= k >>> 24; k *= m; h *= m; h ^= k, masked to 32 bits.
+        # One C-level unpack of every whole word rather than indexing byte by byte
+        # (docs/performance.md, "Notes moved from the code"). Each step is Java's
+        # k *= m; k ^= k >>> 24; k *= m; h *= m; h ^= k, masked to 32 bits.
         unpacked = _WORD_READERS[words](data) if words <= 32 else _unpack_from(f"<{words}I", data)
         for k in unpacked:
             k = k * _M & _MASK
@@ -79,9 +80,9 @@ def partitions_of_many(keys: Sequence[bytes], partition_count: int) -> list[int]
     so that every step of the hash (32-bit arithmetic) is one C-level operation over all of
     them: a lane holds any product of two 32-bit values, and masking every lane after a
     shift drops what came in from the next lane. The modulo is a multiplication by a
-    reciprocal (exact for 31-bit dividends), lane-parallel too: about 8x faster per key than
+    reciprocal (exact for 31-bit dividends), lane-parallel too: much cheaper per key than
     :func:`murmur2` and the modulo one key at a time (docs/performance.md, "Notes moved from
-    the code").
+    the code", has the figures).
 
     >>> partitions_of_many([b"21", b"abc"] * 10, 1000)[:2] == [
     ...     to_positive(murmur2(b"21")) % 1000, 479470107 % 1000]

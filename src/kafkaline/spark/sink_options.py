@@ -12,9 +12,8 @@ KAFKA_PREFIX = "kafka."
 
 #: Producer properties the sink sets unless the write gives them (as ``kafka.<name>``).
 #: A task hands the producer whole Arrow batches of thousands of rows; batches of 256 KiB
-#: (the producer's default is 16 KiB) cut the per-batch work: 500,000 rows with unique
-#: 16-byte keys and 100-byte values went from ~100 k to ~140-180 k rows/s in one process here,
-#: while 64 KiB and 512 KiB did no better (benchmarks/spark_bench.py measures the sink).
+#: (the producer's default is 16 KiB) cut the per-batch work (docs/performance.md, "Notes
+#: moved from the code"; benchmarks/spark_bench.py measures the sink).
 SINK_PRODUCER_DEFAULTS = {"batch.size": "262144"}
 
 

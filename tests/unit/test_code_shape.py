@@ -5,6 +5,7 @@ outgrows them is split by what it does, not wrapped to fit."""
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 SRC = Path(__file__).resolve().parents[2] / "src" / "kafkaline"
@@ -69,6 +70,23 @@ def test_no_c_function_is_over_60_lines() -> None:
     assert not long, f"split these C functions (at most {FUNCTION_LINES} lines): {long}"
 
 
+# A function whose body opens on its signature's line ("f(void) {"), which the finder above
+# would not see: top level, a closing parenthesis, then the brace; not an initialiser ("= {").
+_BRACE_ON_SIGNATURE = re.compile(r"^[A-Za-z_][^=]*\)\s*\{\s*$")
+
+
+def test_every_c_function_opens_its_body_on_a_line_of_its_own() -> None:
+    hidden = [
+        f"{path.relative_to(SRC)}:{number}"
+        for path in _sources(".c") + _sources(".h")
+        for number, line in enumerate(_lines(path), 1)
+        if _BRACE_ON_SIGNATURE.match(line)
+    ]
+    assert not hidden, f"open these bodies with '{{' alone on a line (the size check): {hidden}"
+
+
 def test_the_c_function_finder_sees_a_function() -> None:
     lines = ["static int", "f(void)", "{", "    return 0;", "}", "struct s {", "    int a;", "};"]
     assert _c_function_spans(lines) == [(3, 5)]
+    assert _BRACE_ON_SIGNATURE.match("static int f(void) {")
+    assert not _BRACE_ON_SIGNATURE.match("static PyMethodDef methods[] = {")

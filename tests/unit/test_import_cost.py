@@ -40,7 +40,7 @@ HEAVY_MODULES = {
     "kafkaline.protocol.api.add_offsets_to_txn": "send_offsets_to_transaction()",
     "kafkaline.protocol.api.txn_offset_commit": "send_offsets_to_transaction()",
     "kafkaline.protocol.api.end_txn": "committing or aborting a transaction",
-    "kafkaline.producer.transaction_completion": "completing a handed-over transaction",
+    "kafkaline.producer.transactions.handover": "completing a handed-over transaction",
     "kafkaline.record.reader": "reading batches back (splitting a batch too large, the CLI)",
     "kafkaline.record.control": "reading transaction markers",
     "kafkaline.producer.bulk.sender": "send_batch()/send_arrow(), at the first call",

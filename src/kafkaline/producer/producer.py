@@ -32,7 +32,6 @@ from kafkaline.config import ProducerConfig
 from kafkaline.errors import KafkaError, SenderFailedError
 from kafkaline.net.client import NetworkClient
 from kafkaline.net.cluster import ClusterMetadata, PartitionMetadata
-from kafkaline.producer import transaction_calls
 from kafkaline.producer.accumulator import OpenBatchSender, RecordAccumulator
 from kafkaline.producer.bulk.result import BatchSendResult
 from kafkaline.producer.futures import FutureRecordMetadata
@@ -63,6 +62,7 @@ from kafkaline.producer.send_steps import (
     serializer_or_none,
 )
 from kafkaline.producer.sender import Sender
+from kafkaline.producer.transactions import calls as transaction_calls
 from kafkaline.producer.transactions.manager import TransactionManager
 from kafkaline.producer.transactions.state import TransactionIdentity
 from kafkaline.producer.validation import (
@@ -548,7 +548,7 @@ class Producer:
         """Flush, then return the open transaction's (transactional_id, producer_id,
         producer_epoch), for another producer to finish it with
         :meth:`complete_transaction`. This producer must then make no transactional call
-        for it (closing is fine). See :mod:`kafkaline.producer.transaction_completion`."""
+        for it (closing is fine). See :mod:`kafkaline.producer.transactions.handover`."""
         transactional = self._require_transactional("transaction_identity()")
         return transaction_calls.identity(transactional, self.flush)
 

@@ -7,7 +7,11 @@
 - :mod:`~kafkaline.producer.transactions.coordinator_requests`: those requests, one handler
   each;
 - :mod:`~kafkaline.producer.transactions.state`: the states, and
-  :class:`TransactionIdentity`.
+  :class:`TransactionIdentity`;
+- :mod:`~kafkaline.producer.transactions.calls`: the steps of the Producer's transaction
+  methods (commit, abort, send offsets, the identity to hand over, completing it);
+- :mod:`~kafkaline.producer.transactions.handover`: completing a transaction another producer
+  opened (:meth:`kafkaline.Producer.complete_transaction`).
 """
 
 from kafkaline.producer.transactions.state import TransactionIdentity, TransactionState

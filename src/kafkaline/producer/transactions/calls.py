@@ -86,9 +86,9 @@ def complete(
     settings: dict[str, Any],
 ) -> None:
     """Commit or abort a handed-over transaction (see
-    :mod:`kafkaline.producer.transaction_completion`)."""
+    :mod:`kafkaline.producer.transactions.handover`)."""
     # Here, not at the top: only a handed-over transaction needs it, not every producer.
-    from kafkaline.producer.transaction_completion import complete_transaction
+    from kafkaline.producer.transactions.handover import complete_transaction
 
     if config is None:
         config = ProducerConfig.from_kwargs(**settings)

@@ -35,6 +35,7 @@ from __future__ import annotations
 import logging
 import math
 import random
+import threading
 import time
 from collections.abc import Callable, Mapping
 
@@ -56,7 +57,7 @@ from kafkaline.net.security import (
     transport_factory_from_config,
 )
 from kafkaline.net.settings import NetworkSettings, shortest_deadline_span
-from kafkaline.net.transport import TransportFactory, tcp_transport_factory
+from kafkaline.net.transport import EVENT_READ, TransportFactory, tcp_transport_factory
 from kafkaline.net.wakeup import Wakeup
 from kafkaline.protocol import Request
 from kafkaline.protocol.api import MetadataResponse
@@ -76,7 +77,8 @@ class NetworkClient:
     Thread safety: only the I/O thread calls :meth:`poll`, :meth:`send`, :meth:`ready`,
     :meth:`close` and the other methods; :meth:`wakeup` and :attr:`metadata`
     (:class:`Metadata`) are safe from any thread. To close from another thread, tell the I/O
-    thread (and :meth:`wakeup` it) so that it closes the client and stops.
+    thread (and :meth:`wakeup` it) so that it closes the client and stops. After
+    :meth:`share_while_waiting` another thread may use it while the I/O thread waits.
 
     Every method deciding something by time takes ``now`` (monotonic milliseconds,
     :func:`monotonic_ms`), so tests can use a fake clock.
@@ -236,6 +238,16 @@ class NetworkClient:
             self._connect(conn, now)
         return False
 
+    def needs_poll(self, node_id: int) -> bool:
+        """Whether a poll has work at once: callbacks, or a request to ``node_id`` unwritten."""
+        conn = self._connections.get(node_id)
+        return bool(self._completed) or (conn is not None and conn.interest() != EVENT_READ)
+
+    def share_while_waiting(self, lock: threading.Lock) -> bool:
+        """Let other threads use the client, holding ``lock``, which the I/O thread holds
+        too except while :meth:`poll` waits; False (nothing changed) without epoll."""
+        return self._poller.release_while_waiting(lock)
+
     def connection_delay(self, node_id: int, now: float) -> float:
         """Milliseconds before a connection to ``node_id`` may be attempted (0: now);
         infinity while connecting or connected (wait for socket events)."""
@@ -344,10 +356,6 @@ class NetworkClient:
         if self._fatal_error is not None:
             raise self._fatal_error
         return responses
-
-    def _raise_if_fatal(self) -> None:
-        if self._fatal_error is not None:
-            raise self._fatal_error
 
     # ------------------------------------------------------------------ closing
 
@@ -483,22 +491,17 @@ class NetworkClient:
             return wait
         if now + self._deadline_span < self._deadline_bound:
             self._deadline_bound = now + self._deadline_span  # a clock that went back (tests)
-        if self._should_rebootstrap(now, unreachable=False):
+        if should_rebootstrap(self._settings, self.metadata, now, unreachable=False):
             failing = self.metadata.failing_for_ms(now)
             self._rebootstrap(now, f"metadata refreshes have failed for {failing:.0f} ms")
         wait = self._send_metadata_request(now)
-        if wait != math.inf and self._should_rebootstrap(now, unreachable=True):
+        if wait != math.inf and should_rebootstrap(
+            self._settings, self.metadata, now, unreachable=True
+        ):
             # No known broker can be reached: go back to the bootstrap servers (KIP-899).
             self._rebootstrap(now, "no known broker is reachable")
             wait = self._send_metadata_request(now)
         return wait
-
-    def _should_rebootstrap(self, now: float, *, unreachable: bool) -> bool:
-        """Whether to forget the known brokers for the bootstrap servers: every one of them
-        is in reconnect backoff (``unreachable``), or refreshes have failed for
-        ``metadata_recovery_rebootstrap_trigger_ms`` (KIP-1102). Never from the bootstrap
-        view itself: its connections keep their backoff."""
-        return should_rebootstrap(self._settings, self.metadata, now, unreachable=unreachable)
 
     def _rebootstrap(self, now: float, reason: str) -> None:
         known = ", ".join(

@@ -4,6 +4,7 @@ metadata, as protocols: the real ones are :class:`~kafkaline.net.NetworkClient` 
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
@@ -41,6 +42,12 @@ class SenderClient(Protocol):
     def now(self) -> float: ...
 
     def ready(self, node_id: int, now: float) -> bool: ...
+
+    def is_ready(self, node_id: int, now: float) -> bool: ...
+
+    def needs_poll(self, node_id: int) -> bool: ...
+
+    def share_while_waiting(self, lock: threading.Lock) -> bool: ...
 
     def connection_delay(self, node_id: int, now: float) -> float: ...
 

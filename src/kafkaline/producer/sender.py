@@ -61,7 +61,7 @@ from kafkaline.producer.batch import ProducerBatch
 from kafkaline.producer.batch_outcomes import BatchOutcomes
 from kafkaline.producer.futures import mark_io_thread
 from kafkaline.producer.metrics import SenderCounters
-from kafkaline.producer.sender_client import SenderClient, SenderMetadata
+from kafkaline.producer.sender_client import SenderClient, SenderMetadata, is_quiet
 from kafkaline.producer.sender_failure import failure_of, stop_after_failure
 from kafkaline.producer.sender_requests import TransactionRequests
 from kafkaline.producer.sender_responses import ProduceResponses, batches_of
@@ -223,17 +223,18 @@ class Sender:
         if not (self._send_through and lock.acquire(blocking=False)):
             self._client.wakeup()
             return
+        sent = False
         try:
             self._caller_pass = True
             sent = self._send_through_locked()
         except Exception as error:
-            sent = self._send_through = False
+            self._send_through = False
             _log.error("sending from the caller's thread failed; turned off", exc_info=error)
         finally:
             self._caller_pass = False
             lock.release()
-        if not sent:
-            self._client.wakeup()
+            if not sent:
+                self._client.wakeup()
 
     def _send_through_locked(self) -> bool:
         transactions = self._transactions
@@ -252,7 +253,7 @@ class Sender:
         if (
             unknown_leader_topics
             or not nodes
-            or not all(_is_quiet(client, node, now) for node in nodes)
+            or not all(is_quiet(client, node, now) for node in nodes)
         ):
             return False
         drained, _ = self._drain_ready_nodes(cluster, set(nodes), math.inf, now)
@@ -262,7 +263,7 @@ class Sender:
                 if batches:
                     self._send_produce_request(node, batches, now)
                 del unsent[node]
-        except Exception as error:
+        except BaseException as error:  # (KeyboardInterrupt too: the batches must not hang)
             failure = KafkaError(f"sending a produce request failed: {error!r}")
             self._deferred.extend((b, failure) for batches in unsent.values() for b in batches)
             raise
@@ -586,11 +587,6 @@ class Sender:
         for topic in topic_data:
             # Keeps the topic in the metadata requests (unused topics expire from them).
             self._metadata.add_topic(topic, now)
-
-
-def _is_quiet(client: SenderClient, node: int, now: float) -> bool:
-    """Whether a request to ``node`` would be written at once, the connection's only one."""
-    return client.in_flight_request_count(node) == 0 and client.is_ready(node, now)
 
 
 def _forked(sender: weakref.ref[Sender]) -> None:

@@ -8,11 +8,12 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
+from kafkaline.errors import IllegalStateError
 from kafkaline.net.cluster import BrokerNode, ClusterMetadata, TopicPartition
 from kafkaline.net.response import ClientResponse, OnComplete
 from kafkaline.protocol import Request
 
-__all__ = ["SenderClient", "SenderMetadata"]
+__all__ = ["SenderClient", "SenderMetadata", "is_quiet"]
 
 
 class SenderMetadata(Protocol):
@@ -72,3 +73,11 @@ class SenderClient(Protocol):
     def wakeup(self) -> None: ...
 
     def close(self) -> list[ClientResponse]: ...
+
+
+def is_quiet(client: SenderClient, node: int, now: float) -> bool:
+    """Whether a request to ``node`` would be written at once, the connection's only one."""
+    try:
+        return client.in_flight_request_count(node) == 0 and client.is_ready(node, now)
+    except IllegalStateError:
+        return False  # a leader the client has no connection for yet: the I/O thread's

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from kafkaline.config import ExponentialBackoff
-from kafkaline.errors import KafkaError, NoCompatibleVersionError
+from kafkaline.errors import IllegalStateError, KafkaError, NoCompatibleVersionError
 from kafkaline.net.cluster import BrokerNode, ClusterMetadata, PartitionMetadata
 from kafkaline.net.response import ClientResponse, OnComplete
 from kafkaline.producer.accumulator import RecordAccumulator
@@ -51,6 +51,7 @@ class FakeClient:
     partial_write: bool = False
     send_error: Exception | None = None
     shared: bool = True
+    connected: bool = True
 
     def now(self) -> float:
         return self.clock[0]
@@ -92,6 +93,8 @@ class FakeClient:
         return []
 
     def in_flight_request_count(self, node_id: int | None = None) -> int:
+        if not self.connected:
+            raise IllegalStateError(f"node {node_id} is not in the cluster metadata")
         return len(self.sent) - self.answered
 
     def least_loaded_node(self, now: float) -> int | None:
@@ -248,3 +251,15 @@ def test_a_failing_pass_turns_send_through_off_and_loses_nothing(
     append(accumulator, partition=1)
     sender.send_ready_batches()  # off now: the I/O thread sends
     assert client.sent == [] and client.wakeups == 2
+
+
+def test_a_leader_without_a_connection_yet_is_left_to_the_io_thread() -> None:
+    client = FakeClient(connected=False)
+    sender, accumulator = make_sender(client)
+    append(accumulator)
+    sender.send_ready_batches()
+    assert client.sent == [] and client.wakeups == 1
+    client.connected = True
+    append(accumulator, partition=1)
+    sender.send_ready_batches()  # still on
+    assert len(client.sent) == 1 and client.wakeups == 1

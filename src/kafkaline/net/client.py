@@ -35,6 +35,7 @@ from __future__ import annotations
 import logging
 import math
 import random
+import select
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -238,10 +239,15 @@ class NetworkClient:
             self._connect(conn, now)
         return False
 
-    def needs_poll(self, node_id: int) -> bool:
-        """Whether a poll has work at once: callbacks, or a request to ``node_id`` unwritten."""
+    def needs_poll(self, node_id: int, *, unread: bool = True) -> bool:
+        """Whether a poll has work at once: callbacks, or for ``node_id`` a request not
+        written whole or (``unread``) input not read: an answer, or a close not yet seen."""
         conn = self._connections.get(node_id)
-        return bool(self._completed) or (conn is not None and conn.interest() != EVENT_READ)
+        if self._completed or conn is None or conn.is_disconnected:
+            return bool(self._completed)
+        return conn.interest() != EVENT_READ or (
+            unread and bool(select.select([conn.fileno()], [], [], 0)[0])
+        )
 
     def share_while_waiting(self, lock: threading.Lock) -> bool:
         """Let other threads use the client, holding ``lock``, which the I/O thread holds
@@ -375,13 +381,10 @@ class NetworkClient:
             self._retiring.clear()
             self.metadata.close()
         finally:
-            self._release_os_resources()
+            self._poller.close()
+            self._wakeup.close()
         completed, self._completed = self._completed, []
         return run_callbacks(completed)
-
-    def _release_os_resources(self) -> None:
-        self._poller.close()
-        self._wakeup.close()
 
     def __enter__(self) -> NetworkClient:
         return self

@@ -270,7 +270,8 @@ class Sender:
         return not (
             self._deferred
             or self._accumulator.has_queued_batches()
-            or any(client.needs_poll(node) for node in nodes)
+            # (An answer may be in already: the poll's wait ends on it without a wakeup.)
+            or any(client.needs_poll(node, unread=False) for node in nodes)
         )
 
     def is_sender_thread(self) -> bool:

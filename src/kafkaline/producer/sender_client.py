@@ -46,7 +46,7 @@ class SenderClient(Protocol):
 
     def is_ready(self, node_id: int, now: float) -> bool: ...
 
-    def needs_poll(self, node_id: int) -> bool: ...
+    def needs_poll(self, node_id: int, *, unread: bool = True) -> bool: ...
 
     def share_while_waiting(self, lock: threading.Lock) -> bool: ...
 
@@ -76,8 +76,13 @@ class SenderClient(Protocol):
 
 
 def is_quiet(client: SenderClient, node: int, now: float) -> bool:
-    """Whether a request to ``node`` would be written at once, the connection's only one."""
+    """Whether a request to ``node`` would be written at once, the connection's only one (and
+    the poll has nothing to read from it first: a close it has yet to see, say)."""
     try:
-        return client.in_flight_request_count(node) == 0 and client.is_ready(node, now)
+        return (
+            client.in_flight_request_count(node) == 0
+            and client.is_ready(node, now)
+            and not client.needs_poll(node)
+        )
     except IllegalStateError:
         return False  # a leader the client has no connection for yet: the I/O thread's

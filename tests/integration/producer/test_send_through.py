@@ -110,6 +110,24 @@ def send_from_threads(
     return futures
 
 
+def send_alone_then_from_threads(
+    producer: Producer,
+    topic: str,
+    sent_through: list[int],
+    threads: int,
+    per_thread: int,
+    sync_every: int,
+) -> dict[tuple[int, int], FutureRecordMetadata]:
+    """Records sent one at a time from one thread (these go through: checked), then from
+    ``threads`` threads at once (thread numbers from 1)."""
+    futures = send_from_threads(producer, topic, threads=1, per_thread=30)
+    assert sent_through[0] > 0
+    futures.update(
+        send_from_threads(producer, topic, threads, per_thread, sync_every, first_thread=1)
+    )
+    return futures
+
+
 def check_read_back(
     broker: LocalBroker,
     topic: str,
@@ -133,9 +151,8 @@ def test_many_threads_keep_their_order_per_partition(
 ) -> None:
     topic = make_topic(partitions=PARTITIONS)
     with Producer(bootstrap_servers=broker.bootstrap_servers, linger_ms=0, acks=1) as producer:
-        futures = send_from_threads(producer, topic, threads=6, per_thread=150, sync_every=3)
+        futures = send_alone_then_from_threads(producer, topic, sent_through, 6, 150, 3)
     check_read_back(broker, topic, futures)
-    assert sent_through[0] > 0
 
 
 def test_idempotent_sends_go_through_without_duplicates(
@@ -148,9 +165,8 @@ def test_idempotent_sends_go_through_without_duplicates(
         acks="all",
         enable_idempotence=True,
     ) as producer:
-        futures = send_from_threads(producer, topic, threads=4, per_thread=120, sync_every=2)
+        futures = send_alone_then_from_threads(producer, topic, sent_through, 4, 120, 2)
     check_read_back(broker, topic, futures)
-    assert sent_through[0] > 0
 
 
 def test_the_in_flight_limit_holds(
@@ -175,16 +191,9 @@ def test_the_in_flight_limit_holds(
         acks=1,
         max_in_flight_requests_per_connection=1,
     ) as producer:
-        futures = send_from_threads(producer, topic, threads=1, per_thread=30)
-        assert sent_through[0] > 0
-        futures.update(
-            send_from_threads(
-                producer, topic, threads=4, per_thread=150, sync_every=10, first_thread=1
-            )
-        )
+        futures = send_alone_then_from_threads(producer, topic, sent_through, 4, 150, 10)
     check_read_back(broker, topic, futures)
     assert in_flight_before_send and max(in_flight_before_send) == 0
-    assert sent_through[0] > 0
 
 
 def test_a_request_the_socket_does_not_take_whole(
@@ -238,6 +247,11 @@ def test_flush_and_close_while_sends_go_through(
                 with contextlib.suppress(ProducerClosedError):
                     future.get(30)
 
+    for i in range(20):  # alone: these go through
+        value = value_of(9, i)
+        futures.append((value, producer.send(topic, value, partition=i % PARTITIONS)))
+        futures[-1][1].get(30)
+    assert sent_through[0] > 0
     workers = [threading.Thread(target=run, args=(t,)) for t in range(4)]
     for worker in workers:
         worker.start()
@@ -258,4 +272,3 @@ def test_flush_and_close_while_sends_go_through(
             assert isinstance(error, ProducerClosedError)
     stored = read_with_confluent(broker, topic, len(acknowledged))
     assert {where: value for where, (_, value) in stored.items()} == acknowledged
-    assert sent_through[0] > 0

@@ -62,8 +62,8 @@ class FakeClient:
     def is_ready(self, node_id: int, now: float) -> bool:
         return True
 
-    def needs_poll(self, node_id: int) -> bool:
-        return self.partial_write
+    def needs_poll(self, node_id: int, *, unread: bool = True) -> bool:
+        return self.partial_write and bool(self.sent)  # the write left a part
 
     def share_while_waiting(self, lock: threading.Lock) -> bool:
         return self.shared

@@ -35,8 +35,6 @@ from __future__ import annotations
 import logging
 import math
 import random
-import select
-import threading
 import time
 from collections.abc import Callable, Mapping
 
@@ -58,7 +56,7 @@ from kafkaline.net.security import (
     transport_factory_from_config,
 )
 from kafkaline.net.settings import NetworkSettings, shortest_deadline_span
-from kafkaline.net.transport import EVENT_READ, TransportFactory, tcp_transport_factory
+from kafkaline.net.transport import TransportFactory, tcp_transport_factory
 from kafkaline.net.wakeup import Wakeup
 from kafkaline.protocol import Request
 from kafkaline.protocol.api import MetadataResponse
@@ -78,8 +76,7 @@ class NetworkClient:
     Thread safety: only the I/O thread calls :meth:`poll`, :meth:`send`, :meth:`ready`,
     :meth:`close` and the other methods; :meth:`wakeup` and :attr:`metadata`
     (:class:`Metadata`) are safe from any thread. To close from another thread, tell the I/O
-    thread (and :meth:`wakeup` it) so that it closes the client and stops. After
-    :meth:`share_while_waiting` another thread may use it while the I/O thread waits.
+    thread (and :meth:`wakeup` it) so that it closes the client and stops.
 
     Every method deciding something by time takes ``now`` (monotonic milliseconds,
     :func:`monotonic_ms`), so tests can use a fake clock.
@@ -239,21 +236,6 @@ class NetworkClient:
             self._connect(conn, now)
         return False
 
-    def needs_poll(self, node_id: int, *, unread: bool = True) -> bool:
-        """Whether a poll has work at once: callbacks, or for ``node_id`` a request not
-        written whole or (``unread``) input not read: an answer, or a close not yet seen."""
-        conn = self._connections.get(node_id)
-        if self._completed or conn is None or conn.is_disconnected:
-            return bool(self._completed)
-        return conn.interest() != EVENT_READ or (
-            unread and bool(select.select([conn.fileno()], [], [], 0)[0])
-        )
-
-    def share_while_waiting(self, lock: threading.Lock) -> bool:
-        """Let other threads use the client, holding ``lock``, which the I/O thread holds
-        too except while :meth:`poll` waits; False (nothing changed) without epoll."""
-        return self._poller.release_while_waiting(lock)
-
     def connection_delay(self, node_id: int, now: float) -> float:
         """Milliseconds before a connection to ``node_id`` may be attempted (0: now);
         infinity while connecting or connected (wait for socket events)."""
@@ -363,6 +345,10 @@ class NetworkClient:
             raise self._fatal_error
         return responses
 
+    def _raise_if_fatal(self) -> None:
+        if self._fatal_error is not None:
+            raise self._fatal_error
+
     # ------------------------------------------------------------------ closing
 
     def close(self) -> list[ClientResponse]:
@@ -381,10 +367,13 @@ class NetworkClient:
             self._retiring.clear()
             self.metadata.close()
         finally:
-            self._poller.close()
-            self._wakeup.close()
+            self._release_os_resources()
         completed, self._completed = self._completed, []
         return run_callbacks(completed)
+
+    def _release_os_resources(self) -> None:
+        self._poller.close()
+        self._wakeup.close()
 
     def __enter__(self) -> NetworkClient:
         return self
@@ -494,17 +483,22 @@ class NetworkClient:
             return wait
         if now + self._deadline_span < self._deadline_bound:
             self._deadline_bound = now + self._deadline_span  # a clock that went back (tests)
-        if should_rebootstrap(self._settings, self.metadata, now, unreachable=False):
+        if self._should_rebootstrap(now, unreachable=False):
             failing = self.metadata.failing_for_ms(now)
             self._rebootstrap(now, f"metadata refreshes have failed for {failing:.0f} ms")
         wait = self._send_metadata_request(now)
-        if wait != math.inf and should_rebootstrap(
-            self._settings, self.metadata, now, unreachable=True
-        ):
+        if wait != math.inf and self._should_rebootstrap(now, unreachable=True):
             # No known broker can be reached: go back to the bootstrap servers (KIP-899).
             self._rebootstrap(now, "no known broker is reachable")
             wait = self._send_metadata_request(now)
         return wait
+
+    def _should_rebootstrap(self, now: float, *, unreachable: bool) -> bool:
+        """Whether to forget the known brokers for the bootstrap servers: every one of them
+        is in reconnect backoff (``unreachable``), or refreshes have failed for
+        ``metadata_recovery_rebootstrap_trigger_ms`` (KIP-1102). Never from the bootstrap
+        view itself: its connections keep their backoff."""
+        return should_rebootstrap(self._settings, self.metadata, now, unreachable=unreachable)
 
     def _rebootstrap(self, now: float, reason: str) -> None:
         known = ", ".join(

@@ -8,7 +8,6 @@ import contextlib
 import math
 import select
 import selectors
-import threading
 from typing import TYPE_CHECKING, Final
 
 if TYPE_CHECKING:
@@ -36,11 +35,6 @@ class SelectorPoller:
     def unregister(self, fd: int) -> None:
         self._selector.unregister(fd)
 
-    def release_while_waiting(self, lock: threading.Lock) -> bool:
-        """Not supported: a registration another thread changed during a wait of selectors'
-        select() or poll() would be seen only by the next wait."""
-        return False
-
     def select(self, timeout_ms: float) -> list[tuple[BrokerConnection | None, int]]:
         """Wait up to ``timeout_ms`` (infinity: no limit) for events."""
         timeout = None if timeout_ms == math.inf else timeout_ms / 1000
@@ -61,12 +55,11 @@ class EpollPoller:
     Kept for the fewer instructions per round trip on the I/O thread (see docs/performance.md, Notes
     moved from the code)."""
 
-    __slots__ = ("_epoll", "_registered", "_unlock")
+    __slots__ = ("_epoll", "_registered")
 
     def __init__(self) -> None:
         self._epoll = select.epoll()
         self._registered: dict[int, tuple[BrokerConnection | None, int]] = {}
-        self._unlock: threading.Lock | None = None
 
     def register(self, fd: int, events: int, conn: BrokerConnection | None) -> None:
         if fd in self._registered:
@@ -83,13 +76,6 @@ class EpollPoller:
         with contextlib.suppress(OSError):  # closed already: epoll forgot it then
             self._epoll.unregister(fd)
 
-    def release_while_waiting(self, lock: threading.Lock) -> bool:
-        """Let go of ``lock`` (held by the selecting thread) while :meth:`select` waits, so
-        that another thread holding it may register, modify and write meanwhile: epoll
-        applies a registration changed during a wait to that wait."""
-        self._unlock = lock
-        return True
-
     def select(self, timeout_ms: float) -> list[tuple[BrokerConnection | None, int]]:
         """Wait up to ``timeout_ms`` (infinity: no limit) for events."""
         if timeout_ms == math.inf:
@@ -99,16 +85,8 @@ class EpollPoller:
         else:
             timeout = 0.0
         registered = self._registered
-        unlock = self._unlock
         try:
-            if unlock is None:
-                ready = self._epoll.poll(timeout, len(registered) or 1)
-            else:
-                unlock.release()
-                try:
-                    ready = self._epoll.poll(timeout, len(registered) or 1)
-                finally:
-                    unlock.acquire()
+            ready = self._epoll.poll(timeout, len(registered) or 1)
         except InterruptedError:
             return []
         result: list[tuple[BrokerConnection | None, int]] = []

@@ -159,10 +159,6 @@ def start_sender(
         on_metadata_update=on_metadata_update,
         on_failure=on_failure,
         transaction_manager=transactions,
-        # A record sent with linger 0 is sendable at once: the caller may send it itself.
-        # Not with transactions (their requests and partition additions are the I/O
-        # thread's, one at a time).
-        send_through=config.linger_ms == 0 and config.transactional_id is None,
     )
     sender.start()
     return sender

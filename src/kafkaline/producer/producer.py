@@ -225,7 +225,7 @@ class Producer:
         self._sender = sender
         self._topics.client = client
         self._topics.cluster = client.metadata.cluster
-        self._wakeup = sender.batch_ready
+        self._wakeup = sender.wakeup
         if self._transactional is not None:
             self._transactional.set_wakeup(sender.wakeup)
         self._owner_pid = os.getpid()

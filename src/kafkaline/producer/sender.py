@@ -33,12 +33,6 @@ with its traceback, every incomplete batch fails with a
 :class:`~kafkaline.errors.SenderFailedError` whose ``__cause__`` is the error, the network
 client is closed, and ``on_failure`` tells the producer, which then refuses sends with it.
 
-Send-through: with ``linger_ms=0`` (and no transactional id), the thread that appended a
-sendable batch runs the sending half of a pass itself (:meth:`Sender.send_ready_batches`) when
-the I/O thread waits in its poll and the leaders' connections have nothing in flight; the I/O
-thread reads the answer. One lock keeps the two from using the client at once: the I/O thread
-holds it except while its poll waits, a caller's pass only if it gets it at once.
-
 Closing: :meth:`Sender.initiate_close` stops taking new batches and sends everything that is
 buffered or in flight, then closes the network client; :meth:`Sender.force_close` stops at
 once, failing every incomplete batch with :class:`~kafkaline.errors.ProducerClosedError`.
@@ -49,24 +43,28 @@ from __future__ import annotations
 import functools
 import logging
 import math
-import os
 import threading
-import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator, Mapping
+from itertools import chain
 
-from kafkaline.errors import KafkaError, ProducerClosedError, SenderFailedError
+from kafkaline.errors import (
+    AuthenticationError,
+    KafkaError,
+    ProducerClosedError,
+    SenderFailedError,
+)
 from kafkaline.net.cluster import ClusterMetadata
+from kafkaline.net.response import ClientResponse
 from kafkaline.producer.accumulator import RecordAccumulator
 from kafkaline.producer.batch import ProducerBatch
 from kafkaline.producer.batch_outcomes import BatchOutcomes
-from kafkaline.producer.futures import mark_io_thread
+from kafkaline.producer.futures import SUCCEEDED, mark_io_thread
 from kafkaline.producer.metrics import SenderCounters
-from kafkaline.producer.sender_client import SenderClient, SenderMetadata, is_quiet
-from kafkaline.producer.sender_failure import failure_of, stop_after_failure
+from kafkaline.producer.sender_client import SenderClient, SenderMetadata
 from kafkaline.producer.sender_requests import TransactionRequests
-from kafkaline.producer.sender_responses import ProduceResponses, batches_of
 from kafkaline.producer.transactions.idempotence import IdempotenceManager
 from kafkaline.producer.transactions.manager import TransactionManager
+from kafkaline.protocol.api import ProduceResponse
 from kafkaline.protocol.api.produce import new_produce_request
 from kafkaline.protocol.schema import Records
 
@@ -104,7 +102,6 @@ class Sender:
         on_metadata_update: Callable[[ClusterMetadata], None] | None = None,
         on_failure: Callable[[SenderFailedError], None] | None = None,
         transaction_manager: IdempotenceManager | None = None,
-        send_through: bool = False,
     ) -> None:
         self._client = client
         self._metadata = client.metadata
@@ -122,6 +119,9 @@ class Sender:
         # Idempotence (None: off). Its fatal error is acted on once, see _abort_on_fatal.
         self._transactions = transaction_manager
         self._fatal_handled = False
+        # Produce requests sent and not answered: a new producer id/epoch is asked for only
+        # when none is left, so every batch it renumbers has its final answer.
+        self._produce_requests_in_flight = 0
         self._outcomes = BatchOutcomes(
             accumulator,
             self._metadata,
@@ -143,29 +143,9 @@ class Sender:
         self._forced = False
         self._failure: SenderFailedError | None = None
         self._thread: threading.Thread | None = None
-        self._init_requests(send_through)
-
-    def _init_requests(self, send_through: bool) -> None:
-        # What sends requests and handles their answers.
-        self._responses = ProduceResponses(
-            self._accumulator,
-            self._counters,
-            self._outcomes,
-            self._transactions,
-            self._guarantee_order,
-        )
         self._txn_requests = TransactionRequests(
-            self._client, self._metadata, self._accumulator, self._outcomes.fail_batch
+            client, self._metadata, accumulator, self._outcomes.fail_batch
         )
-        # Send-through (see send_ready_batches): the I/O thread holds the lock except while
-        # its poll waits; a caller's pass holds it. Enabled by start() where the client lets.
-        self._pass_lock = threading.Lock()
-        self._send_through = send_through
-        self._caller_pass = False
-        # Batches a caller's pass could not send, for this thread to complete with the error.
-        self._deferred: list[tuple[ProducerBatch, KafkaError]] = []
-        #: What the producer calls when an append made a batch sendable (set by start()).
-        self.batch_ready: Callable[[], None] = self._client.wakeup
 
     # ------------------------------------------------------------------ lifecycle
 
@@ -176,12 +156,6 @@ class Sender:
             raise RuntimeError("the Sender was already started")
         thread = threading.Thread(target=self._run, name=self._name, daemon=True)
         self._thread = thread
-        if self._send_through and self._client.share_while_waiting(self._pass_lock):
-            self.batch_ready = self.send_ready_batches
-            # A child made by fork() must never write to the parent's connections.
-            os.register_at_fork(after_in_child=functools.partial(_forked, weakref.ref(self)))
-        else:
-            self._send_through = False
         thread.start()
 
     def initiate_close(self) -> None:
@@ -209,71 +183,6 @@ class Sender:
         """Interrupt the thread's poll: new data to send, a flush, a close. Any thread."""
         self._client.wakeup()
 
-    def disable_send_through(self) -> None:
-        """Wake the I/O thread from now on rather than send from the caller (tests)."""
-        self._send_through = False
-
-    def send_ready_batches(self) -> None:
-        """Send what an append made sendable (``linger_ms=0``) from the calling thread, when
-        the I/O thread waits in its poll and the ready leaders' connections are idle: a
-        wakeup and a thread switch less per record sent one at a time (docs/performance.md,
-        latency3). Else, or if anything is left for the I/O thread, wake it. Never blocks on
-        I/O or completes a record; a failure turns send-through off and wakes the thread."""
-        lock = self._pass_lock
-        if not (self._send_through and lock.acquire(blocking=False)):
-            self._client.wakeup()
-            return
-        sent = False
-        try:
-            self._caller_pass = True
-            sent = self._send_through_locked()
-        except Exception as error:
-            self._send_through = False
-            _log.error("sending from the caller's thread failed; turned off", exc_info=error)
-        finally:
-            self._caller_pass = False
-            lock.release()
-            if not sent:
-                self._client.wakeup()
-
-    def _send_through_locked(self) -> bool:
-        transactions = self._transactions
-        if not self._running or (
-            transactions is not None
-            and (transactions.fatal_error is not None or transactions.needs_producer_id())
-        ):
-            return False
-        client = self._client
-        now = client.now()
-        if now >= self._queued_expiry_ms or now >= self._in_flight_expiry_ms:
-            return False  # expiring completes records: the I/O thread's work
-        cluster = self._metadata.cluster
-        nodes, _, unknown_leader_topics = self._accumulator.ready(cluster, now)
-        # Idle connections only: while requests are in flight the I/O thread batches.
-        if (
-            unknown_leader_topics
-            or not nodes
-            or not all(is_quiet(client, node, now) for node in nodes)
-        ):
-            return False
-        drained, _ = self._drain_ready_nodes(cluster, set(nodes), math.inf, now)
-        unsent = dict(drained or {})
-        try:
-            for node, batches in unsent.copy().items():
-                if batches:
-                    self._send_produce_request(node, batches, now)
-                del unsent[node]
-        except BaseException as error:  # (KeyboardInterrupt too: the batches must not hang)
-            failure = KafkaError(f"sending a produce request failed: {error!r}")
-            self._deferred.extend((b, failure) for batches in unsent.values() for b in batches)
-            raise
-        return not (
-            self._deferred
-            or self._accumulator.has_queued_batches()
-            # (An answer may be in already: the poll's wait ends on it without a wakeup.)
-            or any(client.needs_poll(node, unread=False) for node in nodes)
-        )
-
     def is_sender_thread(self) -> bool:
         """Whether the calling thread is the Sender's (e.g. a callback calling close())."""
         return self._thread is not None and threading.current_thread() is self._thread
@@ -297,10 +206,6 @@ class Sender:
 
     def _run(self) -> None:
         mark_io_thread()
-        with self._pass_lock:  # let go of only while the poll waits (send_ready_batches)
-            self._run_locked()
-
-    def _run_locked(self) -> None:
         try:
             while self._running:
                 self.run_once()
@@ -320,11 +225,43 @@ class Sender:
             self._die(error)
 
     def _die(self, error: BaseException) -> None:
-        failure = failure_of(self._name, error)
+        if isinstance(error, AuthenticationError):
+            # Expected, not a bug: one line (no traceback) and the records fail with the
+            # refusal itself, which names what the broker or the TLS handshake refused.
+            _log.error(
+                "the producer's I/O thread %r stopped: %s; every pending record fails with it",
+                self._name,
+                error,
+            )
+        else:
+            _log.error(
+                "the producer's I/O thread %r failed; every pending record fails with this error",
+                self._name,
+                exc_info=error,
+            )
+        failure = SenderFailedError(
+            f"the producer's I/O thread stopped on an unexpected error: {error!r}; "
+            "close this producer and create a new one"
+        )
+        failure.__cause__ = error
         self._failure = failure
         self._running = False
-        self._send_through = False
-        stop_after_failure(failure, self._on_failure, self._accumulator, self._client)
+        # Each step on its own: a failure in one must not skip the next. Failures are logged.
+        if self._on_failure is not None:
+            try:
+                self._on_failure(failure)
+            except Exception:
+                _log.exception("the producer's failure handler raised")
+        try:
+            self._accumulator.abort_incomplete_batches(
+                error if isinstance(error, AuthenticationError) else failure
+            )
+        except Exception:
+            _log.exception("aborting the batches after the I/O thread failed raised too")
+        try:
+            self._client.close()
+        except Exception:
+            _log.exception("closing the network client after the I/O thread failed raised too")
 
     def run_once(self, now: float | None = None) -> None:
         """One pass: send what is ready, then poll the network (see the module docstring)."""
@@ -343,8 +280,6 @@ class Sender:
     def send_producer_data(self, now: float) -> float:
         """Drain ready batches into produce requests and expire old ones; return how long
         the next poll may wait (ms)."""
-        if self._deferred:
-            self._complete_deferred(now)
         transactions = self._transactions
         txn_timeout = math.inf
         if transactions is not None:
@@ -441,35 +376,24 @@ class Sender:
             self._in_flight_expiry_ms = expiry
         return drained, poll_timeout
 
-    def _request_not_sent(
-        self, batches: list[ProducerBatch], error: KafkaError, now: float
-    ) -> None:
-        if self._caller_pass:  # completing is the I/O thread's (callbacks run there)
-            self._deferred.extend((batch, error) for batch in batches)
-            return
-        for batch in batches:
-            self._outcomes.complete_with_error(batch, error, now)
-
-    def _complete_deferred(self, now: float) -> None:
-        deferred, self._deferred = self._deferred, []
-        for batch, error in deferred:
-            self._outcomes.complete_with_error(batch, error, now)
-
     def _reenqueued(self, batch: ProducerBatch) -> None:
         # Back in the queue with its old creation time: it may expire before the next scan.
         self._queued_expiry_ms = min(
             self._queued_expiry_ms, batch.created_ms + self._delivery_timeout_ms
         )
 
+    def _warn_unrequested(self, node_id: int, topic: str, partition: int) -> None:
+        _log.warning(
+            "node %d answered for %s-%d, which was not in the request", node_id, topic, partition
+        )
+
     # ------------------------------------------------------------------ idempotence
 
     def _wait_for_producer_id(self, transactions: IdempotenceManager, now: float) -> float:
         # Their answers (which end the poll) decide which batches may be renumbered.
-        # Produce requests sent and not answered: a new producer id/epoch is asked for only
-        # when none is left, so every batch it renumbers has its final answer.
         timeout = (
             math.inf
-            if self._responses.requests_in_flight
+            if self._produce_requests_in_flight
             else self._txn_requests.send_init_producer_id(transactions, now)
         )
         self._fail_expired(now)
@@ -569,16 +493,17 @@ class Sender:
             self._request_timeout_ms,
             topic_data,
         )
-        on_complete = functools.partial(self._responses.handle, by_topic)
+        on_complete = functools.partial(self._handle_produce_response, by_topic)
         try:
             self._client.send(node, request, on_complete, now)
         except KafkaError as error:
             # The request could not even be queued (no version the broker shares, a value
             # the version cannot encode): its batches fail or retry like an answered error.
             _log.warning("could not send a produce request to node %d: %s", node, error)
-            self._request_not_sent(list(batches_of(by_topic)), error, now)
+            for batch in _batches_of(by_topic):
+                self._outcomes.complete_with_error(batch, error, now)
             return
-        self._responses.requests_in_flight += 1
+        self._produce_requests_in_flight += 1
         self._counters.record_request(
             records=records,
             size_bytes=size,
@@ -589,9 +514,81 @@ class Sender:
             # Keeps the topic in the metadata requests (unused topics expire from them).
             self._metadata.add_topic(topic, now)
 
+    def _handle_produce_response(
+        self, by_topic: dict[str, dict[int, ProducerBatch]], response: ClientResponse
+    ) -> None:
+        self._produce_requests_in_flight -= 1
+        now = response.completed_at_ms
+        produce = response.response
+        if response.error is not None or produce is None:
+            self._handle_unanswered_request(by_topic, response)
+            return
+        if not isinstance(produce, ProduceResponse):
+            produce = response.response_as(ProduceResponse)  # raises naming the type
+        self._counters.record_response(
+            latency_ms=now - response.sent_at_ms,  # its latency_ms
+            throttle_ms=float(produce.throttle_time_ms),
+        )
+        # The I/O thread's cost is mostly Python calls per batch (docs/performance.md): this
+        # loop keeps to few. The answers are popped from this request's own map (no copy),
+        # so what is left in it was not answered.
+        # Successes are completed here (Sender._complete written out) and taken out of the
+        # in-flight set and given their memory back in one go after the loop: a topic of
+        # thousands of partitions answers for a batch of a record or two per partition.
+        transactions = self._transactions
+        unmute = self._accumulator.unmute if self._guarantee_order else None
+        succeeded: list[ProducerBatch] = []
+        try:
+            for topic_response in produce.responses:
+                name = topic_response.name
+                topic_batches = by_topic.get(name, _NO_BATCHES)
+                for answer in topic_response.partition_responses:
+                    found = topic_batches.pop(answer.index, None)
+                    if found is None:
+                        self._warn_unrequested(response.node_id, name, answer.index)
+                        continue
+                    if answer.error_code == 0:
+                        if transactions is not None and found.result.state is None:
+                            transactions.handle_completed_batch(found)
+                        succeeded.append(found)
+                        base_offset = answer.base_offset
+                        log_append_time = answer.log_append_time_ms
+                        # The result completes in one call; only if it had completed before
+                        # does done() decide (a bug raises, a late answer is logged).
+                        previous = found.result.complete(SUCCEEDED, base_offset, log_append_time)
+                        if previous is not None:
+                            found.done(base_offset, log_append_time)
+                        if unmute is not None:
+                            unmute(found.topic_partition)
+                        continue
+                    self._outcomes.handle_partition_error(found, answer, produce, now)
+        finally:
+            if succeeded:
+                self._in_flight.difference_update(succeeded)
+                self._accumulator.deallocate_batches(succeeded)
+        # Every answer was popped: usually each map is empty, and nothing is listed.
+        if any(by_topic.values()):
+            self._outcomes.fail_unanswered(list(_batches_of(by_topic)), response.node_id)
 
-def _forked(sender: weakref.ref[Sender]) -> None:
-    # In the child: only a flag (the lock may have been held by a thread of the parent).
-    alive = sender()
-    if alive is not None:
-        alive.disable_send_through()
+    def _handle_unanswered_request(
+        self, by_topic: dict[str, dict[int, ProducerBatch]], response: ClientResponse
+    ) -> None:
+        """A produce request that failed as a whole (``response.error``: connection lost,
+        timed out), or that expects no answer (acks=0) and was written to the socket."""
+        self._counters.record_response(
+            latency_ms=response.completed_at_ms - response.sent_at_ms, throttle_ms=0.0
+        )
+        if response.error is not None:
+            self._outcomes.fail_request(list(_batches_of(by_topic)), response.error, response)
+            return
+        for batch in list(_batches_of(by_topic)):
+            self._outcomes.complete(batch, -1, -1)
+
+
+#: A topic the request did not name: no batch to pop.
+_NO_BATCHES: dict[int, ProducerBatch] = {}
+
+
+def _batches_of(by_topic: Mapping[str, Mapping[int, ProducerBatch]]) -> Iterator[ProducerBatch]:
+    """The batches of a request's map, topic by topic."""
+    return chain.from_iterable(batches.values() for batches in by_topic.values())

@@ -4,16 +4,14 @@ metadata, as protocols: the real ones are :class:`~kafkaline.net.NetworkClient` 
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable, Mapping
 from typing import Protocol
 
-from kafkaline.errors import IllegalStateError
 from kafkaline.net.cluster import BrokerNode, ClusterMetadata, TopicPartition
 from kafkaline.net.response import ClientResponse, OnComplete
 from kafkaline.protocol import Request
 
-__all__ = ["SenderClient", "SenderMetadata", "is_quiet"]
+__all__ = ["SenderClient", "SenderMetadata"]
 
 
 class SenderMetadata(Protocol):
@@ -44,12 +42,6 @@ class SenderClient(Protocol):
 
     def ready(self, node_id: int, now: float) -> bool: ...
 
-    def is_ready(self, node_id: int, now: float) -> bool: ...
-
-    def needs_poll(self, node_id: int, *, unread: bool = True) -> bool: ...
-
-    def share_while_waiting(self, lock: threading.Lock) -> bool: ...
-
     def connection_delay(self, node_id: int, now: float) -> float: ...
 
     def send(
@@ -73,16 +65,3 @@ class SenderClient(Protocol):
     def wakeup(self) -> None: ...
 
     def close(self) -> list[ClientResponse]: ...
-
-
-def is_quiet(client: SenderClient, node: int, now: float) -> bool:
-    """Whether a request to ``node`` would be written at once, the connection's only one (and
-    the poll has nothing to read from it first: a close it has yet to see, say)."""
-    try:
-        return (
-            client.in_flight_request_count(node) == 0
-            and client.is_ready(node, now)
-            and not client.needs_poll(node)
-        )
-    except IllegalStateError:
-        return False  # a leader the client has no connection for yet: the I/O thread's

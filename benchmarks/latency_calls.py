@@ -73,7 +73,7 @@ def main() -> None:
     parser.add_argument(
         "--by-function",
         action="store_true",
-        help="also print the I/O thread's bytecodes per round trip by function",
+        help="also print each thread's bytecodes per round trip by function",
     )
     args = parser.parse_args()
 
@@ -124,8 +124,9 @@ def main() -> None:
             profiling.clear()
 
             caller_opcodes = [0]
+            caller_by_function: dict[str, int] | None = {} if args.by_function else None
             tracing.set()
-            sys.settrace(_opcode_counter(caller_opcodes))
+            sys.settrace(_opcode_counter(caller_opcodes, caller_by_function))
             _loop(producer, topic, args.trace_records)
             sys.settrace(None)
             tracing.clear()
@@ -145,10 +146,11 @@ def main() -> None:
         print(f"{name}: {count / args.trace_records:.0f} bytecodes per round trip")
     for name, profile in (("caller", caller_profile), ("I/O thread", io_profile)):
         _print_functions(name, profile, args.profile_records, args.top)
-    if io_by_function is not None:
-        print("I/O thread, bytecodes per round trip by function:")
-        for function, count in sorted(io_by_function.items(), key=lambda item: -item[1]):
-            print(f"  {count / args.trace_records:7.1f}  {function}")
+    for name, by_function in (("caller", caller_by_function), ("I/O thread", io_by_function)):
+        if by_function is not None:
+            print(f"{name}, bytecodes per round trip by function:")
+            for function, count in sorted(by_function.items(), key=lambda item: -item[1]):
+                print(f"  {count / args.trace_records:7.1f}  {function}")
 
 
 def _print_functions(name: str, profile: cProfile.Profile, per: int, top: int) -> None:

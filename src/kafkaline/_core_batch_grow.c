@@ -132,7 +132,7 @@ batch_step_grow(BatchStep *st, PyObject *queue, const StepRecord *r)
  * future, or None for the general path (also when new_batch is not a NewBatchStep); NULL on
  * error. args as send()'s (value, key at 1 and 2). */
 static PyObject *
-sender_grow(Sender *self, PyObject *const *args, PyObject *queue, long long timestamp)
+sender_grow(OpenBatchSender *self, PyObject *const *args, PyObject *queue, long long timestamp)
 {
     StepRecord r;
     if (self->new_batch == NULL || !Py_IS_TYPE(self->new_batch, &BatchStepType) ||

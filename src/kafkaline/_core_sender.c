@@ -62,18 +62,18 @@ typedef struct {
     PyObject *cache_topic, *cache_sticky, **cache_queue;
     long long cache_count;
     Py_ssize_t cache_size;
-} Sender;
+} OpenBatchSender;
 
-static PyObject *Sender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
-                                   PyObject *kwnames);
-static int Sender_set_fallback(Sender *self, PyObject *value, void *Py_UNUSED(c));
-static void topic_cache_clear(Sender *self);
+static PyObject *OpenBatchSender_vectorcall(PyObject *callable, PyObject *const *args,
+                                            size_t nargsf, PyObject *kwnames);
+static int OpenBatchSender_set_fallback(OpenBatchSender *self, PyObject *value, void *Py_UNUSED(c));
+static void topic_cache_clear(OpenBatchSender *self);
 
 static PyObject *str_queues, *str_lock, *str_batches, *str_builder, *str_result, *str_sticky;
 static PyObject *str_current, *str_partition, *str_produced_bytes, *str_sticky_batch_size;
 
 static int
-Sender_init(Sender *self, PyObject *args, PyObject *kwds)
+OpenBatchSender_init(OpenBatchSender *self, PyObject *args, PyObject *kwds)
 {
     static char *kwlist[] = {"accumulator", "future_type", "payload_limit", "record_overhead",
                              "fallback", NULL};
@@ -83,7 +83,7 @@ Sender_init(Sender *self, PyObject *args, PyObject *kwds)
                                      &PyType_Type, &future_type, &payload_limit,
                                      &record_overhead, &fallback))
         return -1;
-    if (Sender_set_fallback(self, fallback, NULL) < 0)
+    if (OpenBatchSender_set_fallback(self, fallback, NULL) < 0)
         return -1;
     if (!PyType_IsSubtype((PyTypeObject *)future_type, &RecordFutureType)) {
         PyErr_Format(PyExc_TypeError, "future_type must be a subclass of RecordFuture, not %.200s",
@@ -100,12 +100,12 @@ Sender_init(Sender *self, PyObject *args, PyObject *kwds)
     self->record_overhead = record_overhead;
     self->open = 0;
     self->cache_count = -1;
-    self->vectorcall = Sender_vectorcall;
+    self->vectorcall = OpenBatchSender_vectorcall;
     return 0;
 }
 
 static int
-Sender_traverse(Sender *self, visitproc visit, void *arg)
+OpenBatchSender_traverse(OpenBatchSender *self, visitproc visit, void *arg)
 {
     Py_VISIT(self->accumulator);
     Py_VISIT(self->future_type);
@@ -132,7 +132,7 @@ Sender_traverse(Sender *self, visitproc visit, void *arg)
 }
 
 static int
-Sender_clear(Sender *self)
+OpenBatchSender_clear(OpenBatchSender *self)
 {
     Py_CLEAR(self->queue_lock.type);
     Py_CLEAR(self->queue_batches.type);
@@ -156,21 +156,21 @@ Sender_clear(Sender *self)
 }
 
 static void
-Sender_dealloc(Sender *self)
+OpenBatchSender_dealloc(OpenBatchSender *self)
 {
     PyObject_GC_UnTrack(self);
-    Sender_clear(self);
+    OpenBatchSender_clear(self);
     Py_TYPE(self)->tp_free((PyObject *)self);
 }
 
 static PyObject *
-Sender_get_open(Sender *self, void *Py_UNUSED(c))
+OpenBatchSender_get_open(OpenBatchSender *self, void *Py_UNUSED(c))
 {
     return PyBool_FromLong(self->open);
 }
 
 static int
-Sender_set_open(Sender *self, PyObject *value, void *Py_UNUSED(c))
+OpenBatchSender_set_open(OpenBatchSender *self, PyObject *value, void *Py_UNUSED(c))
 {
     if (value == NULL) {
         PyErr_SetString(PyExc_AttributeError, "open cannot be deleted");
@@ -184,13 +184,13 @@ Sender_set_open(Sender *self, PyObject *value, void *Py_UNUSED(c))
 }
 
 static PyObject *
-Sender_get_counts(Sender *self, void *Py_UNUSED(c))
+OpenBatchSender_get_counts(OpenBatchSender *self, void *Py_UNUSED(c))
 {
     return Py_NewRef(self->partition_counts);
 }
 
 static int
-Sender_set_counts(Sender *self, PyObject *value, void *Py_UNUSED(c))
+OpenBatchSender_set_counts(OpenBatchSender *self, PyObject *value, void *Py_UNUSED(c))
 {
     if (value == NULL || !PyDict_Check(value)) {
         PyErr_SetString(PyExc_TypeError, "partition_counts must be a dict");

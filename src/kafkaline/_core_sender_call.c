@@ -6,7 +6,8 @@
  * without making the partition and timestamp ints, and what it declines goes to its fallback
  * (it would decline again). */
 static PyObject *
-sender_new_batch(Sender *self, PyObject *const *args, long long partition, long long timestamp)
+sender_new_batch(OpenBatchSender *self, PyObject *const *args, long long partition,
+                 long long timestamp)
 {
     PyObject *target = self->new_batch;
     if (Py_IS_TYPE(target, &BatchStepType) && ((BatchStep *)target)->fallback != NULL) {
@@ -56,7 +57,7 @@ typedef struct {
 
 /* send()'s arguments as a UsualRecord: 0, or 1 when the general path must decide. */
 static inline int
-usual_record(Sender *self, PyObject *const *args, UsualRecord *r)
+usual_record(OpenBatchSender *self, PyObject *const *args, UsualRecord *r)
 {
     PyObject *topic = args[0], *value = args[1], *key = args[2];
     if (!self->open || args[3] != Py_None || !PyUnicode_CheckExact(topic) ||
@@ -88,7 +89,7 @@ usual_record(Sender *self, PyObject *const *args, UsualRecord *r)
  * partitioner (the choice is checked again under the lock). 0; 1 for the general path; -1 on
  * error. */
 static int
-sticky_choice(Sender *self, PyObject *topic, long long count, const UsualRecord *r,
+sticky_choice(OpenBatchSender *self, PyObject *topic, long long count, const UsualRecord *r,
               StickyChoice *s, long long *partition)
 {
     if (self->cache_sticky == NULL) {
@@ -123,7 +124,7 @@ sticky_choice(Sender *self, PyObject *topic, long long count, const UsualRecord 
  * this record leaves it under twice the sticky batch size (the batch stays not full, see
  * append_to_builder). *produced_bytes: what the choice counted so far. */
 static inline int
-sticky_takes(Sender *self, const StickyChoice *s, Py_ssize_t *produced_bytes)
+sticky_takes(OpenBatchSender *self, const StickyChoice *s, Py_ssize_t *produced_bytes)
 {
     PyObject *current = read_slot(s->partitioner, str_current, &self->sticky_current);
     int rc = current == NULL    ? -1
@@ -139,7 +140,7 @@ sticky_takes(Sender *self, const StickyChoice *s, Py_ssize_t *produced_bytes)
  * sticky partitioner's count could not be updated: the record is in, the call fails), else 0
  * (an error may be set). */
 static inline int
-append_to_builder(Sender *self, Builder *b, const UsualRecord *r, const StickyChoice *s)
+append_to_builder(OpenBatchSender *self, Builder *b, const UsualRecord *r, const StickyChoice *s)
 {
     Py_ssize_t produced_bytes = 0;
     if (s->sticky != NULL && !sticky_takes(self, s, &produced_bytes))
@@ -182,7 +183,7 @@ last_batch(PyObject *batches)
  * record's; else *no_room says whether no batch there could take it whatever memory it held.
  * 0 when no error can be set, 1 when the caller must check, once the lock is released. */
 static int
-append_locked(Sender *self, PyObject *batches, const UsualRecord *r, const StickyChoice *s,
+append_locked(OpenBatchSender *self, PyObject *batches, const UsualRecord *r, const StickyChoice *s,
               PyObject **batch_result, long long *offset_delta, int *no_room)
 {
     PyObject *batch = last_batch(batches);
@@ -213,7 +214,7 @@ append_locked(Sender *self, PyObject *batches, const UsualRecord *r, const Stick
 /* Release the lock, keeping an error set before across the release (`check`: one may be):
  * -1 if one is set after. */
 static int
-unlock_keeping_error(Sender *self, PyObject *lock, int check)
+unlock_keeping_error(OpenBatchSender *self, PyObject *lock, int check)
 {
     PyObject *exc_type = NULL, *exc_value = NULL, *exc_tb = NULL;
     if (check && PyErr_Occurred())
@@ -233,7 +234,7 @@ unlock_keeping_error(Sender *self, PyObject *lock, int check)
 /* The record into the queue's open batch: its future; else the new-batch step's answer when
  * no batch there could take it, or None. NULL on error. */
 static PyObject *
-append_to_queue(Sender *self, PyObject *const *args, PyObject *queue, const UsualRecord *r,
+append_to_queue(OpenBatchSender *self, PyObject *const *args, PyObject *queue, const UsualRecord *r,
                 const StickyChoice *s, long long partition)
 {
     PyObject *lock = read_slot(queue, str_lock, &self->queue_lock);
@@ -266,7 +267,7 @@ done:
 
 /* The record into its partition's open batch: its future, or None with nothing done. */
 static PyObject *
-sender_try(Sender *self, PyObject *const *args)
+sender_try(OpenBatchSender *self, PyObject *const *args)
 {
     UsualRecord r;
     if (usual_record(self, args, &r))
@@ -340,9 +341,10 @@ sender_keywords(PyObject *const *args, Py_ssize_t nargs, PyObject *kwnames, PyOb
  * topic, an unknown keyword), goes to the fallback with the arguments as given: the general
  * path, which raises the TypeError Python would. Without a fallback, None. */
 static PyObject *
-Sender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf, PyObject *kwnames)
+OpenBatchSender_vectorcall(PyObject *callable, PyObject *const *args, size_t nargsf,
+                           PyObject *kwnames)
 {
-    Sender *self = (Sender *)callable;
+    OpenBatchSender *self = (OpenBatchSender *)callable;
     Py_ssize_t nargs = PyVectorcall_NARGS(nargsf);
     PyObject *a[6] = {NULL, Py_None, Py_None, Py_None, Py_None, Py_None};
     switch (nargs) { /* unrolled: a loop's bookkeeping cost more than the copies */
@@ -397,7 +399,7 @@ general:
 /* Attributes of the fallback (the general send()), so that help(), inspect.signature() and
  * __doc__ describe the producer's send(). */
 static PyObject *
-Sender_fallback_attr(Sender *self, void *name)
+OpenBatchSender_fallback_attr(OpenBatchSender *self, void *name)
 {
     if (self->fallback == NULL) {
         PyErr_SetString(PyExc_AttributeError, (const char *)name);
@@ -407,19 +409,19 @@ Sender_fallback_attr(Sender *self, void *name)
 }
 
 static PyObject *
-Sender_get_fallback(Sender *self, void *Py_UNUSED(c))
+OpenBatchSender_get_fallback(OpenBatchSender *self, void *Py_UNUSED(c))
 {
     return Py_NewRef(self->fallback == NULL ? Py_None : self->fallback);
 }
 
 static PyObject *
-Sender_get_new_batch(Sender *self, void *Py_UNUSED(c))
+OpenBatchSender_get_new_batch(OpenBatchSender *self, void *Py_UNUSED(c))
 {
     return Py_NewRef(self->new_batch == NULL ? Py_None : self->new_batch);
 }
 
 static int
-Sender_set_new_batch(Sender *self, PyObject *value, void *Py_UNUSED(c))
+OpenBatchSender_set_new_batch(OpenBatchSender *self, PyObject *value, void *Py_UNUSED(c))
 {
     if (value != NULL && value != Py_None && !PyCallable_Check(value)) {
         PyErr_SetString(PyExc_TypeError, "new_batch must be callable or None");
@@ -430,7 +432,7 @@ Sender_set_new_batch(Sender *self, PyObject *value, void *Py_UNUSED(c))
 }
 
 static int
-Sender_set_fallback(Sender *self, PyObject *value, void *Py_UNUSED(c))
+OpenBatchSender_set_fallback(OpenBatchSender *self, PyObject *value, void *Py_UNUSED(c))
 {
     if (value != NULL && value != Py_None && !PyCallable_Check(value)) {
         PyErr_SetString(PyExc_TypeError, "fallback must be callable or None");
@@ -440,37 +442,37 @@ Sender_set_fallback(Sender *self, PyObject *value, void *Py_UNUSED(c))
     return 0;
 }
 
-static PyGetSetDef Sender_getset[] = {
-    {"fallback", (getter)Sender_get_fallback, (setter)Sender_set_fallback,
+static PyGetSetDef OpenBatchSender_getset[] = {
+    {"fallback", (getter)OpenBatchSender_get_fallback, (setter)OpenBatchSender_set_fallback,
      "What a call the core declines goes to (send()'s general path), or None.", NULL},
-    {"__wrapped__", (getter)Sender_get_fallback, NULL, "The fallback.", NULL},
-    {"new_batch", (getter)Sender_get_new_batch, (setter)Sender_set_new_batch,
+    {"__wrapped__", (getter)OpenBatchSender_get_fallback, NULL, "The fallback.", NULL},
+    {"new_batch", (getter)OpenBatchSender_get_new_batch, (setter)OpenBatchSender_set_new_batch,
      "new_batch(topic, partition, timestamp_ms, key, value): the future of a record that needs "
      "a new batch, or None (it then goes to the fallback).", NULL},
-    {"__doc__", (getter)Sender_fallback_attr, NULL, NULL, "__doc__"},
-    {"__name__", (getter)Sender_fallback_attr, NULL, NULL, "__name__"},
-    {"__qualname__", (getter)Sender_fallback_attr, NULL, NULL, "__qualname__"},
-    {"open", (getter)Sender_get_open, (setter)Sender_set_open,
+    {"__doc__", (getter)OpenBatchSender_fallback_attr, NULL, NULL, "__doc__"},
+    {"__name__", (getter)OpenBatchSender_fallback_attr, NULL, NULL, "__name__"},
+    {"__qualname__", (getter)OpenBatchSender_fallback_attr, NULL, NULL, "__qualname__"},
+    {"open", (getter)OpenBatchSender_get_open, (setter)OpenBatchSender_set_open,
      "Whether send() may go straight on (the producer's gate is open).", NULL},
-    {"partition_counts", (getter)Sender_get_counts, (setter)Sender_set_counts,
+    {"partition_counts", (getter)OpenBatchSender_get_counts, (setter)OpenBatchSender_set_counts,
      "The producer's topic -> partition count map.", NULL},
     {NULL, NULL, NULL, NULL, NULL},
 };
 
-static PyTypeObject SenderType = {
+static PyTypeObject OpenBatchSenderType = {
     PyVarObject_HEAD_INIT(NULL, 0)
     .tp_name = "kafkaline._record_core.OpenBatchSender",
     .tp_doc = "sender(topic, value, key, headers, partition, timestamp_ms): Producer.send()'s "
               "common case into the partition's open batch; its future, or None when nothing "
               "was done.",
-    .tp_basicsize = sizeof(Sender),
+    .tp_basicsize = sizeof(OpenBatchSender),
     .tp_flags = Py_TPFLAGS_DEFAULT | Py_TPFLAGS_HAVE_GC | Py_TPFLAGS_HAVE_VECTORCALL,
-    .tp_vectorcall_offset = offsetof(Sender, vectorcall),
+    .tp_vectorcall_offset = offsetof(OpenBatchSender, vectorcall),
     .tp_new = PyType_GenericNew,
-    .tp_init = (initproc)Sender_init,
-    .tp_dealloc = (destructor)Sender_dealloc,
-    .tp_traverse = (traverseproc)Sender_traverse,
-    .tp_clear = (inquiry)Sender_clear,
+    .tp_init = (initproc)OpenBatchSender_init,
+    .tp_dealloc = (destructor)OpenBatchSender_dealloc,
+    .tp_traverse = (traverseproc)OpenBatchSender_traverse,
+    .tp_clear = (inquiry)OpenBatchSender_clear,
     .tp_call = PyVectorcall_Call,
-    .tp_getset = Sender_getset,
+    .tp_getset = OpenBatchSender_getset,
 };

@@ -3,7 +3,7 @@
 
 /* call_lock() of a lock other than a QueueLock: its type's acquire or release. */
 static int
-call_other_lock(Sender *self, PyObject *lock, int acquire)
+call_other_lock(OpenBatchSender *self, PyObject *lock, int acquire)
 {
     if (Py_TYPE(lock) != self->lock_type) {
         PyObject *type = (PyObject *)Py_TYPE(lock);
@@ -29,7 +29,7 @@ call_other_lock(Sender *self, PyObject *lock, int acquire)
  * acquire() blocks with the GIL released, as in the general path's lock.acquire(). A
  * QueueLock's free case is a flag, inlined: twice per send. */
 static inline int
-call_lock(Sender *self, PyObject *lock, int acquire)
+call_lock(OpenBatchSender *self, PyObject *lock, int acquire)
 {
     if (!Py_IS_TYPE(lock, &QueueLockType))
         return call_other_lock(self, lock, acquire);
@@ -110,7 +110,7 @@ attr_ssize(PyObject *obj, PyObject *name, SlotCache *cache, Py_ssize_t *out)
 /* accumulator.name (a new reference, or NULL with an exception set), read from its instance
  * dict: its own attributes are plain ones, and one dict lookup is cheaper than getattr. */
 static PyObject *
-accumulator_attr(Sender *self, PyObject *name)
+accumulator_attr(OpenBatchSender *self, PyObject *name)
 {
     if (self->accumulator_dict == NULL) {
         PyObject *d = PyObject_GenericGetDict(self->accumulator, NULL);
@@ -132,7 +132,7 @@ accumulator_attr(Sender *self, PyObject *name)
 static int plain_int(PyObject *obj, long long hi, long long *out);
 
 static void
-topic_cache_clear(Sender *self)
+topic_cache_clear(OpenBatchSender *self)
 {
     for (Py_ssize_t i = 0; i < self->cache_size; i++)
         Py_CLEAR(self->cache_queue[i]);
@@ -150,7 +150,7 @@ topic_cache_clear(Sender *self)
  * removes one (partition_queues.py). What was not found is not kept, so a queue or count
  * that appears meanwhile (another thread's) is found by the next send. */
 static void
-topic_cache_select(Sender *self, PyObject *topic)
+topic_cache_select(OpenBatchSender *self, PyObject *topic)
 {
     if (topic == self->cache_topic ||
         (self->cache_topic != NULL && PyUnicode_Compare(topic, self->cache_topic) == 0))
@@ -161,7 +161,7 @@ topic_cache_select(Sender *self, PyObject *topic)
 
 /* The cached topic's partition count: > 0, 0 when there is none to use, -1 on error. */
 static long long
-cached_count(Sender *self, PyObject *topic)
+cached_count(OpenBatchSender *self, PyObject *topic)
 {
     if (self->cache_count >= 0)
         return self->cache_count;
@@ -179,7 +179,7 @@ cached_count(Sender *self, PyObject *topic)
  * set, when there is none), kept by partition below max(count, 64), at most QUEUES_KEPT. */
 #define QUEUES_KEPT 65536
 static PyObject *
-cached_queue(Sender *self, PyObject *topic, long long partition, long long count)
+cached_queue(OpenBatchSender *self, PyObject *topic, long long partition, long long count)
 {
     if (partition >= self->cache_size && self->cache_size < count &&
         self->cache_size < QUEUES_KEPT) {

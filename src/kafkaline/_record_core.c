@@ -148,7 +148,7 @@ PyMODINIT_FUNC
 PyInit__record_core(void)
 {
     crc_init();
-    if (PyType_Ready(&BuilderType) < 0 || PyType_Ready(&SenderType) < 0 ||
+    if (PyType_Ready(&BuilderType) < 0 || PyType_Ready(&OpenBatchSenderType) < 0 ||
         PyType_Ready(&QueueLockType) < 0 || PyType_Ready(&RecordFutureType) < 0 ||
         PyType_Ready(&BatchResultType) < 0 ||
         PyType_Ready(&BatchStepType) < 0 || PyType_Ready(&PoolStateType) < 0)
@@ -169,7 +169,7 @@ PyInit__record_core(void)
     if (module == NULL)
         return NULL;
     if (PyModule_AddObjectRef(module, "RecordBatchBuilder", (PyObject *)&BuilderType) < 0 ||
-        PyModule_AddObjectRef(module, "OpenBatchSender", (PyObject *)&SenderType) < 0 ||
+        PyModule_AddObjectRef(module, "OpenBatchSender", (PyObject *)&OpenBatchSenderType) < 0 ||
         PyModule_AddObjectRef(module, "QueueLock", (PyObject *)&QueueLockType) < 0 ||
         PyModule_AddObjectRef(module, "RecordFuture", (PyObject *)&RecordFutureType) < 0 ||
         PyModule_AddObjectRef(module, "BatchResult", (PyObject *)&BatchResultType) < 0 ||

@@ -37,8 +37,8 @@ from kafkaline.producer.bulk.result import BatchSendResult
 from kafkaline.producer.futures import FutureRecordMetadata
 from kafkaline.producer.interceptors import InterceptorChain
 from kafkaline.producer.interceptors import acknowledge_to as _acknowledge_to
-from kafkaline.producer.lifecycle import Gate as _State
 from kafkaline.producer.lifecycle import (
+    Gate,
     close_user_objects,
     flush_sender,
     gate_error,
@@ -148,7 +148,7 @@ class Producer:
             batch_stats=self._accumulator.batch_stats,
         )
         self._lock = threading.Lock()
-        self._gate: _State | None = _State.NOT_STARTED
+        self._gate: Gate | None = Gate.NOT_STARTED
         self._closed = False
         self._sender: Sender | None = None
         self._wakeup: Callable[[], None] = nothing
@@ -198,9 +198,9 @@ class Producer:
         self._pass_gate()
 
     def _pass_gate(self) -> None:
-        if self._gate is _State.NOT_STARTED:
+        if self._gate is Gate.NOT_STARTED:
             with self._lock:
-                if self._gate is _State.NOT_STARTED:
+                if self._gate is Gate.NOT_STARTED:
                     self._start_locked()
         gate = self._gate
         if gate is not None:
@@ -232,17 +232,17 @@ class Producer:
         register_fork_handler(self._forked)
         # The Sender may already have failed (it starts above and can die within
         # milliseconds, e.g. on an authentication refusal): never overwrite that with "open".
-        if self._gate is _State.NOT_STARTED:
+        if self._gate is Gate.NOT_STARTED:
             self._set_gate(None)
 
-    def _set_gate(self, gate: _State | None) -> None:
+    def _set_gate(self, gate: Gate | None) -> None:
         # The compiled send() goes straight on only while the gate is open; everything else
         # takes the general path, which raises the gate's error.
         self._gate = gate
         if self._core_send is not None:
             self._core_send.open = gate is None
 
-    def _gate_error(self, gate: _State) -> Exception:
+    def _gate_error(self, gate: Gate) -> Exception:
         return gate_error(
             gate, owner_pid=self._owner_pid, sender=self._sender, transactions=self._transactions
         )
@@ -250,19 +250,19 @@ class Producer:
     def _forked(self) -> None:
         # In the child, right after fork(): only a flag, no lock (a parent's thread may have
         # held one, and it does not exist here to release it).
-        self._set_gate(_State.FORKED)
+        self._set_gate(Gate.FORKED)
 
     def _on_sender_failure(self, failure: SenderFailedError) -> None:
-        self._shut_gate(_State.FAILED)
+        self._shut_gate(Gate.FAILED)
 
     def _on_fatal_error(self, error: KafkaError) -> None:
-        self._shut_gate(_State.FATAL)
+        self._shut_gate(Gate.FATAL)
 
-    def _shut_gate(self, gate: _State) -> None:
+    def _shut_gate(self, gate: Gate) -> None:
         # The Sender's thread: from now on send() raises the gate's error (see _gate_error).
         # Under the lock: _start_locked() must not reopen the gate after this.
         with self._lock:
-            if self._gate is not _State.FORKED:
+            if self._gate is not Gate.FORKED:
                 self._set_gate(gate)
 
     def _on_metadata_update(self, cluster: ClusterMetadata) -> None:
@@ -281,14 +281,14 @@ class Producer:
         left fail once that callback returns). Idempotent. Called from a callback on the I/O
         thread, it cannot wait for that thread: it closes forcefully.
         """
-        if self._gate is _State.FORKED:
+        if self._gate is Gate.FORKED:
             self._closed = True  # the thread and sockets belong to the parent
             return
         with self._lock:
             first = not self._closed
             self._closed = True
-            if self._gate is None or self._gate is _State.NOT_STARTED:
-                self._set_gate(_State.CLOSED)
+            if self._gate is None or self._gate is Gate.NOT_STARTED:
+                self._set_gate(Gate.CLOSED)
             sender = self._sender
         if sender is not None:
             stop_sender(sender, timeout)
@@ -486,7 +486,7 @@ class Producer:
         SenderFailedError if the I/O thread died, ProducerForkedError in a forked child.
         """
         gate = self._gate
-        if gate is _State.NOT_STARTED or gate is _State.CLOSED:
+        if gate is Gate.NOT_STARTED or gate is Gate.CLOSED:
             return
         if gate is not None:
             raise self._gate_error(gate)
@@ -494,8 +494,8 @@ class Producer:
         if sender is None:  # pragma: no cover - started when the gate is None
             return
         flush_sender(sender, self._accumulator, timeout)
-        if self._gate is _State.FAILED:
-            raise self._gate_error(_State.FAILED)
+        if self._gate is Gate.FAILED:
+            raise self._gate_error(Gate.FAILED)
 
     # ------------------------------------------------------------------ transactions
 

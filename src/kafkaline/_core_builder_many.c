@@ -1,6 +1,10 @@
 /* kafkaline._record_core: the builder: records appended many at a time, or already encoded.
  * A part of _record_core.c, which #includes the parts in order as one translation unit. */
 
+/* How many records ahead the passes over send_batch()'s lists (here and _core_lists.c) ask
+ * for a value's memory: a call's values are mostly far apart in memory and not in the cache. */
+#define LISTS_PREFETCH 8
+
 /* append_many()'s positions: none (every index from start), a buffer of Py_ssize_t (the
  * grouping's, kept compact) or a list or tuple of ints. */
 typedef struct {
@@ -125,6 +129,13 @@ append_plain_positions(Builder *self, const Columns *c, const Positions *order,
                                                                       : position_at(order, j, n);
         if (i < 0)
             return -1;
+        if (items != NULL && j + LISTS_PREFETCH < order->count &&
+            (size_t)items[j + LISTS_PREFETCH] < (size_t)n) {
+            const char *ahead = (const char *)v[items[j + LISTS_PREFETCH]];
+            __builtin_prefetch(ahead);
+            __builtin_prefetch(ahead + 64);
+            __builtin_prefetch(ahead + 128);
+        }
         PyObject *key = k[i], *value = v[i];
         int rc;
         if ((key == Py_None || PyBytes_CheckExact(key)) &&

@@ -1,8 +1,9 @@
 /* kafkaline._record_core: the builder: records appended many at a time, or already encoded.
  * A part of _record_core.c, which #includes the parts in order as one translation unit. */
 
-/* How many records ahead the passes over send_batch()'s lists (here and _core_lists.c) ask
- * for a value's memory: a call's values are mostly far apart in memory and not in the cache. */
+/* How many records ahead the append loop over send_batch()'s lists asks for a value's memory:
+ * a partition's values are every few records of the lists, far apart in memory and mostly out
+ * of the cache, an order the hardware's prefetch does not follow. */
 #define LISTS_PREFETCH 8
 
 /* append_many()'s positions: none (every index from start), a buffer of Py_ssize_t (the

@@ -96,8 +96,6 @@ core_lists_accepted(PyObject *Py_UNUSED(module), PyObject *const *args, Py_ssize
     for (Py_ssize_t i = 0; i < n; i++) {
         PyObject *value = PyList_GET_ITEM(values, i);
         Py_ssize_t size = 0, header_size = 0;
-        if (i + LISTS_PREFETCH < n)
-            __builtin_prefetch(PyList_GET_ITEM(values, i + LISTS_PREFETCH));
         if (value != Py_None) {
             if (!PyBytes_CheckExact(value))
                 Py_RETURN_FALSE;

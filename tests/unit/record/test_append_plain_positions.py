@@ -92,3 +92,14 @@ def test_a_record_not_bytes_fails_in_both_builders() -> None:
     for make in (PythonBuilder, _record_core.RecordBatchBuilder):
         with pytest.raises(TypeError):
             make(1024).append_many([None, None], values, 0, None, positions=[0, 1])
+
+
+@needs_core
+def test_a_bad_position_further_on_is_named_when_reached() -> None:
+    order = [0, 1] * 10
+    order[15] = -7
+    positions = memoryview(array.array("q", order).tobytes()).cast("n")  # type: ignore[call-overload]
+    for each in (order, positions):
+        builder = _record_core.RecordBatchBuilder(16384)
+        with pytest.raises(IndexError, match=r"position -7 is outside 0\.\.1"):
+            builder.append_many([b"k", None], [b"a", b"b"], 0, None, positions=each)

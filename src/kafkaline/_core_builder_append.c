@@ -216,10 +216,11 @@ put_record_fields(unsigned char *p, uint64_t ts_z, uint64_t off_z, const char *k
     *p++ = 0;
     p = put_varint(p, ts_z);
     p = put_varint(p, off_z);
-    p = put_varint(p, key == NULL ? 1 : zigzag(key_size));
+    /* sizes are >= 0: zigzag(n) is n << 1 */
+    p = put_varint(p, key == NULL ? 1 : (uint64_t)key_size << 1);
     if (key != NULL)
         p = put_bytes(p, key, key_size);
-    p = put_varint(p, value == NULL ? 1 : zigzag(value_size));
+    p = put_varint(p, value == NULL ? 1 : (uint64_t)value_size << 1);
     if (value != NULL)
         p = put_bytes(p, value, value_size);
     if (header_block == NULL) {
@@ -298,10 +299,10 @@ try_append_plain(Builder *self, int64_t timestamp, const char *key, Py_ssize_t k
         payload > self->capacity - self->used - PLAIN_RECORD_OVERHEAD_MAX)
         return try_append(self, timestamp, key, key_size, value, value_size, NULL, 0, limit);
     unsigned char *start = (unsigned char *)PyBytes_AS_STRING(self->buffer) + self->used;
-    unsigned char *end = put_record_fields(start + 2, zigzag(delta), zigzag(self->count), key,
-                                           key_size, value, value_size, NULL, 0);
+    unsigned char *end = put_record_fields(start + 2, zigzag(delta), (uint64_t)self->count << 1,
+                                           key, key_size, value, value_size, NULL, 0);
     int64_t body = end - (start + 2);
-    uint64_t body_z = zigzag(body);
+    uint64_t body_z = (uint64_t)body << 1; /* zigzag of a size */
     int length_size = varint_size(body_z);
     int64_t total = length_size + body;
     if (self->used + total > limit)

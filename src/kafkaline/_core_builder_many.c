@@ -1,6 +1,11 @@
 /* kafkaline._record_core: the builder: records appended many at a time, or already encoded.
  * A part of _record_core.c, which #includes the parts in order as one translation unit. */
 
+/* How many records ahead the append loop over send_batch()'s lists asks for a value's memory:
+ * a partition's values are every few records of the lists, far apart in memory and mostly out
+ * of the cache, an order the hardware's prefetch does not follow. */
+#define LISTS_PREFETCH 8
+
 /* append_many()'s positions: none (every index from start), a buffer of Py_ssize_t (the
  * grouping's, kept compact) or a list or tuple of ints. */
 typedef struct {
@@ -107,6 +112,52 @@ columns_close(Columns *c)
     Py_XDECREF(c->hseq);
 }
 
+/* append_positions() for send_batch()'s lists (one timestamp for all, within int64; no
+ * headers): what holds for the whole call is checked once, not per record. A record of bytes
+ * or None takes try_append_plain(), anything else append_converted() as in the general loop;
+ * the same bytes either way. */
+static Py_ssize_t
+append_plain_positions(Builder *self, const Columns *c, const Positions *order,
+                       Py_ssize_t start, int64_t timestamp, PyObject *timestamps)
+{
+    PyObject **k = PySequence_Fast_ITEMS(c->kseq);
+    PyObject **v = PySequence_Fast_ITEMS(c->vseq);
+    const Py_ssize_t *items = order->items;
+    Py_ssize_t n = c->n, taken = 0;
+    for (Py_ssize_t j = start; j < order->count; j++) {
+        /* position_at() for anything but a buffer's position in range (it raises) */
+        Py_ssize_t i = items != NULL && (size_t)items[j] < (size_t)n ? items[j]
+                                                                      : position_at(order, j, n);
+        if (i < 0)
+            return -1;
+        if (items != NULL && j + LISTS_PREFETCH < order->count &&
+            (size_t)items[j + LISTS_PREFETCH] < (size_t)n) {
+            const char *ahead = (const char *)v[items[j + LISTS_PREFETCH]];
+            __builtin_prefetch(ahead);
+            __builtin_prefetch(ahead + 64);
+            __builtin_prefetch(ahead + 128);
+        }
+        PyObject *key = k[i], *value = v[i];
+        int rc;
+        if ((key == Py_None || PyBytes_CheckExact(key)) &&
+            (value == Py_None || PyBytes_CheckExact(value))) {
+            rc = try_append_plain(self, timestamp, key == Py_None ? NULL : PyBytes_AS_STRING(key),
+                                  key == Py_None ? 0 : PyBytes_GET_SIZE(key),
+                                  value == Py_None ? NULL : PyBytes_AS_STRING(value),
+                                  value == Py_None ? 0 : PyBytes_GET_SIZE(value), self->limit);
+        }
+        else {
+            rc = append_converted(self, timestamp, 0, timestamps, key, value, NULL, self->limit);
+            if (rc == APPENDED && self->closed) /* a conversion ran Python code that closed it */
+                return taken + 1;
+        }
+        if (rc != APPENDED)
+            return rc == FAILED ? -1 : taken;
+        taken++;
+    }
+    return taken;
+}
+
 /* Append the records at positions start.. in order until the batch is full: how many were
  * taken, or -1. */
 static Py_ssize_t
@@ -123,6 +174,8 @@ append_positions(Builder *self, const Columns *c, const Positions *order, Py_ssi
     if (t == NULL && start < order->count && !self->closed &&
         as_timestamp(timestamps, &timestamp, &out_of_range) < 0)
         return -1;
+    if (t == NULL && h == NULL && !out_of_range && !self->closed)
+        return append_plain_positions(self, c, order, start, timestamp, timestamps);
     Py_ssize_t taken = 0;
     for (Py_ssize_t j = start; j < order->count && !self->closed; j++) {
         Py_ssize_t i = position_at(order, j, c->n);

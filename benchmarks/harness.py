@@ -27,7 +27,7 @@ from benchmarks.clients.raw_client import DEFAULT_CONNECTIONS, DEFAULT_IN_FLIGHT
 from benchmarks.machine import MachineInfo, collect_machine_info, load_average_1m, scrub_paths
 from benchmarks.result import RunResult, Status
 from benchmarks.verify import read_back
-from benchmarks.workloads import Sizes, Workload, make_records
+from benchmarks.workloads import Payload, Sizes, Workload, payload_of
 from kafkaline.testing import LocalBroker
 
 #: The directory holding the ``benchmarks`` package: children run with it as their cwd, so
@@ -102,13 +102,11 @@ def run_plan(plan: Plan, progress: Progress = print_progress) -> BenchRun:
         progress(f"broker: Tansu on {broker.bootstrap_servers}")
         for workload in plan.workloads:
             runnable = clients_for(workload, clients, bench, progress)
-            expected_payload = make_records(workload, count=workload.expected_records)
-            payload_bytes = expected_payload.payload_bytes
-            del expected_payload
+            payload = payload_of(workload)
             for round_index in range(1, plan.rounds + 1):
                 for client in runnable:
                     result = run_once(
-                        plan, broker, workload, client, round_index, payload_bytes, Path(scratch)
+                        plan, broker, workload, client, round_index, payload, Path(scratch)
                     )
                     bench.results.append(result)
                     progress(_describe(result, plan.rounds))
@@ -153,7 +151,7 @@ def run_once(
     workload: Workload,
     client: str,
     round_index: int,
-    expected_payload: int,
+    payload: Payload,
     scratch: Path,
     launch: ChildLaunch = ChildLaunch(),
 ) -> RunResult:
@@ -169,8 +167,9 @@ def run_once(
         result.load_average_1m = load
         result.records_expected = workload.expected_records
         if result.status is Status.OK:
+            result.payload_bytes = payload.measured
             started = time.monotonic()
-            _check_read_back(result, broker, workload, topic, expected_payload)
+            _check_read_back(result, broker, workload, topic, payload.total)
             result.read_back_s = time.monotonic() - started
         return result
     finally:

@@ -46,7 +46,7 @@ from benchmarks.harness import (
 from benchmarks.machine import collect_machine_info
 from benchmarks.report import failure_lines, machine_lines, skipped_lines
 from benchmarks.result import RunResult, Status
-from benchmarks.workloads import Kind, Workload, describe, make_records
+from benchmarks.workloads import Kind, Workload, describe, payload_of
 from kafkaline.testing import LocalBroker
 
 #: The two run lengths (records sent) whose difference gives the per-record counts.
@@ -215,7 +215,7 @@ def run_instruction_counts(
             for round_index in range(1, plan.rounds + 1):
                 for records in lengths:
                     sized = replace(workload, records=records)
-                    payload = make_records(sized).payload_bytes
+                    payload = payload_of(sized)
                     for client in runnable:
                         output_dir = Path(scratch) / f"{workload.name}-{client}-{records}"
                         output_dir.mkdir()

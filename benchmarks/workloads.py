@@ -198,6 +198,24 @@ class Records:
         return sum(map(len, self.keys)) + sum(map(len, self.values))
 
 
+@dataclass(frozen=True)
+class Payload:
+    """A run's key and value bytes: all it sends (what the read-back must find) and the part
+    after the warm-up (what MB/s counts)."""
+
+    total: int
+    measured: int
+
+
+def payload_of(workload: Workload) -> Payload:
+    """The harness computes this, not the client's process: under callgrind, summing the
+    sizes there would count among the client's instructions per record."""
+    records = make_records(workload, count=workload.expected_records)
+    warm = workload.warmup_records
+    measured = Records(keys=records.keys[warm:], values=records.values[warm:])
+    return Payload(total=records.payload_bytes, measured=measured.payload_bytes)
+
+
 def key_for(index: int) -> bytes:
     return b"key-%06d" % index
 

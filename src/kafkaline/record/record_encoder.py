@@ -121,8 +121,9 @@ def encode_record_parts(
     if value is None:
         value, value_length = b"", _NULL_LENGTH
     else:
-        value_length = varints[len(value)]
-        if len(value) >= LARGE_VALUE:
+        value_size = len(value)
+        value_length = varints[value_size]
+        if value_size >= LARGE_VALUE:
             head = b"".join(
                 (
                     _ATTRIBUTES,
@@ -133,7 +134,7 @@ def encode_record_parts(
                     value_length,
                 )
             )
-            length = len(head) + len(value) + len(header_block)
+            length = len(head) + value_size + len(header_block)
             prefix = varints[length]
             return (prefix, head, value, header_block), len(prefix) + length
     rest = b"".join(

@@ -17,7 +17,6 @@ from __future__ import annotations
 import functools
 from collections.abc import Callable
 
-
 #: ``gil_release_mode``: never give the GIL up (see the module's docstring).
 _KEEP_GIL = 0
 

@@ -217,6 +217,10 @@ class RecordAccumulator(EncodedAppendSide, SenderSide):
         :class:`~kafkaline.errors.ProducerClosedError` when a new batch is needed after
         :meth:`close`, and what the record builder raises for a bad record.
         """
+        if partition is not None:
+            appended = self._try_append_to_last(topic, partition, timestamp, key, value, headers)
+            if appended is not None:
+                return appended
         record = OneRecord(timestamp, key, value, headers)
         sendable, created = self._append_records(
             topic, partition, record, max_time_to_block_ms, now, cluster

@@ -14,6 +14,7 @@ from collections.abc import Callable
 
 from kafkaline.errors import IllegalStateError
 from kafkaline.net.cluster import TopicPartition
+from kafkaline.producer.accumulator_types import RecordAppendResult
 from kafkaline.producer.batch import ProducerBatch
 from kafkaline.producer.buffer_pool import BufferPool
 from kafkaline.producer.builtin_partitioner import BuiltInPartitioner, StickyPartition
@@ -22,7 +23,7 @@ from kafkaline.producer.partition_queues import PartitionQueue, QueueMap, hold_m
 from kafkaline.producer.partitioner import ClusterPartitions
 from kafkaline.producer.pending_records import PendingRecords
 from kafkaline.producer.transactions.idempotence import IdempotenceManager
-from kafkaline.record import CompressionType, RecordBatchBuilder
+from kafkaline.record import CompressionType, Headers, RecordBatchBuilder
 from kafkaline.record.batch_format import BATCH_HEADER_SIZE
 
 __all__ = ["FIRST_BATCH_MEMORY", "AppendSide"]
@@ -111,6 +112,36 @@ class AppendSide(QueueMap):
             if pooled:
                 self._pool.deallocate(pooled)
         return sendable, created
+
+    def _try_append_to_last(
+        self,
+        topic: str,
+        partition: int,
+        timestamp: int,
+        key: bytes | None,
+        value: bytes | None,
+        headers: Headers | None,
+    ) -> RecordAppendResult | None:
+        """The protocol's first step for one record with its partition, as Java's append
+        begins (``tryAppend`` on the last batch): the partition's last batch takes the
+        record if it already holds the buffer memory of its whole limit, as it does past
+        its first few KiB. ``None`` for anything else (no batch, a full one, one that must
+        take memory first), which :meth:`_append_records` then handles whole."""
+        queue = self._queue(topic, partition)
+        if not queue.batches:
+            return None
+        with queue.lock:
+            batches = queue.batches
+            if not batches:  # (the Sender may have drained it since)
+                return None
+            batch = batches[-1]
+            if batch.pooled_bytes < batch.builder.appended_limit:
+                return None
+            future = batch.try_append(timestamp, key, value, headers)
+            if future is None:
+                return None
+            # Batches before the last are ready to send: the caller wakes the Sender.
+            return future, len(batches) > 1, False
 
     def _round_queue(
         self,

@@ -151,8 +151,9 @@ class RecordBatchBuilder:
         self.appended_limit = self._settings.appended_limit
         self._producer = ProducerState.checked(producer_id, producer_epoch, base_sequence)
         self._closed = False
-        #: The encoded records, in order, in pieces: each appended one as its length varint
-        #: and the rest, and the pieces append_encoded() was given.
+        #: The encoded records, in order, in pieces: each appended one's from
+        #: encode_record_parts() (a large value by reference), and the pieces
+        #: append_encoded() was given.
         self._records: list[bytes | memoryview] = []
         #: The header and the encoded records, in bytes: ``appended_size``.
         self._size = BATCH_HEADER_SIZE
@@ -267,11 +268,11 @@ class RecordBatchBuilder:
         if not (INT64_MIN <= timestamp <= INT64_MAX and INT64_MIN <= delta <= INT64_MAX):
             delta = self._fail_at_seal(timestamp)
         try:
-            # (length varint, rest): seal() joins them with the other records, one copy.
-            record = encode_record_parts(count, delta, key, value, header_block)
+            # In pieces: seal() joins them with the other records, the one copy.
+            pieces, record_size = encode_record_parts(count, delta, key, value, header_block)
         except ValueError:  # a key or value length past int32
             raise _too_large(key, value, header_block) from None
-        size = self._size + len(record[0]) + len(record[1])
+        size = self._size + record_size
         if count == 0:
             if size > MAX_BATCH_SIZE:  # (an empty builder holds the header only)
                 raise _too_large(key, value, header_block)
@@ -279,7 +280,7 @@ class RecordBatchBuilder:
             return None
         if timestamp > self._max_timestamp:
             self._max_timestamp = timestamp
-        self._records.extend(record)
+        self._records.extend(pieces)
         self._size = size
         self._count = count + 1
         return count

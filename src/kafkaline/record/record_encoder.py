@@ -30,6 +30,7 @@ from kafkaline.record.batch_format import Headers
 from kafkaline.record.varint import INT64_MAX, INT64_MIN, encode_varint, encode_varlong
 
 __all__ = [
+    "LARGE_VALUE",
     "NO_HEADERS",
     "RECORD_OVERHEAD_BOUND",
     "as_bytes",
@@ -50,6 +51,10 @@ RECORD_OVERHEAD_BOUND = 36
 NO_HEADERS = b"\x00"
 _NULL_LENGTH = b"\x01"  # varint(-1)
 _ATTRIBUTES = b"\x00"
+#: A value this large is a piece of its own in :func:`encode_record_parts`, not copied into
+#: the rest of its record: copying it costs more than the pieces do (docs/performance.md,
+#: "purezstd").
+LARGE_VALUE = 2048
 
 
 class _EncodedCache(dict[int, bytes]):
@@ -87,8 +92,8 @@ def encode_record(
     >>> encode_record(0, 0, b"k", b"v").hex()
     '10000000026b027600'
     """
-    length, rest = encode_record_parts(offset_delta, timestamp_delta, key, value, header_block)
-    return length + rest
+    pieces, _ = encode_record_parts(offset_delta, timestamp_delta, key, value, header_block)
+    return b"".join(pieces)
 
 
 def encode_record_parts(
@@ -97,13 +102,16 @@ def encode_record_parts(
     key: bytes | None,
     value: bytes | None,
     header_block: bytes = NO_HEADERS,
-) -> tuple[bytes, bytes]:
-    """:func:`encode_record`'s bytes in two parts: the length varint, and the rest of the
-    record. A builder that joins its records once, when sealing, keeps the parts apart: the
-    key and value are then copied there only, not once more to put the length in front.
+) -> tuple[tuple[bytes, ...], int]:
+    """:func:`encode_record`'s bytes in pieces, and their size. A builder that joins its
+    records once, when sealing, keeps the pieces apart, so that the key and value are
+    copied there only: the pieces are the length varint and the rest of the record, or for
+    a value of :data:`LARGE_VALUE` bytes or more, the length varint, the bytes before the
+    value, the value itself and the headers.
 
-    >>> b"".join(encode_record_parts(0, 0, b"k", b"v")).hex()
-    '10000000026b027600'
+    >>> pieces, size = encode_record_parts(0, 0, b"k", b"v")
+    >>> b"".join(pieces).hex(), size
+    ('10000000026b027600', 9)
     """
     varints = _VARINTS
     if key is None:
@@ -113,7 +121,22 @@ def encode_record_parts(
     if value is None:
         value, value_length = b"", _NULL_LENGTH
     else:
-        value_length = varints[len(value)]
+        value_size = len(value)
+        value_length = varints[value_size]
+        if value_size >= LARGE_VALUE:
+            head = b"".join(
+                (
+                    _ATTRIBUTES,
+                    _VARLONGS[timestamp_delta],
+                    varints[offset_delta],
+                    key_length,
+                    key,
+                    value_length,
+                )
+            )
+            length = len(head) + value_size + len(header_block)
+            prefix = varints[length]
+            return (prefix, head, value, header_block), len(prefix) + length
     rest = b"".join(
         (
             _ATTRIBUTES,
@@ -126,7 +149,8 @@ def encode_record_parts(
             header_block,
         )
     )
-    return varints[len(rest)], rest
+    prefix = varints[len(rest)]
+    return (prefix, rest), len(prefix) + len(rest)
 
 
 def encode_headers(headers: Headers) -> bytes:

@@ -101,7 +101,8 @@ class EncodedAppendSide(AppendSide):
     ) -> _EncodedPlan:
         """The group's plan: its queue's open batch (if any, with room) held, so the Sender
         leaves it queued while records are encoded for it (unheld, it was often drained
-        meanwhile and the records encoded again, see docs/performance.md)."""
+        meanwhile and the records encoded again: docs/performance.md, "Notes moved from the
+        code")."""
         with queue.lock:
             if queue.batches:
                 last = queue.batches[-1]
@@ -219,7 +220,7 @@ class EncodedAppendSide(AppendSide):
         wakes the Sender for each batch it makes sendable, so that a call larger than
         ``buffer_memory`` does not wait for memory the Sender was not woken to free;
         otherwise the caller wakes it once, after the call (a wakeup per batch was a
-        measurable share of send_arrow(), see docs/performance.md)."""
+        measurable share of send_arrow(): docs/performance.md, "Notes moved from the code")."""
         pool = self._pool
 
         def wake_if_short() -> None:

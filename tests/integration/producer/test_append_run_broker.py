@@ -80,6 +80,6 @@ def test_send_batch_after_send_reads_back_in_order(
         for future in futures:
             future.get(timeout=30)
     expected: dict[int, list[Record]] = {}
-    for partition, key, value in sent:
-        expected.setdefault(partition, []).append((key, value))
+    for partition, sent_key, sent_value in sent:
+        expected.setdefault(partition, []).append((sent_key, sent_value))
     assert read_back(broker, topic, 3, len(sent)) == expected

@@ -8,6 +8,7 @@ alone (the reference); in the pure-Python build both take the protocol, and must
 from __future__ import annotations
 
 import array
+import threading
 from typing import Any
 
 import pytest
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 from kafkaline.errors import BufferExhaustedError, ProducerClosedError
 from kafkaline.producer.accumulator import BufferPool, BulkSegment, RecordAccumulator
 from kafkaline.producer.batch import ProducerBatch
-from kafkaline.record import CompressionType, core_build
+from kafkaline.record import CompressionType, core_build, read_record_batches
 
 TS = 1_700_000_000_000
 COMPILED = core_build() == "compiled"
@@ -177,3 +178,40 @@ def test_a_closed_accumulator_refuses_the_run_as_the_protocol_does() -> None:
         messages.append(str(raised.value))
         assert accumulator.incomplete_count() == 0
     assert messages[0] == messages[1]
+
+
+def test_threads_appending_runs_keep_each_partitions_order_and_the_memory() -> None:
+    """Runs of several threads into the same partitions, some by append() between: each
+    thread's records stay in order within a partition, and once every batch is given back
+    the pool holds all its memory again."""
+    accumulator, _ = accumulators(2000, memory=1 << 21)
+    total = accumulator.buffer_pool.available_memory
+
+    def work(sender: int) -> None:
+        for call in range(30):
+            values = [b"%d:%d:%d" % (sender, call, i) for i in range(23)]
+            accumulator.append_many("t", call % 2, TS, [None] * 23, values, now=0.0)
+            accumulator.append("t", call % 2, TS, None, b"%d:%d:23" % (sender, call), now=0.0)
+
+    threads = [threading.Thread(target=work, args=(sender,)) for sender in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    for queue in accumulator._queues["t"].values():
+        seen: dict[int, list[tuple[int, int]]] = {}
+        with queue.lock:
+            batches = list(queue.batches)
+            queue.batches.clear()
+        for batch in batches:
+            batch.builder.set_producer_state(-1, -1, -1)
+            for record_batch in read_record_batches(bytes(batch.builder.build())):
+                for record in record_batch.records:
+                    assert record.value is not None
+                    sender, call, number = map(int, record.value.split(b":"))
+                    seen.setdefault(sender, []).append((call, number))
+            accumulator.deallocate(batch)
+        for order in seen.values():
+            assert order == sorted(order) and len(order) == 15 * 24
+    assert accumulator.buffer_pool.available_memory == total
+    assert accumulator.incomplete_count() == 0

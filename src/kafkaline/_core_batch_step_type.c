@@ -201,4 +201,5 @@ static PyTypeObject BatchStepType = {
     .tp_clear = (inquiry)BatchStep_clear,
     .tp_call = PyVectorcall_Call,
     .tp_getset = BatchStep_getset,
+    .tp_methods = BatchStep_methods,
 };

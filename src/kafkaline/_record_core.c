@@ -57,6 +57,7 @@
 #include "_core_sender_lookups.c"
 #include "_core_batch_pool.c"
 #include "_core_batch_step.c"
+#include "_core_batch_step_run.c"
 #include "_core_batch_step_type.c"
 #include "_core_batch_grow.c"
 #include "_core_sender_call.c"

@@ -32,6 +32,7 @@ import random
 import threading
 import time
 from collections.abc import Callable, Sequence
+from typing import Protocol, cast
 
 from kafkaline.config import ExponentialBackoff, ProducerConfig
 from kafkaline.errors import IllegalStateError, KafkaTimeoutError, ProducerClosedError
@@ -84,6 +85,35 @@ __all__ = [
     "RecordAccumulator",
     "RecordAppendResult",
 ]
+
+
+class RunStep(Protocol):
+    """The compiled core's rounds of the append protocol for a run of records (its
+    ``NewBatchStep.append_run``): ``(records appended, a batch made or filled)``."""
+
+    def append_run(
+        self,
+        queue: PartitionQueue,
+        keys: Sequence[bytes | None],
+        values: Sequence[bytes | None],
+        timestamp: int,
+        positions: Sequence[int] | None,
+        start: int,
+        segments: list[BulkSegment],
+        wakeup: Callable[[], None] | None,
+        now: float,
+    ) -> tuple[int, bool]: ...
+
+
+def _not_a_step(
+    topic: str, partition: int, timestamp: int, key: bytes | None, value: bytes | None
+) -> FutureRecordMetadata:
+    # The run step is never called as send()'s new-batch step.
+    raise IllegalStateError("the run step is not send()'s new-batch step")
+
+
+def _no_wakeup() -> None:
+    pass
 
 
 class RecordAccumulator(EncodedAppendSide, SenderSide):
@@ -164,6 +194,7 @@ class RecordAccumulator(EncodedAppendSide, SenderSide):
         #: Counts of the batches closed for sending, for metrics.
         self.batch_stats = BatchStats()
         self._init_sender_side()
+        self._run_step = self._compiled_run_step()
 
     @classmethod
     def from_config(
@@ -321,6 +352,12 @@ class RecordAccumulator(EncodedAppendSide, SenderSide):
         )
         return step
 
+    def _compiled_run_step(self) -> RunStep | None:
+        """The compiled core's rounds of the append protocol for :meth:`append_many`'s runs
+        (see :meth:`new_batch_step`: the same step, the same cases), or ``None``."""
+        step = self.new_batch_step(_not_a_step, _no_wakeup)
+        return None if step is _not_a_step else cast("RunStep", step)
+
     def append_many(
         self,
         topic: str,
@@ -356,10 +393,28 @@ class RecordAccumulator(EncodedAppendSide, SenderSide):
         """
         segments: list[BulkSegment] = [] if into is None else into
         run = RecordRun(timestamp, keys, values, headers, segments, positions)
+        made = False
+        step = self._run_step
+        if (
+            step is not None
+            and partition is not None
+            and headers is None
+            and type(timestamp) is int
+            and not run.done
+        ):
+            # The protocol's common rounds in the compiled core; it stops where a round needs
+            # anything else, and the protocol below goes on from there.
+            queue = self._queue(topic, partition)
+            appended, made = step.append_run(
+                queue, keys, values, timestamp, positions, 0, segments, wakeup, float(now)
+            )
+            run.advance(appended)
+        if run.done:
+            return segments, made
         sendable, created = self._append_records(
             topic, partition, run, max_time_to_block_ms, now, cluster, wakeup
         )
-        return segments, sendable or created
+        return segments, sendable or created or made
 
     # ------------------------------------------------------------------ flush and close
 

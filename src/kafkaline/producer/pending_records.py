@@ -176,6 +176,11 @@ class RecordRun:
         self.done = self.position >= self.count
         return builder.estimated_size_in_bytes - size_before
 
+    def advance(self, count: int) -> None:
+        """Count ``count`` more records as appended (by the compiled core's rounds)."""
+        self.position += count
+        self.done = self.position >= self.count
+
     def size_bound(self) -> int:
         at = self.position if self.positions is None else self.positions[self.position]
         if self._bound_at != at:  # asked again for the same record while it waits for a batch

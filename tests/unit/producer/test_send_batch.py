@@ -14,9 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkaline import Producer
+from kafkaline import Producer, ProducerConfig
 from kafkaline.errors import (
     BufferExhaustedError,
+    ConfigError,
     InvalidPartitionError,
     InvalidRecordTimestampError,
     KafkaTimeoutError,
@@ -518,6 +519,64 @@ def test_bulk_calls_with_interceptors_go_record_by_record(
     try:
         result = with_nobody.send_batch("t", [b"a", b"b"], partition=0)
         assert result.encoder == "per-record" and seen == [b"a", b"b"]
+    finally:
+        with_nobody.close(0)
+
+
+class SeeingInterceptor:
+    def on_send(self, record: ProducerRecord[Any, Any]) -> ProducerRecord[Any, Any]:
+        return record
+
+    def on_acknowledgement(self, metadata: object, error: Exception | None) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class LastPartition:
+    def partition(self, topic: str, key: bytes | None, value: bytes | None, cluster: object) -> int:
+        return 2
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("changes", "named"),
+    [
+        ({"partitioner": LastPartition()}, r"a custom partitioner \(partitioner=\.\.\.\)"),
+        ({"interceptors": [SeeingInterceptor()]}, r"interceptors \(interceptors=\.\.\.\)"),
+        (
+            {"partitioner": LastPartition(), "interceptors": [SeeingInterceptor()]},
+            r"partitioner=\.\.\.\) and interceptors",
+        ),
+    ],
+)
+def test_columnar_bulk_encoder_with_what_it_cannot_honour_is_a_config_error(
+    changes: dict[str, Any], named: str
+) -> None:
+    # Asked for explicitly, "columnar" is not swapped for another encoder at the call.
+    conflict = rf"bulk_encoder='columnar' cannot be used with .*{named}"
+    with pytest.raises(ConfigError, match=conflict):
+        Producer(bootstrap_servers="127.0.0.1:1", bulk_encoder="columnar", **changes)
+    with pytest.raises(ConfigError, match=r"bulk_encoder='columnar' cannot be used with"):
+        ProducerConfig(bootstrap_servers="h:1", **changes).with_changes(bulk_encoder="columnar")
+
+
+def test_auto_bulk_encoder_with_a_custom_partitioner_takes_records(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("numpy")
+    pa = pytest.importorskip("pyarrow")
+    with_nobody = Producer(
+        bootstrap_servers=f"127.0.0.1:{closed_port()}", partitioner=LastPartition()
+    )
+    monkeypatch.setattr(with_nobody._topics, "wait", lambda topic: (3, 1000.0))
+    try:
+        result = with_nobody.send_arrow("t", keyed_arrow_batch(pa, 30))
+        assert result.encoder == "records"
+        assert with_nobody._accumulator.queue_sizes("t") == {2: 1}
     finally:
         with_nobody.close(0)
 

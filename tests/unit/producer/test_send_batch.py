@@ -263,7 +263,7 @@ def test_arrow_columns_binary_string_large_and_nulls() -> None:
 def test_send_arrow_without_pyarrow_names_the_extra(
     producer: Producer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kafkaline.producer.bulk.sender import columnar_module
+    from kafkaline.producer.bulk.encoder import columnar_module
 
     def forget_what_was_found() -> None:
         # The producer remembers whether numpy and pyarrow are there (a cached lookup).
@@ -379,15 +379,19 @@ def test_bulk_key_partitions_match_send_and_remember_only_short_keys() -> None:
     keys: list[bytes | None] = [b"a", None, long_key, b"a", b"b"]
     expected = [partition_for_key(b"a", 7), -1, partition_for_key(long_key, 7)]
     expected += [partition_for_key(b"a", 7), partition_for_key(b"b", 7)]
-    assert with_nobody._bulk._key_partitions(keys, 7) == expected
-    assert with_nobody._bulk._key_partitions(keys, 7) == expected  # from the memo
-    assert set(with_nobody._bulk._partition_memo[7]) == {b"a", b"b"}
-    assert with_nobody._bulk._key_partitions([b"a"], 3) == [partition_for_key(b"a", 3)]
+    assert with_nobody._bulk.records.key_partitions(keys, 7) == expected
+    assert with_nobody._bulk.records.key_partitions(keys, 7) == expected  # from the memo
+    assert set(with_nobody._bulk.records._partition_memo[7]) == {b"a", b"b"}
+    assert with_nobody._bulk.records.key_partitions([b"a"], 3) == [partition_for_key(b"a", 3)]
     # Every key known (one pass over the memo), then known keys with a new one and a None.
     known: list[bytes | None] = [b"b", b"a", b"b"]
-    assert with_nobody._bulk._key_partitions(known, 7) == [expected[4], expected[0], expected[4]]
+    assert with_nobody._bulk.records.key_partitions(known, 7) == [
+        expected[4],
+        expected[0],
+        expected[4],
+    ]
     mixed: list[bytes | None] = [b"b", b"c", None, b"a"]
-    assert with_nobody._bulk._key_partitions(mixed, 7) == [
+    assert with_nobody._bulk.records.key_partitions(mixed, 7) == [
         expected[4],
         partition_for_key(b"c", 7),
         -1,
@@ -561,7 +565,8 @@ def test_columnar_bulk_encoder_with_what_it_cannot_honour_is_a_config_error(
     with pytest.raises(ConfigError, match=conflict):
         Producer(bootstrap_servers="127.0.0.1:1", bulk_encoder="columnar", **changes)
     with pytest.raises(ConfigError, match=r"bulk_encoder='columnar' cannot be used with"):
-        ProducerConfig(bootstrap_servers="h:1", **changes).with_changes(bulk_encoder="columnar")
+        config = ProducerConfig.from_kwargs(bootstrap_servers="h:1", **changes)
+        config.with_changes(bulk_encoder="columnar")
 
 
 def test_auto_bulk_encoder_with_a_custom_partitioner_takes_records(
@@ -585,7 +590,7 @@ def test_columnar_bulk_encoder_without_numpy_says_what_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     pa = pytest.importorskip("pyarrow")
-    from kafkaline.producer.bulk.sender import columnar_module
+    from kafkaline.producer.bulk.encoder import columnar_module
 
     with_nobody = Producer(bootstrap_servers=f"127.0.0.1:{closed_port()}", bulk_encoder="columnar")
     monkeypatch.setattr(with_nobody._topics, "wait", lambda topic: (3, 1000.0))

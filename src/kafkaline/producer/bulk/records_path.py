@@ -43,13 +43,9 @@ _MEMO_KEY_SIZE = 128
 #: Entries of that memo per partition count (cleared when full).
 _MEMO_ENTRIES = 1 << 15
 
+#: ``check_sizes(topic, keys, values, headers)``: an error naming the first record too large.
 CheckSizes = Callable[
-    [
-        str,
-        "Sequence[bytes | None] | None",
-        "Sequence[bytes | None]",
-        "Sequence[Headers | None] | None",
-    ],
+    [str, Sequence[bytes | None] | None, Sequence[bytes | None], Sequence[Headers | None] | None],
     None,
 ]
 

@@ -42,6 +42,27 @@ __all__ = ["ProducerConfig"]
 # Messages keep the logger of the module this came from.
 _log = logging.getLogger("kafkaline.config")
 
+
+def check_bulk_encoder(config: ProducerConfig) -> None:
+    """``bulk_encoder="columnar"`` asked for explicitly cannot be had with a custom partitioner
+    (asked record by record) or interceptors (they see every record through ``send()``): a
+    ConfigError names the conflict rather than send_arrow() quietly taking another encoder."""
+    if config.bulk_encoder != "columnar":
+        return
+    conflicts = []
+    if config.partitioner is not None:
+        conflicts.append("a custom partitioner (partitioner=...)")
+    if config.interceptors:
+        conflicts.append("interceptors (interceptors=...)")
+    if conflicts:
+        raise ConfigError(
+            f"bulk_encoder='columnar' cannot be used with {' and '.join(conflicts)}: the "
+            "columnar encoder partitions whole columns without calling them; set "
+            "bulk_encoder='auto' (send_arrow() then takes the records encoder, or one send() "
+            "per record with interceptors) or 'records'"
+        )
+
+
 # --------------------------------------------------------------------------- the config value
 
 
@@ -120,6 +141,7 @@ class ProducerConfig:
             object.__setattr__(self, setting.name, value)
         object.__setattr__(self, "compression_level", checked_compression_level(self))
         check_security(self)
+        check_bulk_encoder(self)
         object.__setattr__(self, "_delivery_timeout_ms", resolve_delivery_timeout(self))
         object.__setattr__(self, "_idempotent", resolve_idempotence(self))
         if self.retry_backoff_ms > self.retry_backoff_max_ms:

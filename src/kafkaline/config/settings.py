@@ -154,8 +154,9 @@ def _metadata_recovery_strategy(key: str, value: object) -> str:
 
 #: How send_batch() and send_arrow() encode their records (``Producer``'s bulk_encoder):
 #: "records" one by one into the batch (the compiled core's loop, or the Python builder),
-#: "columnar" send_arrow()'s columns by numpy, "auto" columnar where numpy and pyarrow 16+
-#: are installed.
+#: "columnar" send_arrow()'s columns by numpy (not with a custom partitioner or interceptors:
+#: ProducerConfig refuses the pair), "auto" columnar where numpy and pyarrow 16+ are installed
+#: and neither is set.
 BULK_ENCODERS: Final[tuple[str, ...]] = ("auto", "records", "columnar")
 
 
@@ -410,8 +411,8 @@ SETTINGS: Final[tuple[Setting, ...]] = (
          "acknowledgement."),
     _row("bulk_encoder", "bulk.encoder", "str", _bulk_encoder, "auto",
          "How send_arrow() encodes: records (one by one, as send_batch() over lists), columnar "
-         "(numpy over whole columns) or auto (columnar where numpy and pyarrow 16+ are "
-         "installed)."),
+         "(numpy over whole columns; a ConfigError with a custom partitioner or interceptors) "
+         "or auto (columnar where numpy and pyarrow 16+ are installed and neither is set)."),
     _row("enable_idempotence", "enable.idempotence", "optional_bool", _optional_bool,
          "True (off if acks/retries conflict)",
          "Exactly one copy per record per partition; needs acks=all, retries > 0 and at most "

@@ -582,7 +582,7 @@ def test_arrow_slices_bound_rows_and_bytes() -> None:
 def test_one_shape_all_groups_together_bit_exact(
     key_length: int | None, value_length: int, since: int, first_delta: int
 ) -> None:
-    # Records of one shape take _encode_one_shape: all groups at once (each value written
+    # Records of one shape take the one-shape encoder: all groups at once (each value written
     # from its input row), open batches first, then new batches cut by the table of sizes.
     rng = random.Random(value_length)
     count = 4000
@@ -596,15 +596,8 @@ def test_one_shape_all_groups_together_bit_exact(
     source = columnar.ColumnarRecords(
         None if key_length is None else column(keys), column(values), None, now, partitions
     )
-    shaped = source._encode_one_shape
-    taken: list[bool] = []
-
-    def spy(*args: Any) -> Any:
-        found = shaped(*args)
-        taken.append(found is not None)
-        return found
-
-    source._encode_one_shape = spy  # type: ignore[method-assign, assignment]
+    assert source.one_shape
+    taken: list[str | None] = []
     open_state = OpenBatch(room=3000, first_offset_delta=first_delta, base_timestamp=now - since)
     requests = [(g, open_state if g % 2 == 0 else None) for g in range(len(source.groups))]
     rows_in_order: list[int] = []
@@ -614,6 +607,7 @@ def test_one_shape_all_groups_together_bit_exact(
     fresh_room = 10_000
     for group_requests in (requests, requests[1:3]):  # every row, and a subset of groups
         encoded = source.encode(group_requests, fresh_room)
+        taken.append(source.last_encoding)
         for (group, open_batch), chunks in zip(group_requests, encoded, strict=True):
             _, start, stop = source.groups[group]
             assert chunks[0].start == start and sum(c.record_count for c in chunks) == stop - start
@@ -635,7 +629,7 @@ def test_one_shape_all_groups_together_bit_exact(
                 assert len(section) <= limit
                 if index + 1 < len(chunks):  # cut exactly: the next record would not fit
                     assert len(section) + len(expected) // len(picked) > limit
-    assert taken == [True, True]
+    assert taken == ["one shape", "one shape"]
 
 
 @pytest.mark.parametrize(
@@ -652,8 +646,9 @@ def test_records_of_other_shapes_take_the_general_encoder(
 ) -> None:
     keys: list[bytes | None] = [b"k1", b"k2", b"k3"]
     source = columnar.ColumnarRecords(column(keys), column(values), None, timestamps, 0)
-    assert not source._one_shape
+    assert not source.one_shape
     (chunks,) = source.encode([(0, None)], 10_000)
+    assert source.last_encoding == "general"
     expected = encode_records(
         keys,
         values,
@@ -667,9 +662,9 @@ def test_one_shape_in_batches_of_very_many_records_takes_the_general_encoder() -
     # A batch room for more records than a shape table holds (its memory is bounded).
     values: list[bytes | None] = [b"%08d" % i for i in range(50)]
     source = columnar.ColumnarRecords(None, column(values), None, 7, 0)
-    assert source._one_shape
-    assert source._encode_one_shape([(0, None)], 8_000_000) is None
+    assert source.one_shape
     (chunks,) = source.encode([(0, None)], 8_000_000)
+    assert source.last_encoding == "general"
     assert b"".join(b"".join(c.records) for c in chunks) == encode_records(
         [None] * 50, values, [7] * 50, base_timestamp=7
     )

@@ -14,9 +14,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from kafkaline import Producer
+from kafkaline import Producer, ProducerConfig
 from kafkaline.errors import (
     BufferExhaustedError,
+    ConfigError,
     InvalidPartitionError,
     InvalidRecordTimestampError,
     KafkaTimeoutError,
@@ -262,7 +263,7 @@ def test_arrow_columns_binary_string_large_and_nulls() -> None:
 def test_send_arrow_without_pyarrow_names_the_extra(
     producer: Producer, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from kafkaline.producer.bulk.sender import columnar_module
+    from kafkaline.producer.bulk.encoder import columnar_module
 
     def forget_what_was_found() -> None:
         # The producer remembers whether numpy and pyarrow are there (a cached lookup).
@@ -378,15 +379,19 @@ def test_bulk_key_partitions_match_send_and_remember_only_short_keys() -> None:
     keys: list[bytes | None] = [b"a", None, long_key, b"a", b"b"]
     expected = [partition_for_key(b"a", 7), -1, partition_for_key(long_key, 7)]
     expected += [partition_for_key(b"a", 7), partition_for_key(b"b", 7)]
-    assert with_nobody._bulk._key_partitions(keys, 7) == expected
-    assert with_nobody._bulk._key_partitions(keys, 7) == expected  # from the memo
-    assert set(with_nobody._bulk._partition_memo[7]) == {b"a", b"b"}
-    assert with_nobody._bulk._key_partitions([b"a"], 3) == [partition_for_key(b"a", 3)]
+    assert with_nobody._bulk.records.key_partitions(keys, 7) == expected
+    assert with_nobody._bulk.records.key_partitions(keys, 7) == expected  # from the memo
+    assert set(with_nobody._bulk.records._partition_memo[7]) == {b"a", b"b"}
+    assert with_nobody._bulk.records.key_partitions([b"a"], 3) == [partition_for_key(b"a", 3)]
     # Every key known (one pass over the memo), then known keys with a new one and a None.
     known: list[bytes | None] = [b"b", b"a", b"b"]
-    assert with_nobody._bulk._key_partitions(known, 7) == [expected[4], expected[0], expected[4]]
+    assert with_nobody._bulk.records.key_partitions(known, 7) == [
+        expected[4],
+        expected[0],
+        expected[4],
+    ]
     mixed: list[bytes | None] = [b"b", b"c", None, b"a"]
-    assert with_nobody._bulk._key_partitions(mixed, 7) == [
+    assert with_nobody._bulk.records.key_partitions(mixed, 7) == [
         expected[4],
         partition_for_key(b"c", 7),
         -1,
@@ -522,11 +527,70 @@ def test_bulk_calls_with_interceptors_go_record_by_record(
         with_nobody.close(0)
 
 
+class SeeingInterceptor:
+    def on_send(self, record: ProducerRecord[Any, Any]) -> ProducerRecord[Any, Any]:
+        return record
+
+    def on_acknowledgement(self, metadata: object, error: Exception | None) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+class LastPartition:
+    def partition(self, topic: str, key: bytes | None, value: bytes | None, cluster: object) -> int:
+        return 2
+
+    def close(self) -> None:
+        pass
+
+
+@pytest.mark.parametrize(
+    ("changes", "named"),
+    [
+        ({"partitioner": LastPartition()}, r"a custom partitioner \(partitioner=\.\.\.\)"),
+        ({"interceptors": [SeeingInterceptor()]}, r"interceptors \(interceptors=\.\.\.\)"),
+        (
+            {"partitioner": LastPartition(), "interceptors": [SeeingInterceptor()]},
+            r"partitioner=\.\.\.\) and interceptors",
+        ),
+    ],
+)
+def test_columnar_bulk_encoder_with_what_it_cannot_honour_is_a_config_error(
+    changes: dict[str, Any], named: str
+) -> None:
+    # Asked for explicitly, "columnar" is not swapped for another encoder at the call.
+    conflict = rf"bulk_encoder='columnar' cannot be used with .*{named}"
+    with pytest.raises(ConfigError, match=conflict):
+        Producer(bootstrap_servers="127.0.0.1:1", bulk_encoder="columnar", **changes)
+    with pytest.raises(ConfigError, match=r"bulk_encoder='columnar' cannot be used with"):
+        config = ProducerConfig.from_kwargs(bootstrap_servers="h:1", **changes)
+        config.with_changes(bulk_encoder="columnar")
+
+
+def test_auto_bulk_encoder_with_a_custom_partitioner_takes_records(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    pytest.importorskip("numpy")
+    pa = pytest.importorskip("pyarrow")
+    with_nobody = Producer(
+        bootstrap_servers=f"127.0.0.1:{closed_port()}", partitioner=LastPartition()
+    )
+    monkeypatch.setattr(with_nobody._topics, "wait", lambda topic: (3, 1000.0))
+    try:
+        result = with_nobody.send_arrow("t", keyed_arrow_batch(pa, 30))
+        assert result.encoder == "records"
+        assert with_nobody._accumulator.queue_sizes("t") == {2: 1}
+    finally:
+        with_nobody.close(0)
+
+
 def test_columnar_bulk_encoder_without_numpy_says_what_to_install(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     pa = pytest.importorskip("pyarrow")
-    from kafkaline.producer.bulk.sender import columnar_module
+    from kafkaline.producer.bulk.encoder import columnar_module
 
     with_nobody = Producer(bootstrap_servers=f"127.0.0.1:{closed_port()}", bulk_encoder="columnar")
     monkeypatch.setattr(with_nobody._topics, "wait", lambda topic: (3, 1000.0))

@@ -133,6 +133,16 @@ class ColumnarRecords:
             and isinstance(vl, int)
             and vl >= ONE_SHAPE_MIN_VALUE
         )
+        #: Which encoder the last :meth:`encode` took: ``"one shape"`` or ``"general"``
+        #: (None before the first); for tests and profiles to see it without hooks.
+        self.last_encoding: str | None = None
+
+    @property
+    def one_shape(self) -> bool:
+        """Whether every record is of one shape (one timestamp, keys of one length or all
+        null, values of one length and at least 8 bytes, no headers): :meth:`encode` then
+        tries the one-shape encoder first."""
+        return self._one_shape
 
     @property
     def key_sizes(self) -> Int64s:
@@ -243,7 +253,9 @@ class ColumnarRecords:
         if self._one_shape:
             shaped = self._encode_one_shape(requests, fresh_room)
             if shaped is not None:
+                self.last_encoding = "one shape"
                 return shaped
+        self.last_encoding = "general"
         per_request, rows, row_count, timestamps = self._cuts(requests, fresh_room)
         cuts = [cut for group_cuts in per_request for cut in group_cuts]
         counts = [cut.stop - cut.start for cut in cuts]

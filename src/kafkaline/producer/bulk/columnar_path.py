@@ -5,8 +5,8 @@ of the whole input), partitioned by the vectorised murmur2 and made a
 of records for :meth:`RecordAccumulator.append_encoded
 <kafkaline.producer.accumulator.RecordAccumulator.append_encoded>`.
 
-numpy and pyarrow are imported by name when a call takes this path: kafkaline imports
-without them.
+numpy and pyarrow are imported by name when a producer chooses this encoder (see
+:func:`~kafkaline.producer.bulk.encoder.choose_encoder`): kafkaline imports without them.
 """
 
 from __future__ import annotations
@@ -18,7 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from kafkaline.errors import InvalidRecordTimestampError, RecordTooLargeError
 from kafkaline.producer.accumulator import EncodedRun, RecordAccumulator
-from kafkaline.producer.bulk.arrow import TO_MILLISECONDS, ArrowSlice
+from kafkaline.producer.bulk.arrow import TO_MILLISECONDS, ArrowSlice, arrow_slices
+from kafkaline.producer.bulk.encoder import ArrowColumns
 from kafkaline.producer.bulk.result import BatchSendResult, BulkRun, report_queued
 from kafkaline.producer.partitioner import validate_partition
 from kafkaline.producer.validation import check_headers, headers_size_bound
@@ -34,13 +35,17 @@ _monotonic = time.monotonic
 
 
 class ColumnarPath:
-    """The columnar encoder's side of a producer's bulk calls (see :class:`BulkSender
-    <kafkaline.producer.bulk.sender.BulkSender>`, which hands over ``begin(topic,
-    partition)``: the call's checks, then the partition count and the ``max_block_ms``
-    left, and ``check_size(topic, size, headers)``)."""
+    """The ``columnar`` :class:`~kafkaline.producer.bulk.encoder.BulkEncoder` of a producer's
+    bulk calls (``columnar``: the ``bulk.columnar`` module, imported only with numpy).
+    :class:`BulkSender <kafkaline.producer.bulk.sender.BulkSender>` hands over
+    ``begin(topic, partition)``: the call's checks, then the partition count and the
+    ``max_block_ms`` left, and ``check_size(topic, size, headers)``."""
+
+    name = "columnar"
 
     def __init__(
         self,
+        columnar: Any,
         accumulator: RecordAccumulator,
         *,
         payload_limit: int,
@@ -51,6 +56,7 @@ class ColumnarPath:
         wakeup: Callable[[], None],
         translate_error: Callable[[Exception, str, int | None], Exception | None],
     ) -> None:
+        self._columnar = columnar
         self._accumulator = accumulator
         self._payload_limit = payload_limit
         self._keyed = keyed
@@ -60,16 +66,22 @@ class ColumnarPath:
         self._wakeup = wakeup
         self._translate_error = translate_error
 
+    def send_arrow(self, topic: str, data: Any, columns: ArrowColumns) -> BatchSendResult:
+        """send_arrow()'s columns read as slices of Arrow arrays, then :meth:`send`."""
+        slices = arrow_slices(
+            data, columns.key, columns.value, columns.headers, columns.partition, columns.timestamp
+        )
+        return self.send(topic, slices, columns.partition, columns.timestamp)
+
     def send(
         self,
-        columnar: Any,
         topic: str,
         slices: list[ArrowSlice],
         partition_column: str | None,
         timestamp_column: str | None,
     ) -> BatchSendResult:
-        """Check every slice, then append them (``columnar``: the ``bulk.columnar`` module,
-        imported only with numpy)."""
+        """Check every slice, then append them."""
+        columnar = self._columnar
         np: Any = importlib.import_module("numpy")
         columns: Any = importlib.import_module("kafkaline.producer.bulk.columns")
         count, max_block_ms = self._begin(topic, None)

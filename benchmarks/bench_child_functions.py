@@ -6,9 +6,8 @@ child for one client (``--client kafkaline-batch``, ``kafkaline``, ...) on one w
 (``--workload``, default small) at two lengths (the same input of ``--long`` records,
 linger 5 s), as the instruction mode does, and prints the caller's and the I/O threads'
 instructions per record function by function (self cost, the two lengths differenced),
-largest first. So the
-harness's own per-record work (input slices, the payload sum, the GC over the input lists)
-shows beside the producer's. Run it from the repository root:
+largest first. So the harness's own per-record work (input slices, the payload sum, the GC
+over the input lists) shows beside the producer's. Run it from the repository root:
 
     PYTHONHASHSEED=0 .venv/bin/python -m benchmarks.bench_child_functions
         [--client kafkaline-batch] [--workload small] [--short 10000] [--long 30000] [--top 40]

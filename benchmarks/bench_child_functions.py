@@ -2,15 +2,15 @@
 diff of ``benchmarks.child`` (what ``python -m benchmarks --instructions`` counts).
 
 :mod:`benchmarks.callgrind_functions` runs a small program of its own; this runs the bench's
-child for one client (``--client kafkaline-batch``, ``kafkaline``, ...) on the small
-workload at two lengths (the same input of ``--long`` records, linger 5 s), as the
-instruction mode does, and prints the caller's and the I/O threads' instructions per record
-function by function (self cost, the two lengths differenced), largest first. So the
-harness's own per-record work (input slices, the payload sum, the GC over the input lists)
-shows beside the producer's. Run it from the repository root:
+child for one client (``--client kafkaline-batch``, ``kafkaline``, ...) on one workload
+(``--workload``, default small) at two lengths (the same input of ``--long`` records,
+linger 5 s), as the instruction mode does, and prints the caller's and the I/O threads'
+instructions per record function by function (self cost, the two lengths differenced),
+largest first. So the harness's own per-record work (input slices, the payload sum, the GC
+over the input lists) shows beside the producer's. Run it from the repository root:
 
     PYTHONHASHSEED=0 .venv/bin/python -m benchmarks.bench_child_functions
-        [--client kafkaline-batch] [--short 10000] [--long 30000] [--top 40]
+        [--client kafkaline-batch] [--workload small] [--short 10000] [--long 30000] [--top 40]
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ from kafkaline.testing import LocalBroker
 
 def _run(args: argparse.Namespace, broker: LocalBroker, records: int, out: str) -> None:
     topic = f"child-functions-{uuid.uuid4().hex[:8]}"
-    workload = replace(instruction_workload(ISSUE_WORKLOADS[0]), records=records)
+    chosen = next(w for w in ISSUE_WORKLOADS if w.name == args.workload)
+    workload = replace(instruction_workload(chosen), records=records)
     broker.create_topic(topic, partitions=workload.partitions)
     env = {**os.environ, "PYTHONHASHSEED": "0"}
     env.pop("PYTHONDONTWRITEBYTECODE", None)
@@ -69,6 +70,7 @@ def _run(args: argparse.Namespace, broker: LocalBroker, records: int, out: str) 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--client", default="kafkaline-batch")
+    parser.add_argument("--workload", default="small")
     parser.add_argument("--short", type=int, default=10_000)
     parser.add_argument("--long", type=int, default=30_000)
     parser.add_argument("--top", type=int, default=40)

@@ -25,6 +25,11 @@ from kafkaline.protocol import Response
 __all__ = ["RequestQueue", "completion", "request_error", "request_timeout", "unmatched_response"]
 
 _MAX_BUFFERS_PER_WRITE = 64
+#: Queued frames are offered to one write until they hold this many bytes. A socket takes at
+#: most its send buffer's free space (256 KiB a write on loopback here, see docs/performance.md,
+#: "perbatch"), while sendmsg converts every buffer offered, taken or not; a socket that takes
+#: all that was offered is written again at once.
+_OFFER_BYTES = 256 * 1024
 
 
 def completion(
@@ -146,9 +151,12 @@ class RequestQueue:
                 buffers = outgoing[0].unwritten()
             else:
                 buffers = []
+                offered = 0
                 for frame in outgoing:
-                    buffers += frame.unwritten()
-                    if len(buffers) >= _MAX_BUFFERS_PER_WRITE:
+                    unwritten = frame.unwritten()
+                    buffers += unwritten
+                    offered += sum(map(len, unwritten))
+                    if offered >= _OFFER_BYTES or len(buffers) >= _MAX_BUFFERS_PER_WRITE:
                         del buffers[_MAX_BUFFERS_PER_WRITE:]
                         break
             written = transport.send(buffers)

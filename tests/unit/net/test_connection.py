@@ -66,6 +66,8 @@ class FakeTransport:
     eof: bool = False
     closed: bool = False
     send_calls: int = 0
+    #: The bytes offered to each send().
+    offered: list[int] = field(default_factory=list)
 
     @property
     def description(self) -> str:
@@ -89,6 +91,7 @@ class FakeTransport:
     def send(self, buffers: Sequence[memoryview]) -> int:
         self.send_calls += 1
         data = b"".join(bytes(buffer) for buffer in buffers)
+        self.offered.append(len(data))
         taken = len(data) if self.accept_per_send is None else min(self.accept_per_send, len(data))
         self.sent += data[:taken]
         return taken
@@ -742,6 +745,46 @@ def test_requests_of_several_batches_are_written_whole_and_in_order_whatever_the
     for (_, body), batches in zip(frames, requests, strict=True):
         assert all(batch in body for batch in batches)
     assert harness.transport.sent == bytearray()  # nothing left over or duplicated
+
+
+@pytest.mark.parametrize("accept", [None, 100_000])
+def test_queued_requests_are_offered_to_a_write_up_to_a_bound_in_bytes(
+    accept: int | None,
+) -> None:
+    # A socket takes at most its send buffer's free space: offering every queued request's
+    # buffers to each write converts them all for a part of them. Frames are added until they
+    # hold _OFFER_BYTES; what a write took whole is followed by the rest at once.
+    harness = Harness(settings=replace(SETTINGS, max_in_flight_requests_per_connection=5))
+    harness.connect_ready()
+    harness.transport.accept_per_send = 0  # the socket is full while they are queued
+    batches = [[bytes([65 + number]) * 40_000] * 3 for number in range(5)]
+    for request_batches in batches:
+        harness.send(
+            ProduceRequest(
+                acks=0,
+                timeout_ms=1000,
+                topic_data=[
+                    TopicProduceData(
+                        name="t",
+                        partition_data=[
+                            PartitionProduceData(index=index, records=batch)
+                            for index, batch in enumerate(request_batches)
+                        ],
+                    )
+                ],
+            )
+        )
+    harness.transport.accept_per_send = accept
+    harness.transport.offered.clear()
+    while harness.conn.interest() & EVENT_WRITE:
+        harness.conn.handle_events(EVENT_WRITE, 0.0, harness.completed)
+    offered = harness.transport.offered
+    assert 256 * 1024 <= offered[0] < 4 * 120_100  # three of the five queued requests
+    assert all(size < 4 * 120_100 for size in offered)
+    frames = harness.transport.take_requests()
+    assert [header.correlation_id for header, _ in frames] == [1, 2, 3, 4, 5]
+    assert len(harness.completed) == 5
+    assert harness.transport.sent == bytearray()
 
 
 def test_closing_mid_request_fails_a_request_of_several_buffers_once() -> None:

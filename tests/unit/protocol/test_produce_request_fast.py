@@ -265,3 +265,26 @@ def test_new_produce_request_takes_pairs_of_any_sequence_shape() -> None:
             )
         ],
     )
+
+
+@pytest.mark.parametrize(
+    "size",
+    [0x7E, 0x7F, 0x3FFE, 0x3FFF, 0x4000, 10 * 6_000, 0x1FFFFE, 0x1FFFFF, 0x200000],
+)
+@pytest.mark.parametrize("scatter", [False, True])
+def test_record_sets_around_each_length_width_match_the_generic_encoder(
+    size: int, scatter: bool
+) -> None:
+    # The compact length of a record set is one to five varint bytes; the hand writer spells
+    # out the short ones.
+    partition = PartitionProduceData(index=3, records=bytes(size))
+    request = ProduceRequest(
+        transactional_id=None,
+        acks=1,
+        timeout_ms=30_000,
+        topic_data=[TopicProduceData(name="t", partition_data=[partition])],
+    )
+    frame = ScatterFrame(b"head") if scatter else bytearray(b"head")
+    ProduceRequest.body_writer(11).write(frame, request)
+    written = assembled(frame) if isinstance(frame, ScatterFrame) else bytes(frame)
+    assert written == b"head" + generic_body(request, 11)

@@ -461,6 +461,10 @@ def _write_usual_partitions(
         elif size < 0x3FFF:  # two varint bytes (batches up to 16 KiB)
             out.append(((size + 1) & 0x7F) | 0x80)
             out.append((size + 1) >> 7)
+        elif size < 0x1FFFFF:  # three (batches of 16 KiB up to 2 MiB)
+            out.append(((size + 1) & 0x7F) | 0x80)
+            out.append((((size + 1) >> 7) & 0x7F) | 0x80)
+            out.append((size + 1) >> 14)
         else:
             if size >= _MAX_COMPACT_RECORDS:
                 return False

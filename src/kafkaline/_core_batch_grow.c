@@ -22,20 +22,6 @@ grow_memory_needed(const BatchStep *st, const Builder *b, Py_ssize_t held, const
     return (need > b->limit ? need : b->limit) - held;
 }
 
-/* hold_memory(batch, size): 0, or -1 on error. */
-static int
-grow_hold(PyObject *batch, Builder *b, Py_ssize_t size)
-{
-    PyObject *held = PyLong_FromSsize_t(size);
-    if (held == NULL)
-        return -1;
-    int rc = PyObject_SetAttr(batch, str_pooled_bytes, held);
-    Py_DECREF(held);
-    if (rc == 0)
-        b->memory_cap = size;
-    return rc;
-}
-
 /* `extra` bytes from the pool if free now: 1, 0 when not, -1 on error. */
 static int
 grow_take_now(BatchStep *st, Py_ssize_t extra)
@@ -63,7 +49,7 @@ grow_into(BatchStep *st, PyObject *batch, Builder *b, Py_ssize_t held, Py_ssize_
     int taken = grow_take_now(st, extra);
     if (taken <= 0)
         return taken < 0 ? NULL : Py_NewRef(Py_None);
-    int rc = grow_hold(batch, b, held + extra);
+    int rc = batch_hold_memory(batch, b, held + extra);
     if (rc == 0) {
         rc = try_append(b, r->timestamp, r->key_size < 0 ? NULL : PyBytes_AS_STRING(r->key),
                         r->key_size, r->value_size < 0 ? NULL : PyBytes_AS_STRING(r->value),
@@ -80,7 +66,7 @@ grow_into(BatchStep *st, PyObject *batch, Builder *b, Py_ssize_t held, Py_ssize_
     }
     PyObject *exc_type, *exc_value, *exc_tb;
     PyErr_Fetch(&exc_type, &exc_value, &exc_tb);
-    if (rc != 0 || grow_hold(batch, b, held) == 0) { /* not held: back to the pool */
+    if (rc != 0 || batch_hold_memory(batch, b, held) == 0) { /* not held: back to the pool */
         PyObject *given = step_call_method(st->pool, str_deallocate, extra);
         Py_XDECREF(given);
     }

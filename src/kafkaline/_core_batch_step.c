@@ -506,3 +506,18 @@ step_batch_layout(BatchStep *st)
     }
     return 1;
 }
+
+/* partition_queues.hold_memory(batch, size): the batch's pooled_bytes and its builder's
+ * memory_cap. 0, or -1 on error. */
+static int
+batch_hold_memory(PyObject *batch, Builder *b, Py_ssize_t size)
+{
+    PyObject *held = PyLong_FromSsize_t(size);
+    if (held == NULL)
+        return -1;
+    int rc = PyObject_SetAttr(batch, str_pooled_bytes, held);
+    Py_DECREF(held);
+    if (rc == 0)
+        b->memory_cap = size;
+    return rc;
+}

@@ -21,20 +21,6 @@ typedef struct {
     PyObject *timestamp_obj, *segments, *now;
 } RunInput;
 
-/* hold_memory(batch, size): the batch's pooled_bytes and its builder's memory_cap. */
-static int
-run_hold_memory(PyObject *batch, Builder *b, Py_ssize_t size)
-{
-    PyObject *held = PyLong_FromSsize_t(size);
-    if (held == NULL)
-        return -1;
-    int rc = PyObject_SetAttr(batch, str_pooled_bytes, held);
-    Py_DECREF(held);
-    if (rc == 0)
-        b->memory_cap = size;
-    return rc;
-}
-
 static int
 run_pool_give(BatchStep *st, Py_ssize_t size)
 {
@@ -50,7 +36,7 @@ run_give_back_unused(BatchStep *st, PyObject *batch, Builder *b, Py_ssize_t held
     Py_ssize_t unused = held - b->used;
     if (unused <= 0 || b->closed || (b->count && b->used >= b->limit))
         return 0;
-    if (run_hold_memory(batch, b, held - unused) < 0)
+    if (batch_hold_memory(batch, b, held - unused) < 0)
         return -1;
     return run_pool_give(st, unused);
 }
@@ -113,7 +99,7 @@ run_last_batch(BatchStep *st, RunInput *in, PyObject *batch, Py_ssize_t j)
         int taken = PyObject_TypeCheck(st->pool, &PoolStateType)
                         ? pool_take_now((PoolState *)st->pool, extra)
                         : 0;
-        if (taken <= 0 || run_hold_memory(batch, b, held + extra) < 0) {
+        if (taken <= 0 || batch_hold_memory(batch, b, held + extra) < 0) {
             rc = taken < 0 ? -1 : -2;
             if (taken > 0 && run_pool_give(st, extra) < 0)
                 rc = -1;
@@ -121,7 +107,7 @@ run_last_batch(BatchStep *st, RunInput *in, PyObject *batch, Py_ssize_t j)
         }
     }
     rc = run_fill(st, in, batch, b, j, held + extra, split == Py_True);
-    if (rc == 0 && extra && (run_hold_memory(batch, b, held) < 0 || run_pool_give(st, extra) < 0))
+    if (rc == 0 && extra && (batch_hold_memory(batch, b, held) < 0 || run_pool_give(st, extra) < 0))
         rc = -1; /* (the memory was not needed after all) */
 done:
     Py_XDECREF(split);

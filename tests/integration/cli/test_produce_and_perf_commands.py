@@ -134,6 +134,8 @@ class Terminal:
             stderr=slave,
             cwd=cwd,
             close_fds=True,
+            # A child that hangs is asked for its threads' stacks (SIGABRT) before it is killed.
+            env={**os.environ, "PYTHONFAULTHANDLER": "1"},
         )
         os.close(slave)
         self.output = b""
@@ -167,6 +169,8 @@ class Terminal:
                     self.output += os.read(self._master, 65536)
                 except OSError:
                     break
+        if self.process.poll() is None:
+            self._fail_with_stacks(timeout)
         status = self.process.wait(max(deadline - time.monotonic(), 0.1))
         while True:  # what is left in the terminal's buffer
             ready, _, _ = select.select([self._master], [], [], 0)
@@ -180,6 +184,23 @@ class Terminal:
                 break
             self.output += data
         return status
+
+    def _fail_with_stacks(self, timeout: float) -> None:
+        self.process.send_signal(signal.SIGABRT)  # faulthandler prints every thread's stack
+        end = time.monotonic() + 5
+        while time.monotonic() < end:
+            ready, _, _ = select.select([self._master], [], [], 0.1)
+            if ready:
+                try:
+                    self.output += os.read(self._master, 65536)
+                except OSError:
+                    break
+            elif self.process.poll() is not None:
+                break
+        raise AssertionError(
+            f"the child was still running {timeout:g} s later; its terminal, ending with the "
+            f"stacks of its threads:\n{self.output.decode(errors='replace')}"
+        )
 
     def close(self) -> None:
         if self.process.poll() is None:

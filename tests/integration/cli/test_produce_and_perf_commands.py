@@ -17,7 +17,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import NamedTuple, NoReturn
 
 import pytest
 from confluent_kafka import Consumer
@@ -169,9 +169,10 @@ class Terminal:
                     self.output += os.read(self._master, 65536)
                 except OSError:
                     break
-        if self.process.poll() is None:
+        try:
+            status = self.process.wait(max(deadline - time.monotonic(), 0.1))
+        except subprocess.TimeoutExpired:
             self._fail_with_stacks(timeout)
-        status = self.process.wait(max(deadline - time.monotonic(), 0.1))
         while True:  # what is left in the terminal's buffer
             ready, _, _ = select.select([self._master], [], [], 0)
             if not ready:
@@ -185,7 +186,7 @@ class Terminal:
             self.output += data
         return status
 
-    def _fail_with_stacks(self, timeout: float) -> None:
+    def _fail_with_stacks(self, timeout: float) -> NoReturn:
         self.process.send_signal(signal.SIGABRT)  # faulthandler prints every thread's stack
         end = time.monotonic() + 5
         while time.monotonic() < end:

@@ -122,13 +122,22 @@ def closed_port() -> int:
     return port
 
 
+# `python -m kafkaline`, with Ctrl-C's default handler put back first: a shell starts a
+# background job with SIGINT ignored, its children inherit that, and Python then leaves SIGINT
+# ignored, so a suite run in the background could not test what Ctrl-C does.
+_RUN_WITH_CTRL_C = (
+    "import runpy, signal; signal.signal(signal.SIGINT, signal.default_int_handler); "
+    "runpy.run_module('kafkaline', run_name='__main__', alter_sys=True)"
+)
+
+
 class Terminal:
     """A child process on a pseudo terminal (stdin, stdout and stderr), as in a shell."""
 
     def __init__(self, args: Sequence[str], cwd: Path) -> None:
         self._master, slave = pty.openpty()
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "kafkaline", *args],
+            [sys.executable, "-c", _RUN_WITH_CTRL_C, *args],
             stdin=slave,
             stdout=slave,
             stderr=slave,

@@ -722,21 +722,7 @@ def test_requests_of_several_batches_are_written_whole_and_in_order_whatever_the
     for number in range(4):
         batches = [bytes([65 + number * 3 + index]) * (4096 + 907 * index) for index in range(3)]
         requests.append(batches)
-        harness.send(
-            ProduceRequest(
-                acks=0,
-                timeout_ms=1000,
-                topic_data=[
-                    TopicProduceData(
-                        name="t",
-                        partition_data=[
-                            PartitionProduceData(index=index, records=batch)
-                            for index, batch in enumerate(batches)
-                        ],
-                    )
-                ],
-            )
-        )
+        harness.send(_acks0_produce(batches))
     while harness.conn.interest() & EVENT_WRITE:
         harness.conn.handle_events(EVENT_WRITE, 0.0, harness.completed)
     assert len(harness.completed) == 4  # acks=0: each completes once, when written whole
@@ -759,21 +745,7 @@ def test_queued_requests_are_offered_to_a_write_up_to_a_bound_in_bytes(
     harness.transport.accept_per_send = 0  # the socket is full while they are queued
     batches = [[bytes([65 + number]) * 40_000] * 3 for number in range(5)]
     for request_batches in batches:
-        harness.send(
-            ProduceRequest(
-                acks=0,
-                timeout_ms=1000,
-                topic_data=[
-                    TopicProduceData(
-                        name="t",
-                        partition_data=[
-                            PartitionProduceData(index=index, records=batch)
-                            for index, batch in enumerate(request_batches)
-                        ],
-                    )
-                ],
-            )
-        )
+        harness.send(_acks0_produce(request_batches))
     harness.transport.accept_per_send = accept
     harness.transport.offered.clear()
     while harness.conn.interest() & EVENT_WRITE:
@@ -795,3 +767,20 @@ def test_closing_mid_request_fails_a_request_of_several_buffers_once() -> None:
     harness.conn.close(1.0, harness.completed)
     [(response, _)] = harness.completed
     assert isinstance(response.error, KafkaConnectionError)
+
+
+def _acks0_produce(batches: list[bytes]) -> ProduceRequest:
+    """An acks=0 ProduceRequest of topic "t" with one of ``batches`` per partition, in order."""
+    return ProduceRequest(
+        acks=0,
+        timeout_ms=1000,
+        topic_data=[
+            TopicProduceData(
+                name="t",
+                partition_data=[
+                    PartitionProduceData(index=index, records=batch)
+                    for index, batch in enumerate(batches)
+                ],
+            )
+        ],
+    )
